@@ -1,0 +1,549 @@
+/*
+ * keytree.h - the public interface of libkeytree, a hierarchical tree store
+ * on LevelDB.
+ *
+ * keytree stores nodes under absolute, '/'-separated paths
+ * ("/Accounts/123456/Links/xyzpdq").  A node is an item (a binary value with
+ * named attributes), a directory, both at once, or a symbolic link.  Reading
+ * an item is one row lookup; listing a directory is one ordered range scan.
+ * The row layout is documented in docs/FORMAT.md.
+ *
+ * Conventions
+ * -----------
+ * - Fallible functions return int: 0 on success or a negative kt_error.
+ *   On failure kt_errmsg() describes what went wrong in this thread, naming
+ *   the path, byte or row at fault.
+ * - Out-parameters come first.  Memory returned through them belongs to the
+ *   caller and is released with kt_free() (or the type's _free function);
+ *   on failure they are set to NULL / 0.
+ * - Every path-taking function says whether it follows a symbolic link in
+ *   the last component.  Links in the other components are always followed.
+ *
+ * Paths
+ * -----
+ * A path is a NUL-terminated byte string.  It is accepted only in canonical
+ * form: it starts with '/', "/" alone is the root, components are separated
+ * by exactly one '/', there is no trailing '/', and no component is "." or
+ * "..".  Anything else (a relative path, "//", "/a/", "/a/./b") is rejected
+ * with KT_EINVAL by every function, readers included; keytree never guesses
+ * what a non-canonical path meant.  A name (component) is 1 to KT_NAME_MAX
+ * bytes, may hold any byte except '/' and NUL, and may not contain the
+ * store's delimiter (KT_ERESERVED).  A path is at most KT_PATH_MAX bytes
+ * and KT_DEPTH_MAX components (KT_ENAMETOOLONG).
+ *
+ * Threads
+ * -------
+ * A kt_store may be shared by any number of threads.  Mutations are
+ * serialised by one writer lock held for the whole check-then-write of each
+ * operation, so concurrent writers never lose each other's rows.  Readers
+ * take no lock.  A kt_iter or kt_batch belongs to one thread at a time.
+ * kt_errmsg() is per thread.
+ *
+ * Durability
+ * ----------
+ * Every mutation is one atomic LevelDB write batch.  With
+ * kt_options.sync set, each write is flushed to disk before it returns;
+ * otherwise it survives a process crash but may be lost on a power cut
+ * unless kt_sync() is called.
+ */
+#ifndef KEYTREE_H
+#define KEYTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(KT_BUILDING)
+#define KT_EXTERN __attribute__((visibility("default")))
+#else
+#define KT_EXTERN
+#endif
+
+/** Library version. */
+#define KT_VERSION_MAJOR 0
+#define KT_VERSION_MINOR 1
+#define KT_VERSION_PATCH 0
+#define KT_VERSION_STRING "0.1.0"
+
+/** On-disk format version written by this library. */
+#define KT_FORMAT_VERSION 1
+
+/** @name Limits
+ * Enforced by every function; exceeding one fails with a message naming the
+ * limit. */
+/**@{*/
+#define KT_NAME_MAX 255          /**< bytes in one name or attribute name */
+#define KT_PATH_MAX 4095         /**< bytes in a path or a link target */
+#define KT_DEPTH_MAX 1024        /**< components in a path */
+#define KT_VALUE_MAX (1ULL << 40) /**< bytes in a value (1 TiB, sparse) */
+#define KT_ATTR_VALUE_MAX 65536  /**< bytes in one attribute value */
+#define KT_LINK_HOPS_MAX 40      /**< links followed in one resolution */
+/**@}*/
+
+/** Error codes.  Values are fixed forever; new ones are only appended. */
+typedef enum kt_error {
+	KT_OK = 0,
+	KT_ENOTFOUND = -1,     /**< no node at that path, or a dangling link */
+	KT_EEXISTS = -2,       /**< the node already exists */
+	KT_ENOTDIR = -3,       /**< a component is not a directory */
+	KT_EISDIR = -4,        /**< the node is a directory without a value */
+	KT_ENOTEMPTY = -5,     /**< the directory has children */
+	KT_ELOOP = -6,         /**< more than KT_LINK_HOPS_MAX links */
+	KT_EINVAL = -7,        /**< invalid argument or path syntax */
+	KT_ENAMETOOLONG = -8,  /**< a name, path or depth limit was exceeded */
+	KT_ERESERVED = -9,     /**< a name contains the store's delimiter */
+	KT_EBUSY = -10,        /**< the store is open in another process */
+	KT_EREADONLY = -11,    /**< the store was opened read-only */
+	KT_ENOMEM = -12,       /**< out of memory */
+	KT_ECORRUPT = -13,     /**< a row failed to decode or a checksum failed */
+	KT_EIO = -14,          /**< the storage engine reported an I/O error */
+	KT_ENOTSTORE = -15,    /**< the directory is not a keytree store */
+	KT_EVERSION = -16,     /**< the store has a newer format */
+	KT_ECONFLICT = -17,    /**< a conditional write saw another version */
+	KT_ETOOBIG = -18,      /**< a value or attribute is over its limit */
+	KT_ENOATTR = -19,      /**< the node has no attribute of that name */
+	KT_ITEROVER = -100     /**< status: an iteration is over (not an error) */
+} kt_error;
+
+/** Node kinds, as bits of kt_statbuf.kind and kt_entry.kind.  An item that is
+ * also a directory has both KT_KIND_ITEM and KT_KIND_DIR; a link has only
+ * KT_KIND_LINK. */
+#define KT_KIND_ITEM 1u
+#define KT_KIND_DIR 2u
+#define KT_KIND_LINK 4u
+
+/** An open store.  Opaque; shareable between threads. */
+typedef struct kt_store kt_store;
+
+/** An iterator over a listing.  Opaque; one thread at a time. */
+typedef struct kt_iter kt_iter;
+
+/** A set of operations committed atomically.  Opaque. */
+typedef struct kt_batch kt_batch;
+
+/* ------------------------------------------------------------------------ */
+/** @name Errors */
+/**@{*/
+
+/** Static English text for an error code ("no such node", ...).  Never
+ * NULL, also for unknown codes. */
+KT_EXTERN const char *kt_strerror(int code);
+
+/** The detailed message of this thread's last failing call, such as
+ * "put '/a/b¦c': name 'b¦c' contains the delimiter at byte 1".  Valid until
+ * the next failing call in this thread.  Empty string if none failed. */
+KT_EXTERN const char *kt_errmsg(void);
+
+/** Release memory returned by the library.  Accepts NULL. */
+KT_EXTERN void kt_free(void *ptr);
+
+/** The library version, KT_VERSION_STRING of the built library. */
+KT_EXTERN const char *kt_version(void);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Opening a store */
+/**@{*/
+
+#define KT_OPTIONS_VERSION 1
+
+/** Options for kt_open().  Zero in a field means its default; fields are
+ * only ever appended.  Initialise with KT_OPTIONS_INIT. */
+typedef struct kt_options {
+	unsigned int version;  /**< KT_OPTIONS_VERSION */
+	int create_if_missing; /**< create the store when absent */
+	int error_if_exists;   /**< fail with KT_EEXISTS if it exists */
+	int read_only;         /**< refuse every write with KT_EREADONLY */
+	int sync;              /**< flush every write to disk before return */
+	/** The reserved delimiter: one UTF-8 character (1 to 4 bytes) or a
+	 * single byte, neither NUL nor '/'.  NULL means the default "¦"
+	 * (U+00A6, bytes C2 A6).  Used when creating; when opening an
+	 * existing store it must be NULL or equal to the stored one. */
+	const char *delimiter;
+	size_t cache_size;     /**< LevelDB block cache bytes; 0 = 8 MiB */
+} kt_options;
+
+#define KT_OPTIONS_INIT {KT_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0}
+
+/** The default delimiter, U+00A6 BROKEN BAR in UTF-8. */
+#define KT_DEFAULT_DELIMITER "\xc2\xa6"
+
+/**
+ * Open (or create) the store in directory @p dir.
+ *
+ * @param out   receives the handle, NULL on failure
+ * @param dir   the store directory
+ * @param opts  options, or NULL for the defaults (open an existing store)
+ * @return 0, or
+ *   - KT_ENOTFOUND: no store there and create_if_missing is not set;
+ *   - KT_EEXISTS: it exists and error_if_exists is set;
+ *   - KT_EBUSY: another process has the store open;
+ *   - KT_ENOTSTORE: the directory holds something that is not a keytree
+ *     store (a foreign LevelDB database, or other files);
+ *   - KT_EVERSION: the store has a newer format than this library reads;
+ *   - KT_EINVAL: a bad option, or a delimiter other than the store's;
+ *   - KT_ECORRUPT, KT_EIO: the storage is damaged or unreadable.
+ */
+KT_EXTERN int kt_open(kt_store **out, const char *dir, const kt_options *opts);
+
+/** Close a store, flushing nothing beyond what sync already made durable.
+ * Accepts NULL.  No iterator or batch of the store may outlive it. */
+KT_EXTERN void kt_close(kt_store *store);
+
+/** Make every write acknowledged so far durable on disk. */
+KT_EXTERN int kt_sync(kt_store *store);
+
+/** The store's delimiter, NUL-terminated; @p len receives its length in
+ * bytes if not NULL.  Valid while the store is open. */
+KT_EXTERN const char *kt_delimiter(const kt_store *store, size_t *len);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Node metadata */
+/**@{*/
+
+/** What kt_stat() reports about one node. */
+typedef struct kt_statbuf {
+	uint64_t id;       /**< persistent unique id, kept across rename */
+	unsigned int kind; /**< KT_KIND_* bits */
+	uint32_t mode;     /**< permission bits (07777) */
+	uint32_t uid, gid; /**< owner */
+	uint64_t size;     /**< value bytes, or link target bytes */
+	int64_t atime_ns;  /**< times in nanoseconds since the Unix epoch */
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	uint64_t version;  /**< changes on every write of the node */
+	uint32_t nsubdirs; /**< children that are directories */
+	uint32_t nattrs;   /**< number of attributes */
+} kt_statbuf;
+
+/** Metadata of the node at @p path, following a link in the last
+ * component.  Returns 0, KT_ENOTFOUND, KT_ENOTDIR, KT_ELOOP or a path
+ * error. */
+KT_EXTERN int kt_stat(kt_statbuf *st, kt_store *store, const char *path);
+
+/** As kt_stat() but a link in the last component is reported itself. */
+KT_EXTERN int kt_lstat(kt_statbuf *st, kt_store *store, const char *path);
+
+/** Flags for kt_setattr(). */
+#define KT_SET_MODE 0x01u
+#define KT_SET_UID 0x02u
+#define KT_SET_GID 0x04u
+#define KT_SET_ATIME 0x08u     /**< atime_ns */
+#define KT_SET_MTIME 0x10u     /**< mtime_ns */
+#define KT_SET_ATIME_NOW 0x20u /**< atime = now */
+#define KT_SET_MTIME_NOW 0x40u /**< mtime = now */
+#define KT_NOFOLLOW 0x1000u    /**< act on a link itself, not its target */
+
+/** Changes for kt_setattr(); @c mask says which fields apply. */
+typedef struct kt_setattr_args {
+	unsigned int mask;
+	uint32_t mode, uid, gid;
+	int64_t atime_ns, mtime_ns;
+} kt_setattr_args;
+
+/** Change mode, owner or times.  Follows a link in the last component
+ * unless @p flags has KT_NOFOLLOW.  ctime becomes now.  Returns 0,
+ * KT_ENOTFOUND, KT_EINVAL (mode above 07777, unknown mask bits), a path
+ * error or KT_EREADONLY. */
+KT_EXTERN int kt_setattr(kt_store *store, const char *path,
+			 const kt_setattr_args *args, unsigned int flags);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Creating and writing nodes */
+/**@{*/
+
+#define KT_CREATE_OPTIONS_VERSION 1
+
+/** kt_create_options.flags */
+#define KT_CREATE_EXCL 0x01u       /**< put: fail if an item or link exists;
+				      mkdir: fail if a directory exists */
+#define KT_CREATE_PARENTS 0x02u    /**< mkdir, symlink: make missing ancestors
+				      (put always does) */
+#define KT_CREATE_IF_VERSION 0x04u /**< put: write only if the item's version
+				      equals if_version (KT_ECONFLICT) */
+#define KT_CREATE_MODE 0x08u       /**< use mode for a new node */
+#define KT_CREATE_OWNER 0x10u      /**< use uid/gid for new nodes */
+
+/** How to create nodes.  NULL means defaults: mode 0644 for items, 0755
+ * for directories, 0777 for links; owner the process's effective uid/gid. */
+typedef struct kt_create_options {
+	unsigned int version; /**< KT_CREATE_OPTIONS_VERSION */
+	unsigned int flags;   /**< KT_CREATE_* */
+	uint32_t mode;        /**< with KT_CREATE_MODE: permission bits */
+	uint32_t uid, gid;    /**< with KT_CREATE_OWNER */
+	uint64_t if_version;  /**< with KT_CREATE_IF_VERSION */
+} kt_create_options;
+
+#define KT_CREATE_OPTIONS_INIT {KT_CREATE_OPTIONS_VERSION, 0, 0, 0, 0, 0}
+
+/**
+ * Write the whole value of the item at @p path, creating it and any missing
+ * ancestors.  An existing directory there becomes an item and directory at
+ * once; an existing item keeps its id, mode and owner.  Ancestors that are
+ * items become items and directories.  Follows links in every component,
+ * the last included; a dangling link fails with KT_ENOTFOUND.
+ *
+ * @param value  @p len bytes; may be NULL when len is 0
+ * @return 0, KT_EEXISTS (KT_CREATE_EXCL and an item or link is there),
+ *   KT_ECONFLICT (KT_CREATE_IF_VERSION and another version, or no item),
+ *   KT_ENOTDIR (an ancestor is a link to an item), KT_ETOOBIG, KT_ELOOP,
+ *   a path error, KT_EREADONLY.
+ */
+KT_EXTERN int kt_put(kt_store *store, const char *path, const void *value,
+		     size_t len, const kt_create_options *opts);
+
+/**
+ * Make a directory at @p path.  The parent must exist unless
+ * KT_CREATE_PARENTS is given.  An existing item there becomes an item and
+ * directory.  An existing directory is KT_EEXISTS, except with
+ * KT_CREATE_PARENTS (like mkdir -p).  Does not follow a link in the last
+ * component: a link there is KT_EEXISTS.
+ */
+KT_EXTERN int kt_mkdir(kt_store *store, const char *path,
+		       const kt_create_options *opts);
+
+/**
+ * Make a symbolic link at @p link whose target is @p target, stored
+ * verbatim (absolute or relative, 1 to KT_PATH_MAX bytes, need not exist).
+ * The parent must exist unless KT_CREATE_PARENTS is given.  Anything at
+ * @p link already is KT_EEXISTS.
+ */
+KT_EXTERN int kt_symlink(kt_store *store, const char *link, const char *target,
+			 const kt_create_options *opts);
+
+/** The target of the link at @p path, as stored, NUL-terminated; release
+ * with kt_free().  @p len (if not NULL) receives its length.  KT_EINVAL if
+ * the node is not a link. */
+KT_EXTERN int kt_readlink(char **target, size_t *len, kt_store *store,
+			  const char *path);
+
+/**
+ * Read the whole value of the item at @p path (following links).  The
+ * value is returned in a buffer from malloc, with one NUL byte after the
+ * last (not counted in @p len), released with kt_free().
+ * @return 0, KT_ENOTFOUND, KT_EISDIR (a directory without a value),
+ *   KT_ENOTDIR, KT_ELOOP, KT_ENOMEM, a path error.
+ */
+KT_EXTERN int kt_get(void **value, size_t *len, kt_store *store,
+		     const char *path);
+
+/** Read up to @p len bytes at @p offset of the item's value into @p buf;
+ * @p nread receives the count (0 at or past the end).  Holes read as
+ * zeros.  Follows links. */
+KT_EXTERN int kt_read(size_t *nread, kt_store *store, const char *path,
+		      void *buf, size_t len, uint64_t offset);
+
+/** Write @p len bytes at @p offset of an existing item's value, extending
+ * it (with a hole) as needed.  Costs the bytes written, not the size of the
+ * value.  Follows links.  KT_ENOTFOUND if there is no item. */
+KT_EXTERN int kt_write(kt_store *store, const char *path, const void *buf,
+		       size_t len, uint64_t offset);
+
+/** Set the size of an existing item's value, cutting it or extending it
+ * with a hole.  Follows links. */
+KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Removing and renaming */
+/**@{*/
+
+#define KT_DELETE_RECURSIVE 0x01u /**< remove the whole subtree */
+#define KT_DELETE_PRUNE 0x02u     /**< then remove ancestors left as empty
+				     directories without a value */
+#define KT_DELETE_ITEM 0x04u      /**< remove only the value of an item that
+				     is also a directory; the directory stays */
+
+/**
+ * Remove the node at @p path.  A link in the last component is removed
+ * itself, not its target.  A node with children fails with KT_ENOTEMPTY
+ * unless KT_DELETE_RECURSIVE is given, in which case the whole subtree goes
+ * in one atomic batch.  The root cannot be removed (KT_EINVAL).
+ * With KT_DELETE_ITEM the node must be an item (KT_EISDIR otherwise); if it
+ * is also a directory only its value and attributes go.
+ */
+KT_EXTERN int kt_delete(kt_store *store, const char *path,
+			unsigned int flags);
+
+#define KT_RENAME_NOREPLACE 0x01u /**< fail with KT_EEXISTS if dst exists */
+#define KT_RENAME_EXCHANGE 0x02u  /**< swap src and dst, both must exist */
+
+/**
+ * Move the node at @p src, with its whole subtree, to @p dst atomically.
+ * Links in the last component of either path are not followed.  POSIX
+ * rules: a non-directory replaces a non-directory; a directory replaces
+ * only an empty directory (KT_ENOTEMPTY); a directory over a
+ * non-directory is KT_ENOTDIR, the reverse KT_EISDIR; moving a directory
+ * into itself is KT_EINVAL; renaming a path to itself does nothing.  The
+ * parent of @p dst must exist.  Ids are kept.
+ *
+ * Cost: rows are keyed by path, so the move rewrites one row per node in
+ * the subtree plus one per index entry: linear in the subtree size.  Values
+ * and attributes are keyed by id and are not copied.
+ */
+KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
+			unsigned int flags);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Attributes
+ * Named binary values on a node.  A name is 1 to KT_NAME_MAX bytes without
+ * NUL, and may not start with the store's delimiter (KT_ERESERVED).  All
+ * follow links in the last component. */
+/**@{*/
+
+#define KT_ATTR_CREATE 0x01u  /**< fail with KT_EEXISTS if it exists */
+#define KT_ATTR_REPLACE 0x02u /**< fail with KT_ENOATTR if it does not */
+
+/** Set attribute @p name of the node at @p path. */
+KT_EXTERN int kt_attr_set(kt_store *store, const char *path, const char *name,
+			  const void *value, size_t len, unsigned int flags);
+
+/** Get attribute @p name; release @p value with kt_free().  KT_ENOATTR if
+ * absent. */
+KT_EXTERN int kt_attr_get(void **value, size_t *len, kt_store *store,
+			  const char *path, const char *name);
+
+/** Remove attribute @p name; KT_ENOATTR if absent. */
+KT_EXTERN int kt_attr_delete(kt_store *store, const char *path,
+			     const char *name);
+
+/** Iterate over the attributes of a node in byte order of name; each entry
+ * has name and value. */
+KT_EXTERN int kt_attr_iter_new(kt_iter **out, kt_store *store,
+			       const char *path);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Listing */
+/**@{*/
+
+/** One entry of an iteration.  Borrowed: valid until the next
+ * kt_iter_next() or kt_iter_free() on the same iterator. */
+typedef struct kt_entry {
+	const char *name;  /**< child name, full path (kt_find_new) or
+			      attribute name; NUL-terminated */
+	size_t name_len;   /**< bytes in name */
+	unsigned int kind; /**< KT_KIND_* bits (0 for attributes) */
+	uint64_t id;       /**< node id (0 for attributes) */
+	const void *value; /**< attribute value (NULL for listings) */
+	size_t value_len;
+} kt_entry;
+
+#define KT_LIST_OPTIONS_VERSION 1
+
+/** Paging for kt_iter_new(). */
+typedef struct kt_list_options {
+	unsigned int version; /**< KT_LIST_OPTIONS_VERSION */
+	const char *after;    /**< start after this name (NULL: at the start) */
+	size_t after_len;     /**< bytes in after */
+	size_t limit;         /**< at most this many entries; 0: no limit */
+	int reverse;          /**< descending order of name */
+} kt_list_options;
+
+#define KT_LIST_OPTIONS_INIT {KT_LIST_OPTIONS_VERSION, NULL, 0, 0, 0}
+
+/**
+ * Iterate over the direct children of the directory at @p path (following
+ * links in every component), in byte order of name, over a snapshot taken
+ * now.  Pages resume with kt_list_options.after set to the last name seen,
+ * which stays correct while others insert and delete.
+ * @return 0, KT_ENOTFOUND, KT_ENOTDIR (not a directory), a path error.
+ */
+KT_EXTERN int kt_iter_new(kt_iter **out, kt_store *store, const char *path,
+			  const kt_list_options *opts);
+
+/** Advance: 0 with @p entry set, KT_ITEROVER at the end, or an error. */
+KT_EXTERN int kt_iter_next(const kt_entry **entry, kt_iter *iter);
+
+/** Release an iterator.  Accepts NULL. */
+KT_EXTERN void kt_iter_free(kt_iter *iter);
+
+#define KT_FIND_SUBTREE 0x01u /**< the node at path and its descendants */
+#define KT_FIND_ITEMS 0x02u   /**< report only nodes that are items */
+
+/**
+ * Iterate, in one ordered range scan, over every node whose path starts at
+ * a component boundary with @p prefix: "/cust-1/ord" finds
+ * "/cust-1/ord-1", "/cust-1/ord-2/li-9" and "/cust-1/ordinal".  With
+ * KT_FIND_SUBTREE, @p prefix names a node, and it and its descendants are
+ * found.  "/" finds every node but the root.  The last component of
+ * @p prefix need not exist; its parent is resolved following links, and
+ * entries carry full paths below the resolved parent.  Entries come in the
+ * byte order of their rows (see docs/FORMAT.md); a parent precedes its
+ * descendants.
+ */
+KT_EXTERN int kt_find_new(kt_iter **out, kt_store *store, const char *prefix,
+			  unsigned int flags);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Batches
+ * Operations recorded with kt_batch_*() are applied by kt_batch_commit() in
+ * order, each seeing the effects of the ones before, and committed in one
+ * atomic write: all of them or none.  Arguments are copied when recorded. */
+/**@{*/
+
+KT_EXTERN int kt_batch_new(kt_batch **out, kt_store *store);
+KT_EXTERN int kt_batch_put(kt_batch *batch, const char *path,
+			   const void *value, size_t len,
+			   const kt_create_options *opts);
+KT_EXTERN int kt_batch_mkdir(kt_batch *batch, const char *path,
+			     const kt_create_options *opts);
+KT_EXTERN int kt_batch_symlink(kt_batch *batch, const char *link,
+			       const char *target,
+			       const kt_create_options *opts);
+KT_EXTERN int kt_batch_delete(kt_batch *batch, const char *path,
+			      unsigned int flags);
+KT_EXTERN int kt_batch_rename(kt_batch *batch, const char *src,
+			      const char *dst, unsigned int flags);
+KT_EXTERN int kt_batch_attr_set(kt_batch *batch, const char *path,
+				const char *name, const void *value,
+				size_t len, unsigned int flags);
+KT_EXTERN int kt_batch_attr_delete(kt_batch *batch, const char *path,
+				   const char *name);
+
+/** Apply and commit every recorded operation.  On failure nothing is
+ * written, the return is the failing operation's code, and kt_errmsg()
+ * says which operation (counted from 1) failed and why.  A batch commits
+ * at most once; later calls give KT_EINVAL. */
+KT_EXTERN int kt_batch_commit(kt_batch *batch);
+
+/** Release a batch, committed or not.  Accepts NULL. */
+KT_EXTERN void kt_batch_free(kt_batch *batch);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Checking */
+/**@{*/
+
+/** Called by kt_check() for each violation found; @p what describes it,
+ * naming the row.  Return non-zero to stop checking. */
+typedef int (*kt_check_cb)(const char *what, void *payload);
+
+/**
+ * Verify every invariant of the store over a snapshot: each index row
+ * points at a node of the recorded kind, each node but the root is reachable
+ * through an index row in its parent's partition, every ancestor of a node
+ * is a directory, directory counts and attribute counts agree, and every
+ * value and attribute row belongs to a live node.
+ *
+ * @param nviolations  receives the number of violations (may be NULL)
+ * @param cb           called per violation (may be NULL)
+ * @return 0 when clean, KT_ECORRUPT when violations were found, or an
+ *   error that stopped the check.
+ */
+KT_EXTERN int kt_check(size_t *nviolations, kt_store *store, kt_check_cb cb,
+		       void *payload);
+/**@}*/
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KEYTREE_H */
