@@ -205,7 +205,15 @@ KT_EXTERN const char *kt_delimiter(const kt_store *store, size_t *len);
 /** @name Node metadata */
 /**@{*/
 
-/** What kt_stat() reports about one node. */
+/** What kt_stat() reports about one node.
+ *
+ * Times follow POSIX: a new node gets atime = mtime = ctime = now; writing
+ * a value (put, write, truncate) sets mtime and ctime; kt_setattr() and
+ * attribute changes set ctime; adding or removing a child sets the
+ * directory's mtime and ctime; a rename sets the moved node's ctime.  Reads
+ * never change atime.  The version changes whenever any of the node's
+ * metadata, value or attributes change, and versions are never reused in a
+ * store, not even after a node is deleted and made again. */
 typedef struct kt_statbuf {
 	uint64_t id;       /**< persistent unique id, kept across rename */
 	unsigned int kind; /**< KT_KIND_* bits */
@@ -364,8 +372,12 @@ KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
  * itself, not its target.  A node with children fails with KT_ENOTEMPTY
  * unless KT_DELETE_RECURSIVE is given, in which case the whole subtree goes
  * in one atomic batch.  The root cannot be removed (KT_EINVAL).
- * With KT_DELETE_ITEM the node must be an item (KT_EISDIR otherwise); if it
- * is also a directory only its value and attributes go.
+ * With KT_DELETE_ITEM the node must be an item (KT_EISDIR for a directory
+ * without a value, KT_EINVAL for a link); if it is also a directory, only
+ * the value goes and the directory (with its attributes) stays.
+ * KT_DELETE_PRUNE then walks up from the parent and removes each ancestor
+ * below the root that is a directory without a value and without children.
+ * The parent's mtime and ctime become now.
  */
 KT_EXTERN int kt_delete(kt_store *store, const char *path,
 			unsigned int flags);

@@ -1,0 +1,238 @@
+/*
+ * kt_test.h - helpers shared by the cmocka test programs: a temporary store
+ * per test, and a digest of a store's whole visible state, so that a test
+ * can assert that a rejected operation left the store unchanged.
+ *
+ * Header-only on purpose: each tests/test_*.c is its own executable.
+ */
+#ifndef KT_TEST_H
+#define KT_TEST_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "keytree.h"
+
+/* One temporary store, made by kt_test_setup and removed by
+ * kt_test_teardown.  Tests receive it as *state. */
+typedef struct kt_test_fixture {
+	char dir[256];   /* the temporary directory holding the store */
+	char path[300];  /* the store directory itself (dir/store) */
+	kt_store *store;
+} kt_test_fixture;
+
+static int kt_test__rm_cb(const char *p, const struct stat *sb, int type,
+			  struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(p);
+}
+
+/* Remove a directory tree; used by teardown. */
+static void kt_test_rmtree(const char *dir)
+{
+	nftw(dir, kt_test__rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int kt_test_setup(void **state)
+{
+	kt_test_fixture *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+	kt_options o = KT_OPTIONS_INIT;
+
+	if (f == NULL)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/kt-test-XXXXXX",
+		 tmp ? tmp : "/tmp");
+	if (mkdtemp(f->dir) == NULL) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->path, sizeof(f->path), "%s/store", f->dir);
+	o.create_if_missing = 1;
+	if (kt_open(&f->store, f->path, &o) != 0) {
+		fprintf(stderr, "kt_open: %s\n", kt_errmsg());
+		kt_test_rmtree(f->dir);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int kt_test_teardown(void **state)
+{
+	kt_test_fixture *f = *state;
+	size_t bad = 0;
+	int rc = 0;
+
+	if (f == NULL)
+		return 0;
+	/* Every test ends with the invariants checked. */
+	if (f->store != NULL) {
+		rc = kt_check(&bad, f->store, NULL, NULL);
+		if (rc != 0)
+			fprintf(stderr, "kt_check at teardown: %d (%s), %zu "
+				"violations\n", rc, kt_errmsg(), bad);
+		kt_close(f->store);
+	}
+	kt_test_rmtree(f->dir);
+	free(f);
+	return rc == 0 ? 0 : -1;
+}
+
+/* Close and reopen the fixture's store. */
+static void kt_test_reopen(kt_test_fixture *f)
+{
+	kt_close(f->store);
+	f->store = NULL;
+	assert_int_equal(kt_open(&f->store, f->path, NULL), 0);
+}
+
+/* A growable string used to build digests. */
+typedef struct kt_test_str {
+	char *p;
+	size_t len, cap;
+} kt_test_str;
+
+static void kt_test_str_add(kt_test_str *s, const void *data, size_t len)
+{
+	if (s->len + len + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		while (cap < s->len + len + 1)
+			cap *= 2;
+		s->p = realloc(s->p, cap);
+		assert_non_null(s->p);
+		s->cap = cap;
+	}
+	memcpy(s->p + s->len, data, len);
+	s->len += len;
+	s->p[s->len] = '\0';
+}
+
+static void kt_test_str_addf(kt_test_str *s, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	assert_true(n >= 0 && (size_t)n < sizeof(buf));
+	kt_test_str_add(s, buf, (size_t)n);
+}
+
+/* Append @p len bytes as hex, so binary values keep the digest a string. */
+static void kt_test_str_hex(kt_test_str *s, const void *data, size_t len)
+{
+	const unsigned char *b = data;
+	char h[3];
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		snprintf(h, sizeof(h), "%02x", b[i]);
+		kt_test_str_add(s, h, 2);
+	}
+}
+
+/* Append one node's state (metadata, value, link target, attributes). */
+static void kt_test_digest_node(kt_test_str *s, kt_store *st, const char *path)
+{
+	kt_statbuf sb;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	int rc;
+
+	assert_int_equal(kt_lstat(&sb, st, path), 0);
+	kt_test_str_hex(s, path, strlen(path));
+	kt_test_str_addf(s, "|k%u|id%llu|m%o|u%u|g%u|s%llu|t%lld.%lld.%lld|"
+			 "v%llu|d%u|a%u|", sb.kind,
+			 (unsigned long long)sb.id, (unsigned)sb.mode,
+			 (unsigned)sb.uid, (unsigned)sb.gid,
+			 (unsigned long long)sb.size, (long long)sb.atime_ns,
+			 (long long)sb.mtime_ns, (long long)sb.ctime_ns,
+			 (unsigned long long)sb.version, (unsigned)sb.nsubdirs,
+			 (unsigned)sb.nattrs);
+	if (sb.kind & KT_KIND_LINK) {
+		char *t = NULL;
+		size_t tl = 0;
+		assert_int_equal(kt_readlink(&t, &tl, st, path), 0);
+		kt_test_str_hex(s, t, tl);
+		kt_free(t);
+	} else {
+		if (sb.kind & KT_KIND_ITEM) {
+			void *v = NULL;
+			size_t vl = 0;
+			assert_int_equal(kt_get(&v, &vl, st, path), 0);
+			kt_test_str_hex(s, v, vl);
+			kt_free(v);
+		}
+		assert_int_equal(kt_attr_iter_new(&it, st, path), 0);
+		while ((rc = kt_iter_next(&e, it)) == 0) {
+			kt_test_str_add(s, "|", 1);
+			kt_test_str_hex(s, e->name, e->name_len);
+			kt_test_str_add(s, "=", 1);
+			kt_test_str_hex(s, e->value, e->value_len);
+		}
+		assert_int_equal(rc, KT_ITEROVER);
+		kt_iter_free(it);
+	}
+	kt_test_str_add(s, "\n", 1);
+}
+
+/* A string describing everything visible in the store: every node with its
+ * metadata, value, link target and attributes.  Free with free(). */
+static char *kt_test_digest(kt_store *st)
+{
+	kt_test_str s = {0};
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	int rc;
+
+	kt_test_digest_node(&s, st, "/");
+	assert_int_equal(kt_find_new(&it, st, "/", 0), 0);
+	while ((rc = kt_iter_next(&e, it)) == 0)
+		kt_test_digest_node(&s, st, e->name);
+	assert_int_equal(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	if (s.p == NULL)
+		kt_test_str_add(&s, "", 0);
+	return s.p;
+}
+
+/* Assert that a call failed with the expected code, that the message is
+ * non-empty and contains @p needle (when not NULL), and that the store's
+ * digest is what it was before. */
+#define kt_assert_rejected(store, call, code, needle)                        \
+	do {                                                                 \
+		char *kt__before = kt_test_digest(store);                    \
+		int kt__rc = (call);                                         \
+		char *kt__after;                                             \
+		if (kt__rc != (code))                                        \
+			fail_msg("%s: got %d (%s), want %d", #call, kt__rc,  \
+				 kt_errmsg(), (int)(code));                  \
+		assert_true(kt_errmsg()[0] != '\0');                         \
+		if ((needle) != NULL &&                                      \
+		    strstr(kt_errmsg(), (const char *)(needle)) == NULL)     \
+			fail_msg("%s: message '%s' does not name '%s'",      \
+				 #call, kt_errmsg(), (const char *)(needle));\
+		kt__after = kt_test_digest(store);                           \
+		assert_string_equal(kt__before, kt__after);                  \
+		free(kt__before);                                            \
+		free(kt__after);                                             \
+	} while (0)
+
+#endif /* KT_TEST_H */
