@@ -1,0 +1,623 @@
+/*
+ * test_list.c - directory listings with kt_iter_new/kt_iter_next: direct
+ * children in byte order of name with their kinds and ids, paging by
+ * "after" and "limit" in both directions, the snapshot an iterator reads,
+ * and the errors for things that are not listable directories.
+ */
+#include "kt_test.h"
+
+/* Fail the test unless @p call returns 0, showing the library's message. */
+#define ok(call)                                                             \
+	do {                                                                 \
+		int ok__rc = (call);                                         \
+		if (ok__rc != 0)                                             \
+			fail_msg("%s: %d (%s)", #call, ok__rc, kt_errmsg()); \
+	} while (0)
+
+/* Fail the test unless @p call returns @p code. */
+#define expect_rc(call, code)                                                \
+	do {                                                                 \
+		int ex__rc = (call);                                         \
+		if (ex__rc != (code))                                        \
+			fail_msg("%s: got %d (%s), want %d", #call, ex__rc,  \
+				 kt_errmsg(), (int)(code));                  \
+	} while (0)
+
+static kt_store *store_of(void **state)
+{
+	return ((kt_test_fixture *)*state)->store;
+}
+
+static void put_str(kt_store *s, const char *path, const char *value)
+{
+	int rc = kt_put(s, path, value, strlen(value), NULL);
+
+	if (rc != 0)
+		fail_msg("put %s: %d (%s)", path, rc, kt_errmsg());
+}
+
+static uint64_t id_of(kt_store *s, const char *path)
+{
+	kt_statbuf st;
+	int rc = kt_lstat(&st, s, path);
+
+	if (rc != 0)
+		fail_msg("lstat %s: %d (%s)", path, rc, kt_errmsg());
+	return st.id;
+}
+
+/* One listing, copied out of the iterator. */
+typedef struct listing {
+	size_t n;
+	char **names;
+	size_t *lens;
+	unsigned int *kinds;
+	uint64_t *ids;
+} listing;
+
+static void listing_add(listing *l, const kt_entry *e)
+{
+	l->names = realloc(l->names, (l->n + 1) * sizeof(*l->names));
+	l->lens = realloc(l->lens, (l->n + 1) * sizeof(*l->lens));
+	l->kinds = realloc(l->kinds, (l->n + 1) * sizeof(*l->kinds));
+	l->ids = realloc(l->ids, (l->n + 1) * sizeof(*l->ids));
+	assert_non_null(l->names);
+	assert_non_null(l->lens);
+	assert_non_null(l->kinds);
+	assert_non_null(l->ids);
+	assert_non_null(e->name);
+	assert_int_equal(e->name[e->name_len], '\0');
+	l->names[l->n] = malloc(e->name_len + 1);
+	assert_non_null(l->names[l->n]);
+	memcpy(l->names[l->n], e->name, e->name_len + 1);
+	l->lens[l->n] = e->name_len;
+	l->kinds[l->n] = e->kind;
+	l->ids[l->n] = e->id;
+	l->n++;
+}
+
+static void listing_free(listing *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->names[i]);
+	free(l->names);
+	free(l->lens);
+	free(l->kinds);
+	free(l->ids);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Drain an iterator into @p l; asserts it ends with KT_ITEROVER. */
+static void drain(listing *l, kt_iter *it)
+{
+	const kt_entry *e = NULL;
+	int rc;
+
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		assert_null(e->value);
+		listing_add(l, e);
+	}
+	if (rc != KT_ITEROVER)
+		fail_msg("kt_iter_next: %d (%s)", rc, kt_errmsg());
+}
+
+/* List @p path with @p opts (NULL for defaults) into @p l. */
+static void list(listing *l, kt_store *s, const char *path,
+		 const kt_list_options *opts)
+{
+	kt_iter *it = NULL;
+	int rc = kt_iter_new(&it, s, path, opts);
+
+	if (rc != 0)
+		fail_msg("kt_iter_new %s: %d (%s)", path, rc, kt_errmsg());
+	drain(l, it);
+	kt_iter_free(it);
+}
+
+/* memcmp order with a shorter prefix first: the byte order of names. */
+static int name_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	if (c != 0)
+		return c;
+	return al < bl ? -1 : al > bl ? 1 : 0;
+}
+
+static int name_cmp_q(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+
+	return name_cmp(x, strlen(x), y, strlen(y));
+}
+
+/* Assert that @p l holds exactly @p want[0..n) in that order. */
+static void assert_names(const listing *l, const char *const *want, size_t n)
+{
+	size_t i;
+
+	if (l->n != n)
+		fail_msg("listing has %zu entries, want %zu", l->n, n);
+	for (i = 0; i < n; i++) {
+		if (l->lens[i] != strlen(want[i]) ||
+		    memcmp(l->names[i], want[i], l->lens[i]) != 0)
+			fail_msg("entry %zu is '%s', want '%s'", i,
+				 l->names[i], want[i]);
+	}
+}
+
+static void test_list__byte_order_of_names(void **state)
+{
+	kt_store *s = store_of(state);
+	/* Any byte but '/' and NUL, avoiding the delimiter sequence C2 A6;
+	 * names that are prefixes of others, UTF-8 and lone high bytes. */
+	static const char *const names[] = {
+		"b",           "a",           "ab",          "a\x01",
+		"a b",         "a\xff",       "A",           "Z",
+		"z",           "0",           "~",           "\x01",
+		"\x7f",        "\xff",        "\xc3\xa9",    "\xc3\xa8",
+		"\xe6\x97\xa5", "\xf0\x9f\x98\x80", "\xc2\xa5", "\xc2\xa7",
+		"\xc2",        "\xa6",        "x\xc2",       "aa",
+		"a.",          "\x1f\x1e",
+	};
+	const size_t n = sizeof(names) / sizeof(names[0]);
+	const char *sorted[sizeof(names) / sizeof(names[0])];
+	char path[64];
+	listing l = {0};
+	size_t i;
+
+	ok(kt_mkdir(s, "/d", NULL));
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/d/%s", names[i]);
+		put_str(s, path, names[i]);
+		sorted[i] = names[i];
+	}
+	qsort(sorted, n, sizeof(sorted[0]), name_cmp_q);
+	list(&l, s, "/d", NULL);
+	assert_names(&l, sorted, n);
+	listing_free(&l);
+
+	/* The order is a property of the stored rows, not of a cache. */
+	kt_test_reopen(*state);
+	s = store_of(state);
+	list(&l, s, "/d", NULL);
+	assert_names(&l, sorted, n);
+	listing_free(&l);
+}
+
+static void test_list__kinds_and_ids(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const want[] = {"both", "dir", "item", "link"};
+	static const unsigned int kinds[] = {KT_KIND_ITEM | KT_KIND_DIR,
+					     KT_KIND_DIR, KT_KIND_ITEM,
+					     KT_KIND_LINK};
+	char path[64];
+	listing l = {0};
+	size_t i;
+
+	ok(kt_mkdir(s, "/p", NULL));
+	put_str(s, "/p/item", "v");
+	ok(kt_mkdir(s, "/p/dir", NULL));
+	put_str(s, "/p/both", "v");
+	put_str(s, "/p/both/child", "c");
+	ok(kt_symlink(s, "/p/link", "/p/dir", NULL));
+
+	list(&l, s, "/p", NULL);
+	assert_names(&l, want, 4);
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "/p/%s", want[i]);
+		assert_int_equal(l.kinds[i], kinds[i]);
+		assert_true(l.ids[i] != 0);
+		assert_int_equal(l.ids[i], id_of(s, path));
+	}
+	listing_free(&l);
+}
+
+static void test_list__empty_root(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_iter *it = NULL;
+	const kt_entry *e = NULL;
+
+	ok(kt_iter_new(&it, s, "/", NULL));
+	assert_non_null(it);
+	expect_rc(kt_iter_next(&e, it), KT_ITEROVER);
+	kt_iter_free(it);
+}
+
+static void test_list__root(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const want[] = {"a", "b", "c"};
+	listing l = {0};
+
+	put_str(s, "/c", "v");
+	ok(kt_mkdir(s, "/a", NULL));
+	put_str(s, "/b/deep/er", "v");
+	list(&l, s, "/", NULL);
+	assert_names(&l, want, 3);
+	assert_int_equal(l.kinds[0], KT_KIND_DIR);
+	assert_int_equal(l.kinds[1], KT_KIND_DIR);
+	assert_int_equal(l.kinds[2], KT_KIND_ITEM);
+	listing_free(&l);
+}
+
+static void test_list__only_direct_children(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const want[] = {"x", "y"};
+	listing l = {0};
+
+	put_str(s, "/d/x/deep", "v");
+	put_str(s, "/d/y", "v");
+	put_str(s, "/dd/z", "v");
+	put_str(s, "/d-sibling", "v");
+	list(&l, s, "/d", NULL);
+	assert_names(&l, want, 2);
+	listing_free(&l);
+}
+
+static void test_list__empty_dir(void **state)
+{
+	kt_store *s = store_of(state);
+	listing l = {0};
+
+	ok(kt_mkdir(s, "/e", NULL));
+	put_str(s, "/e2/x", "v");
+	list(&l, s, "/e", NULL);
+	assert_int_equal(l.n, 0);
+	listing_free(&l);
+}
+
+/* 25 children "n00".."n24" of /d. */
+static void make_25(kt_store *s, char names[25][8])
+{
+	char path[32];
+	int i;
+
+	ok(kt_mkdir(s, "/d", NULL));
+	for (i = 24; i >= 0; i--) {
+		snprintf(names[i], 8, "n%02d", i);
+		snprintf(path, sizeof(path), "/d/%s", names[i]);
+		put_str(s, path, names[i]);
+	}
+}
+
+/* Page through /d in pages of @p limit, resuming after the last name. */
+static void page_through(kt_store *s, int reverse, size_t limit,
+			 listing *all)
+{
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	char last[64];
+	int pages = 0;
+
+	o.limit = limit;
+	o.reverse = reverse;
+	for (;;) {
+		listing page = {0};
+		size_t i;
+
+		list(&page, s, "/d", &o);
+		assert_true(page.n <= limit);
+		for (i = 0; i < page.n; i++) {
+			kt_entry e = {page.names[i], page.lens[i],
+				      page.kinds[i], page.ids[i], NULL, 0};
+			listing_add(all, &e);
+		}
+		if (page.n == 0) {
+			listing_free(&page);
+			break;
+		}
+		assert_true(page.lens[page.n - 1] < sizeof(last));
+		memcpy(last, page.names[page.n - 1], page.lens[page.n - 1]);
+		o.after = last;
+		o.after_len = page.lens[page.n - 1];
+		listing_free(&page);
+		assert_true(++pages <= 30);
+	}
+}
+
+static void test_list__paging_forward(void **state)
+{
+	kt_store *s = store_of(state);
+	char names[25][8];
+	const char *want[25];
+	listing all = {0};
+	int i;
+
+	make_25(s, names);
+	for (i = 0; i < 25; i++)
+		want[i] = names[i];
+	page_through(s, 0, 7, &all);
+	assert_names(&all, want, 25);
+	listing_free(&all);
+	page_through(s, 0, 1, &all);
+	assert_names(&all, want, 25);
+	listing_free(&all);
+}
+
+static void test_list__paging_reverse(void **state)
+{
+	kt_store *s = store_of(state);
+	char names[25][8];
+	const char *want[25];
+	listing all = {0};
+	int i;
+
+	make_25(s, names);
+	for (i = 0; i < 25; i++)
+		want[i] = names[24 - i];
+	page_through(s, 1, 7, &all);
+	assert_names(&all, want, 25);
+	listing_free(&all);
+	page_through(s, 1, 25, &all);
+	assert_names(&all, want, 25);
+	listing_free(&all);
+}
+
+static void test_list__limit_counts_entries(void **state)
+{
+	kt_store *s = store_of(state);
+	char names[25][8];
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	static const char *const first3[] = {"n00", "n01", "n02"};
+	static const char *const last3[] = {"n24", "n23", "n22"};
+	listing l = {0};
+
+	make_25(s, names);
+	o.limit = 3;
+	list(&l, s, "/d", &o);
+	assert_names(&l, first3, 3);
+	listing_free(&l);
+	o.reverse = 1;
+	list(&l, s, "/d", &o);
+	assert_names(&l, last3, 3);
+	listing_free(&l);
+	o.limit = 1000;
+	o.reverse = 0;
+	list(&l, s, "/d", &o);
+	assert_int_equal(l.n, 25);
+	listing_free(&l);
+}
+
+static void test_list__after_missing_name_resumes(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	static const char *const df[] = {"d", "f"};
+	static const char *const bdf[] = {"b", "d", "f"};
+	static const char *const b[] = {"b"};
+	static const char *const db[] = {"d", "b"};
+	listing l = {0};
+
+	put_str(s, "/p/b", "v");
+	put_str(s, "/p/d", "v");
+	put_str(s, "/p/f", "v");
+
+	o.after = "c";
+	o.after_len = 1;
+	list(&l, s, "/p", &o);
+	assert_names(&l, df, 2);
+	listing_free(&l);
+
+	o.after = "a";
+	list(&l, s, "/p", &o);
+	assert_names(&l, bdf, 3);
+	listing_free(&l);
+
+	o.after = "g";
+	list(&l, s, "/p", &o);
+	assert_int_equal(l.n, 0);
+	listing_free(&l);
+
+	/* "bb" sorts after "b" and before "d". */
+	o.after = "bb";
+	o.after_len = 2;
+	list(&l, s, "/p", &o);
+	assert_names(&l, df, 2);
+	listing_free(&l);
+
+	o.reverse = 1;
+	o.after = "c";
+	o.after_len = 1;
+	list(&l, s, "/p", &o);
+	assert_names(&l, b, 1);
+	listing_free(&l);
+
+	o.after = "e";
+	list(&l, s, "/p", &o);
+	assert_names(&l, db, 2);
+	listing_free(&l);
+}
+
+/* after_len counts, not the NUL: "dzzz" with after_len 1 means "d". */
+static void test_list__after_uses_after_len(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	static const char *const want[] = {"da", "f"};
+	listing l = {0};
+
+	put_str(s, "/p/b", "v");
+	put_str(s, "/p/d", "v");
+	put_str(s, "/p/da", "v");
+	put_str(s, "/p/f", "v");
+	o.after = "dzzz";
+	o.after_len = 1;
+	list(&l, s, "/p", &o);
+	assert_names(&l, want, 2);
+	listing_free(&l);
+}
+
+static void test_list__reads_a_snapshot(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const want[] = {"a", "c", "e"};
+	kt_iter *it = NULL;
+	listing l = {0};
+	const kt_entry *e = NULL;
+
+	put_str(s, "/p/a", "v");
+	put_str(s, "/p/c", "v");
+	put_str(s, "/p/e", "v");
+	ok(kt_iter_new(&it, s, "/p", NULL));
+	/* Changes between kt_iter_new and the first kt_iter_next. */
+	put_str(s, "/p/b", "v");
+	ok(kt_delete(s, "/p/e", 0));
+	ok(kt_iter_next(&e, it));
+	listing_add(&l, e);
+	/* Changes in the middle of the walk, ahead of the cursor. */
+	put_str(s, "/p/d", "v");
+	ok(kt_delete(s, "/p/c", 0));
+	put_str(s, "/p/f", "v");
+	drain(&l, it);
+	kt_iter_free(it);
+	assert_names(&l, want, 3);
+	listing_free(&l);
+}
+
+static void test_list__item_is_enotdir(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_iter *it = (kt_iter *)&it;
+
+	put_str(s, "/f", "v");
+	kt_assert_rejected(s, kt_iter_new(&it, s, "/f", NULL), KT_ENOTDIR,
+			   "/f");
+	assert_null(it);
+	expect_rc(kt_iter_new(&it, s, "/f/x", NULL), KT_ENOTDIR);
+}
+
+static void test_list__missing_is_enotfound(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_iter *it = (kt_iter *)&it;
+
+	expect_rc(kt_iter_new(&it, s, "/missing", NULL), KT_ENOTFOUND);
+	assert_true(strstr(kt_errmsg(), "missing") != NULL);
+	assert_null(it);
+	expect_rc(kt_iter_new(&it, s, "/missing/deeper", NULL), KT_ENOTFOUND);
+}
+
+static void test_list__item_that_is_dir_lists(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const want[] = {"y"};
+	listing l = {0};
+
+	put_str(s, "/x", "v");
+	put_str(s, "/x/y", "v");
+	list(&l, s, "/x", NULL);
+	assert_names(&l, want, 1);
+	listing_free(&l);
+}
+
+static void test_list__through_link(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const want[] = {"x", "y"};
+	kt_iter *it = NULL;
+	listing l = {0};
+
+	put_str(s, "/d/x", "v");
+	put_str(s, "/d/y", "v");
+	ok(kt_symlink(s, "/l", "/d", NULL));
+	ok(kt_symlink(s, "/l2", "l", NULL));
+	list(&l, s, "/l", NULL);
+	assert_names(&l, want, 2);
+	assert_int_equal(l.ids[0], id_of(s, "/d/x"));
+	listing_free(&l);
+	list(&l, s, "/l2", NULL);
+	assert_names(&l, want, 2);
+	listing_free(&l);
+
+	/* A link in a middle component, too. */
+	put_str(s, "/d/sub/z", "v");
+	list(&l, s, "/l/sub", NULL);
+	assert_int_equal(l.n, 1);
+	listing_free(&l);
+
+	ok(kt_symlink(s, "/dangling", "/nowhere", NULL));
+	expect_rc(kt_iter_new(&it, s, "/dangling", NULL), KT_ENOTFOUND);
+}
+
+static void test_list__ten_thousand_children(void **state)
+{
+	kt_store *s = store_of(state);
+	const int n = 10000;
+	char path[32];
+	listing l = {0};
+	int i;
+
+	ok(kt_mkdir(s, "/big", NULL));
+	/* Insert in a scrambled order (7919 is prime, coprime with n). */
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/big/k%05d",
+			 (int)(((long)i * 7919) % n));
+		put_str(s, path, "v");
+	}
+	list(&l, s, "/big", NULL);
+	assert_int_equal(l.n, (size_t)n);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "k%05d", i);
+		if (strcmp(l.names[i], path) != 0)
+			fail_msg("entry %d is '%s', want '%s'", i,
+				 l.names[i], path);
+	}
+	listing_free(&l);
+}
+
+static void test_list__next_after_end_stays_over(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_iter *it = NULL;
+	const kt_entry *e = NULL;
+
+	put_str(s, "/d/x", "v");
+	ok(kt_iter_new(&it, s, "/d", NULL));
+	ok(kt_iter_next(&e, it));
+	assert_string_equal(e->name, "x");
+	expect_rc(kt_iter_next(&e, it), KT_ITEROVER);
+	expect_rc(kt_iter_next(&e, it), KT_ITEROVER);
+	expect_rc(kt_iter_next(&e, it), KT_ITEROVER);
+	kt_iter_free(it);
+
+	ok(kt_mkdir(s, "/empty", NULL));
+	ok(kt_iter_new(&it, s, "/empty", NULL));
+	expect_rc(kt_iter_next(&e, it), KT_ITEROVER);
+	expect_rc(kt_iter_next(&e, it), KT_ITEROVER);
+	kt_iter_free(it);
+	kt_iter_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, kt_test_setup,         \
+						kt_test_teardown)
+		T(test_list__byte_order_of_names),
+		T(test_list__kinds_and_ids),
+		T(test_list__empty_root),
+		T(test_list__root),
+		T(test_list__only_direct_children),
+		T(test_list__empty_dir),
+		T(test_list__paging_forward),
+		T(test_list__paging_reverse),
+		T(test_list__limit_counts_entries),
+		T(test_list__after_missing_name_resumes),
+		T(test_list__after_uses_after_len),
+		T(test_list__reads_a_snapshot),
+		T(test_list__item_is_enotdir),
+		T(test_list__missing_is_enotfound),
+		T(test_list__item_that_is_dir_lists),
+		T(test_list__through_link),
+		T(test_list__ten_thousand_children),
+		T(test_list__next_after_end_stays_over),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
