@@ -1,0 +1,590 @@
+/*
+ * test_rename.c - kt_rename: the POSIX replacement rules, NOREPLACE and
+ * EXCHANGE, moving whole subtrees with their values, attributes and links
+ * while keeping ids, links followed in the middle of a path but not in the
+ * last component, and every rejected rename leaving the store unchanged.
+ */
+#include "kt_test.h"
+
+#include <time.h>
+
+/* Fail the test unless @p call returns 0, showing the library's message. */
+#define ok(call)                                                             \
+	do {                                                                 \
+		int ok__rc = (call);                                         \
+		if (ok__rc != 0)                                             \
+			fail_msg("%s: %d (%s)", #call, ok__rc, kt_errmsg()); \
+	} while (0)
+
+/* Fail the test unless @p call returns @p code. */
+#define expect_rc(call, code)                                                \
+	do {                                                                 \
+		int ex__rc = (call);                                         \
+		if (ex__rc != (code))                                        \
+			fail_msg("%s: got %d (%s), want %d", #call, ex__rc,  \
+				 kt_errmsg(), (int)(code));                  \
+	} while (0)
+
+static kt_store *store_of(void **state)
+{
+	return ((kt_test_fixture *)*state)->store;
+}
+
+static void put_str(kt_store *s, const char *path, const char *value)
+{
+	int rc = kt_put(s, path, value, strlen(value), NULL);
+
+	if (rc != 0)
+		fail_msg("put %s: %d (%s)", path, rc, kt_errmsg());
+}
+
+/* Assert that the item at @p path (links followed) holds @p want. */
+static void assert_value(kt_store *s, const char *path, const char *want)
+{
+	void *v = NULL;
+	size_t len = 0;
+	int rc = kt_get(&v, &len, s, path);
+
+	if (rc != 0)
+		fail_msg("get %s: %d (%s)", path, rc, kt_errmsg());
+	assert_int_equal(len, strlen(want));
+	assert_memory_equal(v, want, len);
+	kt_free(v);
+}
+
+static kt_statbuf lstat_of(kt_store *s, const char *path)
+{
+	kt_statbuf st;
+	int rc = kt_lstat(&st, s, path);
+
+	if (rc != 0)
+		fail_msg("lstat %s: %d (%s)", path, rc, kt_errmsg());
+	return st;
+}
+
+static uint64_t id_of(kt_store *s, const char *path)
+{
+	return lstat_of(s, path).id;
+}
+
+static void assert_absent(kt_store *s, const char *path)
+{
+	kt_statbuf st;
+
+	expect_rc(kt_lstat(&st, s, path), KT_ENOTFOUND);
+}
+
+static void assert_target(kt_store *s, const char *path, const char *want)
+{
+	char *t = NULL;
+	size_t len = 0;
+
+	ok(kt_readlink(&t, &len, s, path));
+	assert_int_equal(len, strlen(want));
+	assert_memory_equal(t, want, len);
+	kt_free(t);
+}
+
+static void assert_attr(kt_store *s, const char *path, const char *name,
+			const void *want, size_t want_len)
+{
+	void *v = NULL;
+	size_t len = 0;
+
+	ok(kt_attr_get(&v, &len, s, path, name));
+	assert_int_equal(len, want_len);
+	assert_memory_equal(v, want, len);
+	kt_free(v);
+}
+
+static void assert_clean(kt_store *s)
+{
+	size_t n = 99;
+	int rc = kt_check(&n, s, NULL, NULL);
+
+	if (rc != 0)
+		fail_msg("kt_check: %d (%s), %zu violations", rc, kt_errmsg(),
+			 n);
+	assert_int_equal(n, 0);
+}
+
+/* Nodes that kt_find_new reports for @p prefix and @p flags. */
+static size_t count_found(kt_store *s, const char *prefix, unsigned int flags)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e = NULL;
+	size_t n = 0;
+	int rc;
+
+	ok(kt_find_new(&it, s, prefix, flags));
+	while ((rc = kt_iter_next(&e, it)) == 0)
+		n++;
+	assert_int_equal(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	return n;
+}
+
+static void test_rename__item_to_new_name(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t id = 0;
+
+	put_str(s, "/a/src", "v");
+	ok(kt_mkdir(s, "/b", NULL));
+	id = id_of(s, "/a/src");
+	ok(kt_rename(s, "/a/src", "/b/dst", 0));
+	assert_absent(s, "/a/src");
+	assert_value(s, "/b/dst", "v");
+	assert_int_equal(id_of(s, "/b/dst"), id);
+	kt_test_reopen(*state);
+	s = store_of(state);
+	assert_absent(s, "/a/src");
+	assert_int_equal(id_of(s, "/b/dst"), id);
+	assert_clean(s);
+}
+
+static void test_rename__file_over_file_replaces(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t sid = 0, did = 0;
+
+	put_str(s, "/src", "source");
+	put_str(s, "/dst", "destination, longer");
+	ok(kt_attr_set(s, "/dst", "user.old", "x", 1, 0));
+	sid = id_of(s, "/src");
+	did = id_of(s, "/dst");
+	assert_true(sid != did);
+	ok(kt_rename(s, "/src", "/dst", 0));
+	assert_absent(s, "/src");
+	assert_value(s, "/dst", "source");
+	assert_int_equal(id_of(s, "/dst"), sid);
+	assert_int_equal(lstat_of(s, "/dst").nattrs, 0);
+	/* The replaced node's value and attribute rows are gone too. */
+	assert_clean(s);
+}
+
+static void test_rename__link_over_file_replaces(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/target", "t");
+	put_str(s, "/dst", "d");
+	ok(kt_symlink(s, "/l", "/target", NULL));
+	ok(kt_rename(s, "/l", "/dst", 0));
+	assert_target(s, "/dst", "/target");
+	assert_value(s, "/target", "t");
+	assert_absent(s, "/l");
+	assert_clean(s);
+}
+
+static void test_rename__dir_over_empty_dir(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t sid = 0;
+
+	put_str(s, "/src/x", "x");
+	ok(kt_mkdir(s, "/dst", NULL));
+	sid = id_of(s, "/src");
+	ok(kt_rename(s, "/src", "/dst", 0));
+	assert_absent(s, "/src");
+	assert_int_equal(id_of(s, "/dst"), sid);
+	assert_value(s, "/dst/x", "x");
+	assert_int_equal(lstat_of(s, "/").nsubdirs, 1);
+	assert_clean(s);
+}
+
+static void test_rename__dir_over_nonempty_dir_is_enotempty(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/src/x", "x");
+	put_str(s, "/dst/y", "y");
+	kt_assert_rejected(s, kt_rename(s, "/src", "/dst", 0), KT_ENOTEMPTY,
+			   "/dst");
+}
+
+static void test_rename__dir_over_file_is_enotdir(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/src/x", "x");
+	put_str(s, "/file", "f");
+	kt_assert_rejected(s, kt_rename(s, "/src", "/file", 0), KT_ENOTDIR,
+			   "/file");
+}
+
+static void test_rename__file_over_dir_is_eisdir(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/file", "f");
+	ok(kt_mkdir(s, "/dir", NULL));
+	put_str(s, "/full/x", "x");
+	kt_assert_rejected(s, kt_rename(s, "/file", "/dir", 0), KT_EISDIR,
+			   "/dir");
+	kt_assert_rejected(s, kt_rename(s, "/file", "/full", 0), KT_EISDIR,
+			   "/full");
+}
+
+static void test_rename__into_own_subtree_is_einval(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/a/b/c", "v");
+	kt_assert_rejected(s, kt_rename(s, "/a", "/a/b/new", 0), KT_EINVAL,
+			   "/a");
+	kt_assert_rejected(s, kt_rename(s, "/a", "/a/new", 0), KT_EINVAL,
+			   "/a");
+	/* The descendant exists, too. */
+	kt_assert_rejected(s, kt_rename(s, "/a", "/a/b/c", 0), KT_EINVAL,
+			   "/a");
+}
+
+/* Not a subtree: "/ab" only shares a name prefix with "/a". */
+static void test_rename__into_name_prefix_sibling_ok(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/a/x", "v");
+	ok(kt_mkdir(s, "/ab", NULL));
+	ok(kt_rename(s, "/a", "/ab/a", 0));
+	assert_value(s, "/ab/a/x", "v");
+	assert_absent(s, "/a");
+	assert_clean(s);
+}
+
+static void test_rename__to_itself_is_noop(void **state)
+{
+	kt_store *s = store_of(state);
+	char *before = NULL, *after = NULL;
+
+	put_str(s, "/f", "v");
+	put_str(s, "/d/x", "x");
+	put_str(s, "/both", "b");
+	put_str(s, "/both/c", "c");
+	ok(kt_symlink(s, "/l", "/d", NULL));
+	before = kt_test_digest(s);
+	ok(kt_rename(s, "/f", "/f", 0));
+	ok(kt_rename(s, "/d", "/d", 0));
+	ok(kt_rename(s, "/both", "/both", 0));
+	ok(kt_rename(s, "/l", "/l", 0));
+	ok(kt_rename(s, "/d/x", "/d/x", 0));
+	after = kt_test_digest(s);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+}
+
+static void test_rename__noreplace(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/a", "a");
+	put_str(s, "/b", "b");
+	ok(kt_mkdir(s, "/e", NULL));
+	kt_assert_rejected(s, kt_rename(s, "/a", "/b", KT_RENAME_NOREPLACE),
+			   KT_EEXISTS, "/b");
+	kt_assert_rejected(s, kt_rename(s, "/e", "/b", KT_RENAME_NOREPLACE),
+			   KT_EEXISTS, "/b");
+	ok(kt_symlink(s, "/dl", "/nowhere", NULL));
+	kt_assert_rejected(s, kt_rename(s, "/a", "/dl", KT_RENAME_NOREPLACE),
+			   KT_EEXISTS, "/dl");
+	ok(kt_rename(s, "/a", "/c", KT_RENAME_NOREPLACE));
+	assert_value(s, "/c", "a");
+	assert_absent(s, "/a");
+	assert_clean(s);
+}
+
+static void test_rename__exchange_files(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t ia = 0, ib = 0;
+
+	put_str(s, "/p/a", "aaa");
+	put_str(s, "/q/b", "b");
+	ok(kt_attr_set(s, "/p/a", "user.who", "a", 1, 0));
+	ia = id_of(s, "/p/a");
+	ib = id_of(s, "/q/b");
+	ok(kt_rename(s, "/p/a", "/q/b", KT_RENAME_EXCHANGE));
+	assert_value(s, "/p/a", "b");
+	assert_value(s, "/q/b", "aaa");
+	assert_int_equal(id_of(s, "/p/a"), ib);
+	assert_int_equal(id_of(s, "/q/b"), ia);
+	assert_attr(s, "/q/b", "user.who", "a", 1);
+	assert_int_equal(lstat_of(s, "/p/a").nattrs, 0);
+	assert_clean(s);
+}
+
+static void test_rename__exchange_dirs(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t ia = 0, ib = 0;
+
+	put_str(s, "/a/x/deep", "ax");
+	put_str(s, "/b/y", "by");
+	ok(kt_mkdir(s, "/b/z", NULL));
+	ia = id_of(s, "/a");
+	ib = id_of(s, "/b");
+	ok(kt_rename(s, "/a", "/b", KT_RENAME_EXCHANGE));
+	assert_int_equal(id_of(s, "/a"), ib);
+	assert_int_equal(id_of(s, "/b"), ia);
+	assert_value(s, "/a/y", "by");
+	assert_value(s, "/b/x/deep", "ax");
+	assert_absent(s, "/a/x");
+	assert_absent(s, "/b/y");
+	assert_int_equal(lstat_of(s, "/a").nsubdirs, 1);
+	assert_int_equal(lstat_of(s, "/b").nsubdirs, 1);
+	assert_clean(s);
+}
+
+static void test_rename__exchange_file_and_dir(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t fi = 0, di = 0;
+
+	put_str(s, "/f", "file");
+	put_str(s, "/sub/d/c", "child");
+	fi = id_of(s, "/f");
+	di = id_of(s, "/sub/d");
+	assert_int_equal(lstat_of(s, "/sub").nsubdirs, 1);
+	ok(kt_rename(s, "/f", "/sub/d", KT_RENAME_EXCHANGE));
+	assert_int_equal(id_of(s, "/f"), di);
+	assert_int_equal(id_of(s, "/sub/d"), fi);
+	assert_int_equal(lstat_of(s, "/f").kind, KT_KIND_DIR);
+	assert_int_equal(lstat_of(s, "/sub/d").kind, KT_KIND_ITEM);
+	assert_value(s, "/f/c", "child");
+	assert_value(s, "/sub/d", "file");
+	/* Directory counts follow the kinds. */
+	assert_int_equal(lstat_of(s, "/sub").nsubdirs, 0);
+	assert_int_equal(lstat_of(s, "/").nsubdirs, 2);
+	assert_clean(s);
+}
+
+static void test_rename__exchange_needs_both(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/a", "a");
+	kt_assert_rejected(s, kt_rename(s, "/a", "/none", KT_RENAME_EXCHANGE),
+			   KT_ENOTFOUND, "/none");
+	kt_assert_rejected(s, kt_rename(s, "/none", "/a", KT_RENAME_EXCHANGE),
+			   KT_ENOTFOUND, "/none");
+}
+
+static void test_rename__subtree_moves_whole(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const rel[] = {
+		"", "/a", "/a/b", "/a/b/c", "/a/b/c/d", "/a/rel", "/a/abs",
+		"/both", "/both/k", "/big", "/sparse", "/empty",
+	};
+	const size_t nrel = sizeof(rel) / sizeof(rel[0]);
+	uint64_t ids[sizeof(rel) / sizeof(rel[0])];
+	size_t big_len = 2u << 20, i;
+	char *big = malloc(big_len);
+	char path[128];
+	char buf[8];
+	size_t nread = 0;
+	void *v = NULL;
+	size_t len = 0;
+
+	assert_non_null(big);
+	for (i = 0; i < big_len; i++)
+		big[i] = (char)(i % 251);
+	put_str(s, "/src/a/b/c/d", "deep");
+	put_str(s, "/src/a/b/val", "b-val");
+	ok(kt_symlink(s, "/src/a/rel", "b/c/d", NULL));
+	ok(kt_symlink(s, "/src/a/abs", "/src/a/b/val", NULL));
+	put_str(s, "/src/both", "both");
+	put_str(s, "/src/both/k", "k");
+	ok(kt_put(s, "/src/big", big, big_len, NULL));
+	put_str(s, "/src/sparse", "s");
+	ok(kt_write(s, "/src/sparse", "end", 3, (uint64_t)1 << 32));
+	ok(kt_mkdir(s, "/src/empty", NULL));
+	ok(kt_attr_set(s, "/src", "user.root", "r", 1, 0));
+	ok(kt_attr_set(s, "/src/a/b/c", "user.c", "cc", 2, 0));
+	ok(kt_attr_set(s, "/src/big", "user.big", big, 4000, 0));
+	put_str(s, "/srcx/keep", "keep");
+	for (i = 0; i < nrel; i++) {
+		snprintf(path, sizeof(path), "/src%s", rel[i]);
+		ids[i] = id_of(s, path);
+	}
+	assert_int_equal(count_found(s, "/src", KT_FIND_SUBTREE), 13);
+
+	ok(kt_mkdir(s, "/dst", NULL));
+	ok(kt_rename(s, "/src", "/dst/moved", 0));
+
+	for (i = 0; i < nrel; i++) {
+		snprintf(path, sizeof(path), "/dst/moved%s", rel[i]);
+		assert_int_equal(id_of(s, path), ids[i]);
+		snprintf(path, sizeof(path), "/src%s", rel[i]);
+		assert_absent(s, path);
+	}
+	assert_int_equal(count_found(s, "/src", KT_FIND_SUBTREE), 0);
+	assert_int_equal(count_found(s, "/dst/moved", KT_FIND_SUBTREE), 13);
+	assert_value(s, "/dst/moved/a/b/c/d", "deep");
+	assert_value(s, "/dst/moved/both", "both");
+	assert_value(s, "/dst/moved/both/k", "k");
+	/* Link targets are verbatim; the relative one resolves anew. */
+	assert_target(s, "/dst/moved/a/rel", "b/c/d");
+	assert_target(s, "/dst/moved/a/abs", "/src/a/b/val");
+	assert_value(s, "/dst/moved/a/rel", "deep");
+	expect_rc(kt_get(&v, &len, s, "/dst/moved/a/abs"), KT_ENOTFOUND);
+	ok(kt_get(&v, &len, s, "/dst/moved/big"));
+	assert_int_equal(len, big_len);
+	assert_memory_equal(v, big, big_len);
+	kt_free(v);
+	assert_int_equal(lstat_of(s, "/dst/moved/sparse").size,
+			 ((uint64_t)1 << 32) + 3);
+	ok(kt_read(&nread, s, "/dst/moved/sparse", buf, sizeof(buf),
+		   ((uint64_t)1 << 32) - 1));
+	assert_int_equal(nread, 4);
+	assert_memory_equal(buf, "\0end", 4);
+	assert_attr(s, "/dst/moved", "user.root", "r", 1);
+	assert_attr(s, "/dst/moved/a/b/c", "user.c", "cc", 2);
+	assert_attr(s, "/dst/moved/big", "user.big", big, 4000);
+	assert_value(s, "/srcx/keep", "keep");
+	assert_int_equal(lstat_of(s, "/dst").nsubdirs, 1);
+	assert_clean(s);
+	kt_test_reopen(*state);
+	s = store_of(state);
+	assert_value(s, "/dst/moved/a/b/val", "b-val");
+	assert_clean(s);
+	free(big);
+}
+
+static void test_rename__moved_node_ctime(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf before, after;
+	struct timespec ts = {0, 5 * 1000 * 1000};
+
+	put_str(s, "/a", "v");
+	before = lstat_of(s, "/a");
+	nanosleep(&ts, NULL);
+	ok(kt_rename(s, "/a", "/b", 0));
+	after = lstat_of(s, "/b");
+	assert_true(after.ctime_ns > before.ctime_ns);
+	assert_int_equal(after.mtime_ns, before.mtime_ns);
+}
+
+static void test_rename__missing_src_or_dst_parent(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/a", "v");
+	kt_assert_rejected(s, kt_rename(s, "/a", "/no/b", 0), KT_ENOTFOUND,
+			   "/no");
+	kt_assert_rejected(s, kt_rename(s, "/missing", "/b", 0), KT_ENOTFOUND,
+			   "/missing");
+	put_str(s, "/file", "f");
+	kt_assert_rejected(s, kt_rename(s, "/a", "/file/b", 0), KT_ENOTDIR,
+			   "/file");
+}
+
+static void test_rename__root_is_rejected(void **state)
+{
+	kt_store *s = store_of(state);
+
+	ok(kt_mkdir(s, "/d", NULL));
+	/* Moving the root is moving a directory into its own subtree. */
+	kt_assert_rejected(s, kt_rename(s, "/", "/d/r", 0), KT_EINVAL, "");
+}
+
+static void test_rename__link_in_last_component_not_followed(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t lid = 0, did = 0;
+
+	put_str(s, "/d/x", "x");
+	put_str(s, "/g", "g");
+	did = id_of(s, "/d");
+	ok(kt_symlink(s, "/l", "/d", NULL));
+	lid = id_of(s, "/l");
+	ok(kt_rename(s, "/l", "/m", 0));
+	assert_int_equal(id_of(s, "/m"), lid);
+	assert_int_equal(lstat_of(s, "/m").kind, KT_KIND_LINK);
+	assert_int_equal(id_of(s, "/d"), did);
+	assert_value(s, "/d/x", "x");
+	assert_absent(s, "/l");
+
+	/* A link as dst is replaced itself; its target is untouched. */
+	ok(kt_symlink(s, "/lg", "/g", NULL));
+	put_str(s, "/f", "f");
+	ok(kt_rename(s, "/f", "/lg", 0));
+	assert_int_equal(lstat_of(s, "/lg").kind, KT_KIND_ITEM);
+	assert_value(s, "/lg", "f");
+	assert_value(s, "/g", "g");
+
+	/* A directory over a link to a directory: a link is not a
+	 * directory, so POSIX says ENOTDIR. */
+	ok(kt_mkdir(s, "/e", NULL));
+	kt_assert_rejected(s, kt_rename(s, "/e", "/m", 0), KT_ENOTDIR, "/m");
+	assert_clean(s);
+}
+
+static void test_rename__links_in_middle_followed(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t id = 0;
+
+	put_str(s, "/d/x", "x");
+	ok(kt_mkdir(s, "/e", NULL));
+	ok(kt_symlink(s, "/ld", "/d", NULL));
+	ok(kt_symlink(s, "/le", "e", NULL));
+	id = id_of(s, "/d/x");
+	ok(kt_rename(s, "/ld/x", "/le/y", 0));
+	assert_absent(s, "/d/x");
+	assert_int_equal(id_of(s, "/e/y"), id);
+	assert_value(s, "/e/y", "x");
+	assert_int_equal(lstat_of(s, "/ld").kind, KT_KIND_LINK);
+	assert_int_equal(lstat_of(s, "/le").kind, KT_KIND_LINK);
+	assert_clean(s);
+}
+
+static void test_rename__invalid_paths(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/a", "v");
+	kt_assert_rejected(s, kt_rename(s, "/a", "/b/", 0), KT_EINVAL, "/b/");
+	kt_assert_rejected(s, kt_rename(s, "a", "/b", 0), KT_EINVAL, "");
+	/* The two modes contradict each other (renameat2: EINVAL). */
+	kt_assert_rejected(s, kt_rename(s, "/a", "/b",
+					KT_RENAME_NOREPLACE |
+						KT_RENAME_EXCHANGE),
+			   KT_EINVAL, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, kt_test_setup,         \
+						kt_test_teardown)
+		T(test_rename__item_to_new_name),
+		T(test_rename__file_over_file_replaces),
+		T(test_rename__link_over_file_replaces),
+		T(test_rename__dir_over_empty_dir),
+		T(test_rename__dir_over_nonempty_dir_is_enotempty),
+		T(test_rename__dir_over_file_is_enotdir),
+		T(test_rename__file_over_dir_is_eisdir),
+		T(test_rename__into_own_subtree_is_einval),
+		T(test_rename__into_name_prefix_sibling_ok),
+		T(test_rename__to_itself_is_noop),
+		T(test_rename__noreplace),
+		T(test_rename__exchange_files),
+		T(test_rename__exchange_dirs),
+		T(test_rename__exchange_file_and_dir),
+		T(test_rename__exchange_needs_both),
+		T(test_rename__subtree_moves_whole),
+		T(test_rename__moved_node_ctime),
+		T(test_rename__missing_src_or_dst_parent),
+		T(test_rename__root_is_rejected),
+		T(test_rename__link_in_last_component_not_followed),
+		T(test_rename__links_in_middle_followed),
+		T(test_rename__invalid_paths),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
