@@ -1,0 +1,529 @@
+/*
+ * api.c - the public entry points for reading and writing single nodes,
+ * and batches.  Writers describe their operation as a kt__op and hand it
+ * to ops.c; readers resolve the path and read rows directly, taking a
+ * snapshot when they need more than one row to agree (large values).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ops.h"
+
+#define SHOW(buf, s) kt__show(buf, sizeof(buf), (s), strlen(s))
+
+static void op_init(kt__op *op, int type, const char *path)
+{
+	memset(op, 0, sizeof(*op));
+	op->type = type;
+	op->path = path;
+}
+
+static void op_opts(kt__op *op, const kt_create_options *opts)
+{
+	if (opts != NULL) {
+		op->has_opts = 1;
+		op->opts = *opts;
+	}
+}
+
+int kt_put(kt_store *st, const char *path, const void *value, size_t len,
+	   const kt_create_options *opts)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_PUT, path);
+	op.data = value;
+	op.len = len;
+	op_opts(&op, opts);
+	return kt__op_run(st, &op);
+}
+
+int kt_mkdir(kt_store *st, const char *path, const kt_create_options *opts)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_MKDIR, path);
+	op_opts(&op, opts);
+	return kt__op_run(st, &op);
+}
+
+int kt_symlink(kt_store *st, const char *link, const char *target,
+	       const kt_create_options *opts)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_SYMLINK, link);
+	op.path2 = target;
+	op_opts(&op, opts);
+	return kt__op_run(st, &op);
+}
+
+int kt_delete(kt_store *st, const char *path, unsigned int flags)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_DELETE, path);
+	op.flags = flags;
+	return kt__op_run(st, &op);
+}
+
+int kt_rename(kt_store *st, const char *src, const char *dst,
+	      unsigned int flags)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_RENAME, src);
+	op.path2 = dst;
+	op.flags = flags;
+	return kt__op_run(st, &op);
+}
+
+int kt_attr_set(kt_store *st, const char *path, const char *name,
+		const void *value, size_t len, unsigned int flags)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_ATTR_SET, path);
+	op.path2 = name;
+	op.data = value;
+	op.len = len;
+	op.flags = flags;
+	return kt__op_run(st, &op);
+}
+
+int kt_attr_delete(kt_store *st, const char *path, const char *name)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_ATTR_DELETE, path);
+	op.path2 = name;
+	return kt__op_run(st, &op);
+}
+
+int kt_write(kt_store *st, const char *path, const void *buf, size_t len,
+	     uint64_t offset)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_WRITE, path);
+	op.data = buf;
+	op.len = len;
+	op.off = offset;
+	return kt__op_run(st, &op);
+}
+
+int kt_truncate(kt_store *st, const char *path, uint64_t size)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_TRUNCATE, path);
+	op.off = size;
+	return kt__op_run(st, &op);
+}
+
+int kt_setattr(kt_store *st, const char *path, const kt_setattr_args *args,
+	       unsigned int flags)
+{
+	kt__op op;
+
+	if (args == NULL)
+		return kt__err(KT_EINVAL, "setattr: args is NULL");
+	op_init(&op, KT__OP_SETATTR, path);
+	op.sa = *args;
+	op.flags = flags;
+	return kt__op_run(st, &op);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Readers */
+
+/* Resolve @p path for reading; the node must exist. */
+static int lookup(kt__res *r, kt__rd *rd, const char *path, int follow,
+		  const char *op)
+{
+	char a[KT__SHOWSZ];
+	int rc;
+
+	if (rd->st == NULL)
+		return kt__err(KT_EINVAL, "%s: store is NULL", op);
+	if ((rc = kt__path_check(&rd->st->delim, path, op)) != 0)
+		return rc;
+	rc = kt__resolve(r, rd, path, follow ? KT__R_FOLLOW : 0, op);
+	if (rc == 0 && !r->exists) {
+		kt__res_free(r);
+		rc = kt__err(KT_ENOTFOUND, "%s '%s': no such node", op,
+			     SHOW(a, path));
+	}
+	return rc;
+}
+
+static int stat_common(kt_statbuf *sb, kt_store *st, const char *path,
+		       int follow)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__res r;
+	int rc;
+
+	if (sb == NULL)
+		return kt__err(KT_EINVAL, "stat: statbuf is NULL");
+	memset(sb, 0, sizeof(*sb));
+	rc = lookup(&r, &rd, path, follow, follow ? "stat" : "lstat");
+	if (rc != 0)
+		return rc;
+	kt__node_fill_stat(sb, &r.node);
+	kt__res_free(&r);
+	return 0;
+}
+
+int kt_stat(kt_statbuf *sb, kt_store *st, const char *path)
+{
+	return stat_common(sb, st, path, 1);
+}
+
+int kt_lstat(kt_statbuf *sb, kt_store *st, const char *path)
+{
+	return stat_common(sb, st, path, 0);
+}
+
+int kt_readlink(char **target, size_t *len, kt_store *st, const char *path)
+{
+	kt__rd rd = {st, NULL, NULL};
+	char a[KT__SHOWSZ];
+	kt__res r;
+	int rc;
+
+	if (target == NULL)
+		return kt__err(KT_EINVAL, "readlink: target is NULL");
+	*target = NULL;
+	if (len != NULL)
+		*len = 0;
+	if ((rc = lookup(&r, &rd, path, 0, "readlink")) != 0)
+		return rc;
+	if (r.node.kind != KT_KIND_LINK) {
+		kt__res_free(&r);
+		return kt__err(KT_EINVAL, "readlink '%s': not a symbolic link",
+			       SHOW(a, path));
+	}
+	*target = kt__buf_detach(&r.node.payload, len);
+	kt__res_free(&r);
+	return *target ? 0 : kt__err(KT_ENOMEM, "out of memory");
+}
+
+/* Resolve an item for reading its value; with a snapshot when the value
+ * lives in blocks, so the node row and its blocks agree. */
+static int item_open(kt__res *r, kt__rd *rd, const char *path, const char *op)
+{
+	char a[KT__SHOWSZ];
+	int rc;
+
+	rc = lookup(r, rd, path, 1, op);
+	if (rc == 0 && !(r->node.kind & KT_KIND_ITEM)) {
+		kt__res_free(r);
+		return kt__err(KT_EISDIR, "%s '%s': a directory without a "
+			       "value", op, SHOW(a, path));
+	}
+	if (rc == 0 && !kt__node_inline(rd->st, &r->node)) {
+		kt__res_free(r);
+		rc = rd->st->rows->ops->snapshot(&rd->snap, rd->st->rows);
+		if (rc == 0)
+			rc = lookup(r, rd, path, 1, op);
+		if (rc == 0 && !(r->node.kind & KT_KIND_ITEM)) {
+			kt__res_free(r);
+			rc = kt__err(KT_EISDIR, "%s '%s': a directory without "
+				     "a value", op, SHOW(a, path));
+		}
+	}
+	return rc;
+}
+
+static void rd_done(kt__rd *rd)
+{
+	if (rd->snap != NULL)
+		rd->st->rows->ops->snapshot_free(rd->st->rows, rd->snap);
+	rd->snap = NULL;
+}
+
+int kt_get(void **value, size_t *len, kt_store *st, const char *path)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__buf v = {0};
+	kt__res r;
+	size_t got = 0;
+	int rc;
+
+	if (value == NULL || len == NULL)
+		return kt__err(KT_EINVAL, "get: value or len is NULL");
+	*value = NULL;
+	*len = 0;
+	rc = item_open(&r, &rd, path, "get");
+	if (rc == 0) {
+		if (kt__node_inline(st, &r.node)) {
+			v = r.node.payload;
+			memset(&r.node.payload, 0, sizeof(v));
+			got = v.len;
+		} else if (r.node.size > SIZE_MAX - 1) {
+			rc = kt__err(KT_ENOMEM, "get: value too large");
+		} else if ((rc = kt__buf_reserve(&v, (size_t)r.node.size)) ==
+			   0) {
+			rc = kt__value_read(&rd, &r.node, v.p,
+					    (size_t)r.node.size, 0, &got);
+			v.len = got;
+			v.p[got] = '\0';
+		}
+		kt__res_free(&r);
+	}
+	rd_done(&rd);
+	if (rc != 0) {
+		kt__buf_free(&v);
+		return rc;
+	}
+	*value = kt__buf_detach(&v, len);
+	return *value ? 0 : kt__err(KT_ENOMEM, "out of memory");
+}
+
+int kt_read(size_t *nread, kt_store *st, const char *path, void *buf,
+	    size_t len, uint64_t offset)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__res r;
+	int rc;
+
+	if (nread == NULL || (buf == NULL && len > 0))
+		return kt__err(KT_EINVAL, "read: nread or buf is NULL");
+	*nread = 0;
+	rc = item_open(&r, &rd, path, "read");
+	if (rc == 0) {
+		rc = kt__value_read(&rd, &r.node, buf, len, offset, nread);
+		kt__res_free(&r);
+	}
+	rd_done(&rd);
+	return rc;
+}
+
+int kt_attr_get(void **value, size_t *len, kt_store *st, const char *path,
+		const char *name)
+{
+	kt__rd rd = {st, NULL, NULL};
+	char a[KT__SHOWSZ], b[KT__SHOWSZ], part[32];
+	kt__buf v = {0};
+	kt__res r;
+	int rc;
+
+	if (value == NULL || len == NULL)
+		return kt__err(KT_EINVAL, "attr_get: value or len is NULL");
+	*value = NULL;
+	*len = 0;
+	if (name == NULL || name[0] == '\0')
+		return kt__err(KT_EINVAL, "attr_get: empty attribute name");
+	if (strlen(name) > KT_NAME_MAX)
+		return kt__err(KT_ENAMETOOLONG, "attr_get: attribute name of "
+			       "%zu bytes is over the limit of %d",
+			       strlen(name), KT_NAME_MAX);
+	if ((rc = lookup(&r, &rd, path, 1, "attr_get")) != 0)
+		return rc;
+	kt__part_attr(part, r.node.id);
+	rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
+			kt__sl(name, strlen(name)), &v);
+	kt__res_free(&r);
+	if (rc == KT_ENOTFOUND)
+		rc = kt__err(KT_ENOATTR, "attr_get '%s': no attribute '%s'",
+			     SHOW(a, path), SHOW(b, name));
+	if (rc != 0) {
+		kt__buf_free(&v);
+		return rc;
+	}
+	*value = kt__buf_detach(&v, len);
+	return *value ? 0 : kt__err(KT_ENOMEM, "out of memory");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Batches */
+
+struct kt_batch {
+	kt_store *st;
+	kt__op *ops;
+	size_t n, cap;
+	int done;
+};
+
+int kt_batch_new(kt_batch **out, kt_store *st)
+{
+	if (out == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "batch_new: NULL argument");
+	*out = calloc(1, sizeof(**out));
+	if (*out == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	(*out)->st = st;
+	return 0;
+}
+
+static void op_free(kt__op *op)
+{
+	free((void *)op->path);
+	free((void *)op->path2);
+	free((void *)op->data);
+}
+
+void kt_batch_free(kt_batch *b)
+{
+	size_t i;
+
+	if (b == NULL)
+		return;
+	for (i = 0; i < b->n; i++)
+		op_free(&b->ops[i]);
+	free(b->ops);
+	free(b);
+}
+
+static char *dup_str(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* Validate, copy and append an operation. */
+static int batch_add(kt_batch *b, const kt__op *op)
+{
+	kt__op c = *op;
+	int rc;
+
+	if (b == NULL)
+		return kt__err(KT_EINVAL, "batch: NULL batch");
+	if (b->done)
+		return kt__err(KT_EINVAL, "batch: already committed");
+	if ((rc = kt__op_validate(b->st, op)) != 0)
+		return rc;
+	c.path = dup_str(op->path);
+	c.path2 = dup_str(op->path2);
+	c.data = NULL;
+	if (op->data != NULL) {
+		void *d = malloc(op->len ? op->len : 1);
+		if (d != NULL && op->len)
+			memcpy(d, op->data, op->len);
+		c.data = d;
+	}
+	if (c.path == NULL || (op->path2 && !c.path2) ||
+	    (op->data && !c.data)) {
+		op_free(&c);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	if (b->n == b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 8;
+		kt__op *n = realloc(b->ops, ncap * sizeof(*n));
+		if (n == NULL) {
+			op_free(&c);
+			return kt__err(KT_ENOMEM, "out of memory");
+		}
+		b->ops = n;
+		b->cap = ncap;
+	}
+	b->ops[b->n++] = c;
+	return 0;
+}
+
+int kt_batch_put(kt_batch *b, const char *path, const void *value,
+		 size_t len, const kt_create_options *opts)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_PUT, path);
+	op.data = value;
+	op.len = len;
+	op_opts(&op, opts);
+	return batch_add(b, &op);
+}
+
+int kt_batch_mkdir(kt_batch *b, const char *path,
+		   const kt_create_options *opts)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_MKDIR, path);
+	op_opts(&op, opts);
+	return batch_add(b, &op);
+}
+
+int kt_batch_symlink(kt_batch *b, const char *link, const char *target,
+		     const kt_create_options *opts)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_SYMLINK, link);
+	op.path2 = target;
+	op_opts(&op, opts);
+	return batch_add(b, &op);
+}
+
+int kt_batch_delete(kt_batch *b, const char *path, unsigned int flags)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_DELETE, path);
+	op.flags = flags;
+	return batch_add(b, &op);
+}
+
+int kt_batch_rename(kt_batch *b, const char *src, const char *dst,
+		    unsigned int flags)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_RENAME, src);
+	op.path2 = dst;
+	op.flags = flags;
+	return batch_add(b, &op);
+}
+
+int kt_batch_attr_set(kt_batch *b, const char *path, const char *name,
+		      const void *value, size_t len, unsigned int flags)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_ATTR_SET, path);
+	op.path2 = name;
+	op.data = value;
+	op.len = len;
+	op.flags = flags;
+	return batch_add(b, &op);
+}
+
+int kt_batch_attr_delete(kt_batch *b, const char *path, const char *name)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_ATTR_DELETE, path);
+	op.path2 = name;
+	return batch_add(b, &op);
+}
+
+int kt_batch_commit(kt_batch *b)
+{
+	kt_store *st;
+	kt__tx tx;
+	size_t i;
+	int rc = 0;
+
+	if (b == NULL)
+		return kt__err(KT_EINVAL, "batch_commit: NULL batch");
+	if (b->done)
+		return kt__err(KT_EINVAL, "batch_commit: the batch was already"
+			       " committed");
+	b->done = 1;
+	st = b->st;
+	if (st->read_only)
+		return kt__err(KT_EREADONLY, "batch_commit: the store was "
+			       "opened read-only");
+	pthread_mutex_lock(&st->wlock);
+	kt__tx_init(&tx, st);
+	for (i = 0; i < b->n && rc == 0; i++) {
+		rc = kt__op_apply(&tx, &b->ops[i]);
+		if (rc != 0)
+			kt__err_prefix("batch operation %zu (%s)", i + 1,
+				       kt__op_name(b->ops[i].type));
+	}
+	if (rc == 0)
+		rc = kt__tx_commit(&tx);
+	kt__tx_free(&tx);
+	pthread_mutex_unlock(&st->wlock);
+	return rc;
+}

@@ -1,0 +1,415 @@
+/*
+ * check.c - kt_check: verify the invariants of a store over a snapshot.
+ *
+ *  1. The header row and the counter row exist; the root node exists and
+ *     is a directory.
+ *  2. Every node row decodes; its id is unique and below the persisted id
+ *     limit, its version below the version limit; its parent's node row
+ *     exists and is a directory; its parent's index partition has a row
+ *     for it with the same kind and id; nsubdirs matches its children;
+ *     nattrs matches its attribute rows; no block lies past its value.
+ *  3. Every index row decodes and points at a node row of the same kind
+ *     and id (no index row points at nothing).
+ *  4. Every block and attribute row belongs to a live node.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tree.h"
+
+typedef struct checker {
+	kt_store *st;
+	kt__rd rd;
+	kt_check_cb cb;
+	void *payload;
+	size_t bad;
+	int stop;
+	uint64_t id_limit, ver_limit;
+	/* live node ids: open-addressing set */
+	uint64_t *ids;
+	size_t nids, capids;
+} checker;
+
+static void violation(checker *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void violation(checker *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	c->bad++;
+	if (c->cb == NULL || c->stop)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->cb(msg, c->payload) != 0)
+		c->stop = 1;
+}
+
+static size_t id_slot(const checker *c, uint64_t id)
+{
+	size_t i = (size_t)(id * 0x9e3779b97f4a7c15ULL) & (c->capids - 1);
+
+	while (c->ids[i] != 0 && c->ids[i] != id)
+		i = (i + 1) & (c->capids - 1);
+	return i;
+}
+
+/* Add an id; 1 if it was new, 0 if already present, <0 on error. */
+static int id_add(checker *c, uint64_t id)
+{
+	size_t i;
+
+	if ((c->nids + 1) * 2 > c->capids) {
+		uint64_t *old = c->ids;
+		size_t ocap = c->capids, j;
+		c->capids = c->capids ? c->capids * 2 : 1024;
+		c->ids = calloc(c->capids, sizeof(*c->ids));
+		if (c->ids == NULL) {
+			c->ids = old;
+			c->capids = ocap;
+			return kt__err(KT_ENOMEM, "out of memory");
+		}
+		for (j = 0; j < ocap; j++)
+			if (old[j] != 0)
+				c->ids[id_slot(c, old[j])] = old[j];
+		free(old);
+	}
+	i = id_slot(c, id);
+	if (c->ids[i] == id)
+		return 0;
+	c->ids[i] = id;
+	c->nids++;
+	return 1;
+}
+
+static int id_has(const checker *c, uint64_t id)
+{
+	return c->capids && c->ids[id_slot(c, id)] == id;
+}
+
+static const char *showp(char *buf, size_t sz, const kt__buf *p)
+{
+	return kt__show(buf, sz, p->p, p->len);
+}
+
+/* Count rows in partition part; with dirs, count those whose index value
+ * has the DIR kind. */
+static int count_part(checker *c, kt__slice part, size_t *n, size_t *dirs,
+		      uint64_t *maxsort)
+{
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	int rc;
+
+	*n = 0;
+	if (dirs)
+		*dirs = 0;
+	if (maxsort)
+		*maxsort = 0;
+	memset(&how, 0, sizeof(how));
+	how.part = part;
+	if ((rc = kt__rd_scan(&cur, &c->rd, &how)) != 0)
+		return rc;
+	while ((rc = kt__mcur_next(cur, &row)) == 0) {
+		(*n)++;
+		if (dirs && row.value.len == KT__INDEX_LEN &&
+		    ((unsigned char)row.value.p[0] & KT_KIND_DIR))
+			(*dirs)++;
+		if (maxsort && row.sort.len == 8) {
+			uint64_t b = kt__get64be(
+				(const unsigned char *)row.sort.p);
+			if (b + 1 > *maxsort)
+				*maxsort = b + 1;
+		}
+	}
+	kt__mcur_free(cur);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+static int check_node(checker *c, kt__slice part, kt__slice val)
+{
+	kt_store *st = c->st;
+	kt__buf path = {0}, ipart = {0}, iv = {0}, pv = {0};
+	char a[KT__SHOWSZ], blk[32];
+	kt__node n = {0}, parent = {0};
+	size_t cnt, dirs, plen;
+	uint64_t maxb;
+	unsigned int ikind;
+	uint64_t iid;
+	int rc;
+
+	rc = kt__dec_node(&path, &st->delim, part.p, part.len);
+	if (rc != 0) {
+		violation(c, "node row with a malformed partition key of %zu "
+			  "bytes", part.len);
+		goto out;
+	}
+	if (kt__node_decode(&n, val.p, val.len) != 0) {
+		violation(c, "node '%s': row does not decode: %s",
+			  showp(a, sizeof(a), &path), kt_errmsg());
+		rc = 0;
+		goto out;
+	}
+	if ((rc = id_add(c, n.id)) < 0)
+		goto out;
+	if (rc == 0)
+		violation(c, "node '%s': id %llu is used twice",
+			  showp(a, sizeof(a), &path),
+			  (unsigned long long)n.id);
+	if (n.id == 0 || n.id >= c->id_limit)
+		violation(c, "node '%s': id %llu is not below the persisted "
+			  "limit %llu", showp(a, sizeof(a), &path),
+			  (unsigned long long)n.id,
+			  (unsigned long long)c->id_limit);
+	if (n.version >= c->ver_limit)
+		violation(c, "node '%s': version %llu is not below the "
+			  "persisted limit %llu", showp(a, sizeof(a), &path),
+			  (unsigned long long)n.version,
+			  (unsigned long long)c->ver_limit);
+	rc = 0;
+	if (path.len == 1) {
+		if (!(n.kind & KT_KIND_DIR) || (n.kind & KT_KIND_ITEM))
+			violation(c, "root node has kind %u, not a directory",
+				  n.kind);
+	} else {
+		/* Parent exists and is a directory. */
+		plen = kt__parent_len(path.p, path.len);
+		rc = kt__node_get(&parent, &c->rd, plen ? path.p : "/",
+				  plen ? plen : 1);
+		if (rc == KT_ENOTFOUND || rc == KT_ECORRUPT)
+			violation(c, "node '%s': its parent has no node row "
+				  "(unreachable)", showp(a, sizeof(a), &path));
+		else if (rc == 0 && !(parent.kind & KT_KIND_DIR))
+			violation(c, "node '%s': its parent is not a "
+				  "directory", showp(a, sizeof(a), &path));
+		else if (rc != 0)
+			goto out;
+		/* The index row in the parent's partition matches. */
+		rc = kt__enc_index(&ipart, &st->delim, path.p, plen);
+		if (rc == 0)
+			rc = kt__rd_get(&c->rd, kt__slb(&ipart),
+					kt__sl(path.p + plen + 1,
+					       path.len - plen - 1),
+					&iv);
+		if (rc == KT_ENOTFOUND)
+			violation(c, "node '%s': no index row in its parent "
+				  "(unreachable)", showp(a, sizeof(a), &path));
+		else if (rc != 0)
+			goto out;
+		else if (kt__index_decode(&ikind, &iid, iv.p, iv.len) != 0)
+			violation(c, "node '%s': its index row does not "
+				  "decode", showp(a, sizeof(a), &path));
+		else if (ikind != n.kind || iid != n.id)
+			violation(c, "node '%s': index row says kind %u id "
+				  "%llu, node row kind %u id %llu",
+				  showp(a, sizeof(a), &path), ikind,
+				  (unsigned long long)iid, n.kind,
+				  (unsigned long long)n.id);
+		rc = 0;
+	}
+	/* Children. */
+	ipart.len = 0;
+	if ((rc = kt__enc_index(&ipart, &st->delim, path.p, path.len)) != 0 ||
+	    (rc = count_part(c, kt__slb(&ipart), &cnt, &dirs, NULL)) != 0)
+		goto out;
+	if (!(n.kind & KT_KIND_DIR) && cnt > 0)
+		violation(c, "node '%s': not a directory but has %zu children",
+			  showp(a, sizeof(a), &path), cnt);
+	if (dirs != n.nsubdirs)
+		violation(c, "node '%s': nsubdirs is %u but %zu children are "
+			  "directories", showp(a, sizeof(a), &path),
+			  (unsigned)n.nsubdirs, dirs);
+	/* Attributes. */
+	kt__part_attr(blk, n.id);
+	if ((rc = count_part(c, kt__sl(blk, strlen(blk)), &cnt, NULL,
+			     NULL)) != 0)
+		goto out;
+	if (cnt != n.nattrs)
+		violation(c, "node '%s': nattrs is %u but %zu attribute rows "
+			  "exist", showp(a, sizeof(a), &path),
+			  (unsigned)n.nattrs, cnt);
+	/* Blocks. */
+	kt__part_blk(blk, n.id);
+	if ((rc = count_part(c, kt__sl(blk, strlen(blk)), &cnt, NULL,
+			     &maxb)) != 0)
+		goto out;
+	if (cnt > 0 && !((n.kind & KT_KIND_ITEM) && n.size > st->inline_max))
+		violation(c, "node '%s': %zu block rows but the value is "
+			  "inline or absent", showp(a, sizeof(a), &path), cnt);
+	else if (cnt > 0 && maxb > (n.size + st->block - 1) / st->block)
+		violation(c, "node '%s': block %llu lies past the end of the "
+			  "%llu-byte value", showp(a, sizeof(a), &path),
+			  (unsigned long long)(maxb - 1),
+			  (unsigned long long)n.size);
+out:
+	kt__node_free(&n);
+	kt__node_free(&parent);
+	kt__buf_free(&path);
+	kt__buf_free(&ipart);
+	kt__buf_free(&iv);
+	kt__buf_free(&pv);
+	return rc;
+}
+
+static int check_index(checker *c, kt__slice part, kt__slice sort,
+		       kt__slice val)
+{
+	kt_store *st = c->st;
+	kt__buf dir = {0}, np = {0}, nv = {0};
+	char a[KT__SHOWSZ];
+	kt__node n = {0};
+	unsigned int kind;
+	uint64_t id;
+	int rc;
+
+	/* part = E(dir) || D */
+	if (part.len < st->delim.len ||
+	    kt__dec_node(&dir, &st->delim, part.p,
+			 part.len - st->delim.len) != 0) {
+		violation(c, "index row with a malformed partition key");
+		return 0;
+	}
+	if (kt__index_decode(&kind, &id, val.p, val.len) != 0) {
+		violation(c, "index row '%s' -> '%s' does not decode",
+			  showp(a, sizeof(a), &dir), sort.p);
+		kt__buf_free(&dir);
+		return 0;
+	}
+	rc = kt__buf_add(&np, part.p, part.len);
+	if (rc == 0)
+		rc = kt__buf_add(&np, sort.p, sort.len);
+	if (rc == 0)
+		rc = kt__rd_get(&c->rd, kt__slb(&np), kt__sl("", 0), &nv);
+	if (rc == KT_ENOTFOUND) {
+		violation(c, "index row '%s' -> '%.*s' points at no node",
+			  showp(a, sizeof(a), &dir), (int)sort.len, sort.p);
+		rc = 0;
+	} else if (rc == 0 && kt__node_decode_hdr(&n, nv.p, nv.len) == 0 &&
+		   (n.kind != kind || n.id != id)) {
+		violation(c, "index row '%s' -> '%.*s' says kind %u id %llu, "
+			  "the node has kind %u id %llu",
+			  showp(a, sizeof(a), &dir), (int)sort.len, sort.p,
+			  kind, (unsigned long long)id, n.kind,
+			  (unsigned long long)n.id);
+	}
+	kt__buf_free(&dir);
+	kt__buf_free(&np);
+	kt__buf_free(&nv);
+	return rc == KT_ECORRUPT ? 0 : rc;
+}
+
+/* Block and attribute partitions must belong to live nodes. */
+static int check_orphans(checker *c, const char *prefix, const char *what)
+{
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	size_t pl = strlen(prefix);
+	uint64_t last = 0;
+	int rc;
+
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(prefix, pl);
+	how.flags = KT__SCAN_PREFIX;
+	if ((rc = kt__rd_scan(&cur, &c->rd, &how)) != 0)
+		return rc;
+	while (!c->stop && (rc = kt__mcur_next(cur, &row)) == 0) {
+		char hex[17];
+		uint64_t id;
+		if (row.part.len != pl + 16) {
+			violation(c, "%s row with a malformed partition key",
+				  what);
+			continue;
+		}
+		memcpy(hex, row.part.p + pl, 16);
+		hex[16] = '\0';
+		id = strtoull(hex, NULL, 16);
+		if (!id_has(c, id) && id != last) {
+			violation(c, "%s rows of node id %llu, which does not "
+				  "exist", what, (unsigned long long)id);
+			last = id;
+		}
+	}
+	kt__mcur_free(cur);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
+	     void *payload)
+{
+	checker c;
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	kt__buf v = {0};
+	int rc;
+
+	if (nviolations != NULL)
+		*nviolations = 0;
+	if (st == NULL)
+		return kt__err(KT_EINVAL, "check: store is NULL");
+	memset(&c, 0, sizeof(c));
+	c.st = st;
+	c.cb = cb;
+	c.payload = payload;
+	c.rd.st = st;
+	if ((rc = st->rows->ops->snapshot(&c.rd.snap, st->rows)) != 0)
+		return rc;
+	rc = kt__rd_get(&c.rd, kt__sl(KT__PART_META, strlen(KT__PART_META)),
+			kt__sl("header", 6), &v);
+	if (rc == KT_ENOTFOUND)
+		violation(&c, "the header row is missing");
+	rc = kt__rd_get(&c.rd, kt__sl(KT__PART_META, strlen(KT__PART_META)),
+			kt__sl("alloc", 5), &v);
+	if (rc == 0 && v.len == 16) {
+		c.id_limit = kt__get64((const unsigned char *)v.p);
+		c.ver_limit = kt__get64((const unsigned char *)v.p + 8);
+	} else {
+		violation(&c, "the counter row is missing or damaged");
+		c.id_limit = c.ver_limit = UINT64_MAX;
+	}
+	kt__buf_free(&v);
+	/* The root's own row, then every path row (they all start with the
+	 * delimiter). */
+	rc = kt__rd_get(&c.rd, kt__sl("", 0), kt__sl("", 0), &v);
+	if (rc == KT_ENOTFOUND)
+		violation(&c, "the root node row is missing");
+	else if (rc == 0)
+		rc = check_node(&c, kt__sl("", 0), kt__slb(&v));
+	if (rc == KT_ENOTFOUND)
+		rc = 0;
+	kt__buf_free(&v);
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(st->delim.s, st->delim.len);
+	how.flags = KT__SCAN_PREFIX;
+	if (rc == 0)
+		rc = kt__rd_scan(&cur, &c.rd, &how);
+	while (rc == 0 && !c.stop && (rc = kt__mcur_next(cur, &row)) == 0) {
+		if (row.sort.len == 0)
+			rc = check_node(&c, row.part, row.value);
+		else
+			rc = check_index(&c, row.part, row.sort, row.value);
+	}
+	kt__mcur_free(cur);
+	if (rc == KT_ITEROVER)
+		rc = 0;
+	if (rc == 0 && !c.stop)
+		rc = check_orphans(&c, KT__PART_BLK, "block");
+	if (rc == 0 && !c.stop)
+		rc = check_orphans(&c, KT__PART_ATTR, "attribute");
+	st->rows->ops->snapshot_free(st->rows, c.rd.snap);
+	free(c.ids);
+	if (nviolations != NULL)
+		*nviolations = c.bad;
+	if (rc != 0)
+		return rc;
+	if (c.bad > 0)
+		return kt__err(KT_ECORRUPT, "check: %zu violation%s found",
+			       c.bad, c.bad == 1 ? "" : "s");
+	return 0;
+}

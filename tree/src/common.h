@@ -1,0 +1,95 @@
+/*
+ * common.h - internals shared by every module of libkeytree: growable byte
+ * buffers, the per-thread error message, fixed-width encoding helpers and
+ * the limits of the row format.  Private; never installed.
+ */
+#ifndef KT_COMMON_H
+#define KT_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "keytree.h"
+
+/* Values of at most KT__INLINE_MAX bytes live inside their node row; larger
+ * ones in blocks of KT__BLOCK bytes keyed by node id.  Both are recorded in
+ * the header row, so a later library can change them for new stores. */
+#define KT__INLINE_MAX 4096u
+#define KT__BLOCK 16384u
+
+/* A growable byte buffer.  p is NUL-terminated whenever it is non-NULL, so
+ * a buffer holding text can be passed where a C string is expected. */
+typedef struct kt__buf {
+	char *p;
+	size_t len;
+	size_t cap;
+} kt__buf;
+
+int kt__buf_reserve(kt__buf *b, size_t extra);
+int kt__buf_add(kt__buf *b, const void *data, size_t len);
+int kt__buf_set(kt__buf *b, const void *data, size_t len);
+int kt__buf_addc(kt__buf *b, char c);
+void kt__buf_free(kt__buf *b);
+/* Hand the buffer's memory to the caller (never NULL on success). */
+char *kt__buf_detach(kt__buf *b, size_t *len);
+
+/* Record this thread's error message and return @p code. */
+int kt__err(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prefix this thread's current message with "prefix: ". */
+void kt__err_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Clear this thread's message (used at the start of a call that may fail
+ * after partial success). */
+void kt__err_clear(void);
+
+/* Write @p len bytes of @p s into @p out as printable text for messages:
+ * bytes outside printable ASCII become \xHH.  Always NUL-terminates. */
+const char *kt__show(char *out, size_t outsz, const void *s, size_t len);
+#define KT__SHOWSZ 160
+
+static inline void kt__put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static inline void kt__put64(unsigned char *p, uint64_t v)
+{
+	kt__put32(p, (uint32_t)v);
+	kt__put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t kt__get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t kt__get64(const unsigned char *p)
+{
+	return (uint64_t)kt__get32(p) | (uint64_t)kt__get32(p + 4) << 32;
+}
+
+/* Big-endian, so that block rows sort in block order. */
+static inline void kt__put64be(unsigned char *p, uint64_t v)
+{
+	int i;
+	for (i = 7; i >= 0; i--) {
+		p[i] = (unsigned char)v;
+		v >>= 8;
+	}
+}
+
+static inline uint64_t kt__get64be(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+#endif /* KT_COMMON_H */

@@ -1,0 +1,364 @@
+/*
+ * iter.c - listings: the children of a directory (one ordered scan of its
+ * index partition, paged by name), every node under a path prefix (one
+ * ordered scan of a range of partitions), and a node's attributes.  Each
+ * iterator reads a snapshot taken when it is made, so concurrent writers
+ * neither add nor remove entries under it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tree.h"
+
+#define SHOW(buf, s) kt__show(buf, sizeof(buf), (s), strlen(s))
+
+enum { IT_LIST, IT_FIND, IT_ATTR };
+
+struct kt_iter {
+	kt_store *st;
+	int type;
+	kt__snap *snap;
+	kt__mcur *cur;
+	size_t limit;    /* 0: none */
+	size_t count;
+	unsigned int flags; /* find flags */
+	kt__buf name;    /* current entry's name or path */
+	kt__buf pre;     /* find: the partition prefix scanned */
+	size_t name_off; /* find: bytes of pre that are whole components */
+	kt__buf self;    /* find SUBTREE: the node itself, reported first */
+	int self_pending;
+	kt_entry e;
+	int over;
+};
+
+static int iter_alloc(kt_iter **out, kt_store *st, int type)
+{
+	kt_iter *it = calloc(1, sizeof(*it));
+	int rc;
+
+	*out = NULL;
+	if (it == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	it->st = st;
+	it->type = type;
+	rc = st->rows->ops->snapshot(&it->snap, st->rows);
+	if (rc != 0) {
+		free(it);
+		return rc;
+	}
+	*out = it;
+	return 0;
+}
+
+void kt_iter_free(kt_iter *it)
+{
+	if (it == NULL)
+		return;
+	kt__mcur_free(it->cur);
+	if (it->snap != NULL)
+		it->st->rows->ops->snapshot_free(it->st->rows, it->snap);
+	kt__buf_free(&it->name);
+	kt__buf_free(&it->pre);
+	kt__buf_free(&it->self);
+	free(it);
+}
+
+static int start_scan(kt_iter *it, const kt__scan *how)
+{
+	kt__rd rd = {it->st, NULL, it->snap};
+
+	return kt__rd_scan(&it->cur, &rd, how);
+}
+
+/* Resolve a directory for listing, under the iterator's snapshot. */
+static int open_node(kt__res *r, kt_iter *it, const char *path,
+		     unsigned int rflags, const char *op)
+{
+	kt__rd rd = {it->st, NULL, it->snap};
+	char a[KT__SHOWSZ];
+	int rc;
+
+	if ((rc = kt__path_check(&it->st->delim, path, op)) != 0)
+		return rc;
+	rc = kt__resolve(r, &rd, path, rflags, op);
+	if (rc == 0 && !r->exists) {
+		kt__res_free(r);
+		rc = kt__err(KT_ENOTFOUND, "%s '%s': no such node", op,
+			     SHOW(a, path));
+	}
+	return rc;
+}
+
+int kt_iter_new(kt_iter **out, kt_store *st, const char *path,
+		const kt_list_options *opts)
+{
+	char a[KT__SHOWSZ];
+	kt_iter *it = NULL;
+	kt__scan how;
+	kt__res r;
+	int rc;
+
+	if (out == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "list: NULL argument");
+	*out = NULL;
+	if (opts != NULL && opts->version != KT_LIST_OPTIONS_VERSION)
+		return kt__err(KT_EINVAL, "list: options version %u, expected "
+			       "%d", opts->version, KT_LIST_OPTIONS_VERSION);
+	if (opts != NULL && opts->after == NULL && opts->after_len > 0)
+		return kt__err(KT_EINVAL, "list: after is NULL");
+	if ((rc = iter_alloc(&it, st, IT_LIST)) != 0)
+		return rc;
+	if ((rc = open_node(&r, it, path, KT__R_FOLLOW, "list")) != 0) {
+		kt_iter_free(it);
+		return rc;
+	}
+	if (!(r.node.kind & KT_KIND_DIR)) {
+		kt__res_free(&r);
+		kt_iter_free(it);
+		return kt__err(KT_ENOTDIR, "list '%s': not a directory",
+			       SHOW(a, path));
+	}
+	rc = kt__enc_index(&it->pre, &st->delim, r.path.p, r.path.len);
+	kt__res_free(&r);
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&it->pre);
+	if (opts != NULL) {
+		it->limit = opts->limit;
+		if (opts->reverse)
+			how.flags |= KT__SCAN_REVERSE;
+		if (opts->after != NULL) {
+			how.flags |= KT__SCAN_AFTER;
+			how.after = kt__sl(opts->after, opts->after_len);
+		}
+	}
+	if (rc == 0)
+		rc = start_scan(it, &how);
+	if (rc != 0) {
+		kt_iter_free(it);
+		return rc;
+	}
+	*out = it;
+	return 0;
+}
+
+int kt_find_new(kt_iter **out, kt_store *st, const char *prefix,
+		unsigned int flags)
+{
+	char a[KT__SHOWSZ];
+	kt_iter *it = NULL;
+	kt__scan how;
+	kt__res r;
+	size_t len, plen;
+	int rc;
+
+	if (out == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "find: NULL argument");
+	*out = NULL;
+	if (flags & ~3u)
+		return kt__err(KT_EINVAL, "find: unknown flags 0x%x", flags);
+	if ((rc = kt__path_check(&st->delim, prefix, "find")) != 0)
+		return rc;
+	if ((rc = iter_alloc(&it, st, IT_FIND)) != 0)
+		return rc;
+	it->flags = flags;
+	len = strlen(prefix);
+	memset(&how, 0, sizeof(how));
+	how.flags = KT__SCAN_PREFIX;
+	if (len == 1) {
+		/* Everything but the root. */
+		rc = kt__buf_add(&it->pre, st->delim.s, st->delim.len);
+		it->name_off = it->pre.len;
+	} else {
+		/* Resolve the parent (following links), then scan the
+		 * partitions starting with parent||delim||lastname. */
+		plen = kt__parent_len(prefix, len);
+		rc = kt__buf_set(&it->name, plen ? prefix : "/",
+				 plen ? plen : 1);
+		if (rc == 0)
+			rc = open_node(&r, it, it->name.p, KT__R_FOLLOW,
+				       "find");
+		if (rc == 0) {
+			if (!(r.node.kind & KT_KIND_DIR))
+				rc = kt__err(KT_ENOTDIR, "find '%s': the "
+					     "parent is not a directory",
+					     SHOW(a, prefix));
+			if (rc == 0)
+				rc = kt__enc_index(&it->pre, &st->delim,
+						   r.path.p, r.path.len);
+			it->name_off = it->pre.len;
+			if (rc == 0)
+				rc = kt__buf_add(&it->pre, prefix + plen + 1,
+						 len - plen - 1);
+			if (rc == 0 && (flags & KT_FIND_SUBTREE)) {
+				/* The node itself, then below it. */
+				rc = kt__buf_set(&it->self, it->pre.p,
+						 it->pre.len);
+				it->self_pending = 1;
+				if (rc == 0)
+					rc = kt__buf_add(&it->pre,
+							 st->delim.s,
+							 st->delim.len);
+			}
+			kt__res_free(&r);
+		}
+	}
+	how.part = kt__slb(&it->pre);
+	if (rc == 0)
+		rc = start_scan(it, &how);
+	if (rc != 0) {
+		kt_iter_free(it);
+		return rc;
+	}
+	*out = it;
+	return 0;
+}
+
+int kt_attr_iter_new(kt_iter **out, kt_store *st, const char *path)
+{
+	kt_iter *it = NULL;
+	kt__scan how;
+	kt__res r;
+	char part[32];
+	int rc;
+
+	if (out == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "attr_list: NULL argument");
+	*out = NULL;
+	if ((rc = iter_alloc(&it, st, IT_ATTR)) != 0)
+		return rc;
+	if ((rc = open_node(&r, it, path, KT__R_FOLLOW, "attr_list")) != 0) {
+		kt_iter_free(it);
+		return rc;
+	}
+	kt__part_attr(part, r.node.id);
+	kt__res_free(&r);
+	rc = kt__buf_set(&it->pre, part, strlen(part));
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&it->pre);
+	if (rc == 0)
+		rc = start_scan(it, &how);
+	if (rc != 0) {
+		kt_iter_free(it);
+		return rc;
+	}
+	*out = it;
+	return 0;
+}
+
+/* Fill the entry for node row (part, value) found by a find scan. */
+static int find_entry(kt_iter *it, kt__slice part, kt__slice value)
+{
+	kt__node n = {0};
+	int rc;
+
+	rc = kt__node_decode_hdr(&n, value.p, value.len);
+	if (rc != 0)
+		return rc;
+	if ((it->flags & KT_FIND_ITEMS) && !(n.kind & KT_KIND_ITEM))
+		return 1;
+	it->name.len = 0;
+	if ((rc = kt__dec_node(&it->name, &it->st->delim, part.p,
+			       part.len)) != 0)
+		return rc;
+	it->e.name = it->name.p;
+	it->e.name_len = it->name.len;
+	it->e.kind = n.kind;
+	it->e.id = n.id;
+	it->e.value = NULL;
+	it->e.value_len = 0;
+	return 0;
+}
+
+/* A find scan of prefix P||D||x also meets partitions where x is followed
+ * by the rest of the delimiter, i.e. where the last component does not
+ * start with x but ends inside it.  Reject those: the component that
+ * starts at name_off must contain x whole. */
+static int find_accept(kt_iter *it, kt__slice part)
+{
+	const kt__delim *d = &it->st->delim;
+	size_t i, xlen = it->pre.len - it->name_off;
+
+	if (it->flags & KT_FIND_SUBTREE || xlen == 0)
+		return 1;
+	for (i = it->name_off; i + d->len <= it->name_off + xlen + d->len - 1 &&
+			       i + d->len <= part.len;
+	     i++)
+		if (memcmp(part.p + i, d->s, d->len) == 0)
+			return 0;
+	return 1;
+}
+
+int kt_iter_next(const kt_entry **entry, kt_iter *it)
+{
+	kt__row row;
+	int rc;
+
+	if (entry == NULL || it == NULL)
+		return kt__err(KT_EINVAL, "iter_next: NULL argument");
+	*entry = NULL;
+	if (it->over || (it->limit && it->count >= it->limit))
+		return KT_ITEROVER;
+	if (it->self_pending) {
+		kt__rd rd = {it->st, NULL, it->snap};
+		kt__buf v = {0};
+		it->self_pending = 0;
+		rc = kt__rd_get(&rd, kt__slb(&it->self), kt__sl("", 0), &v);
+		if (rc == 0) {
+			rc = find_entry(it, kt__slb(&it->self), kt__slb(&v));
+			kt__buf_free(&v);
+			if (rc == 0) {
+				*entry = &it->e;
+				return 0;
+			}
+			if (rc < 0)
+				return rc;
+		} else {
+			kt__buf_free(&v);
+			if (rc != KT_ENOTFOUND)
+				return rc;
+		}
+	}
+	for (;;) {
+		rc = kt__mcur_next(it->cur, &row);
+		if (rc == KT_ITEROVER)
+			it->over = 1;
+		if (rc != 0)
+			return rc;
+		switch (it->type) {
+		case IT_LIST:
+			rc = kt__index_decode(&it->e.kind, &it->e.id,
+					      row.value.p, row.value.len);
+			if (rc != 0)
+				return rc;
+			if ((rc = kt__buf_set(&it->name, row.sort.p,
+					      row.sort.len)) != 0)
+				return rc;
+			it->e.name = it->name.p;
+			it->e.name_len = it->name.len;
+			break;
+		case IT_FIND:
+			if (row.sort.len != 0 || !find_accept(it, row.part))
+				continue;
+			rc = find_entry(it, row.part, row.value);
+			if (rc < 0)
+				return rc;
+			if (rc > 0)
+				continue;
+			break;
+		case IT_ATTR:
+			if ((rc = kt__buf_set(&it->name, row.sort.p,
+					      row.sort.len)) != 0)
+				return rc;
+			it->e.name = it->name.p;
+			it->e.name_len = it->name.len;
+			it->e.kind = 0;
+			it->e.id = 0;
+			it->e.value = row.value.p;
+			it->e.value_len = row.value.len;
+			break;
+		}
+		it->count++;
+		*entry = &it->e;
+		return 0;
+	}
+}

@@ -1,0 +1,300 @@
+/*
+ * node.c - the node row and the index row: their byte layout (documented
+ * in docs/FORMAT.md), and reading and writing them by path.
+ *
+ * Node row, under partition E(path), sort key "" (little-endian):
+ *   u8 format (1), u8 kind, u64 id, u32 mode, u32 uid, u32 gid, u64 size,
+ *   i64 atime, i64 mtime, i64 ctime, u64 version, u32 nsubdirs, u32 nattrs,
+ *   then the payload: a link's target, or an item's value when it is at
+ *   most the inline limit.
+ * Index row, under partition E(parent)||delimiter, sort key = the name:
+ *   u8 kind, u64 id.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tree.h"
+
+#define NODE_FORMAT 1
+
+int64_t kt__now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (len < KT__NODE_HDR || u[0] != NODE_FORMAT)
+		return kt__err(KT_ECORRUPT, "node row of %zu bytes does not "
+			       "decode", len);
+	n->kind = u[1];
+	n->id = kt__get64(u + 2);
+	n->mode = kt__get32(u + 10);
+	n->uid = kt__get32(u + 14);
+	n->gid = kt__get32(u + 18);
+	n->size = kt__get64(u + 22);
+	n->atime = (int64_t)kt__get64(u + 30);
+	n->mtime = (int64_t)kt__get64(u + 38);
+	n->ctime = (int64_t)kt__get64(u + 46);
+	n->version = kt__get64(u + 54);
+	n->nsubdirs = kt__get32(u + 62);
+	n->nattrs = kt__get32(u + 66);
+	if (n->kind == 0 || (n->kind & ~7u) ||
+	    ((n->kind & KT_KIND_LINK) && n->kind != KT_KIND_LINK))
+		return kt__err(KT_ECORRUPT, "node row has bad kind %u",
+			       n->kind);
+	return 0;
+}
+
+int kt__node_decode(kt__node *n, const char *p, size_t len)
+{
+	size_t plen = len - KT__NODE_HDR;
+	int rc = kt__node_decode_hdr(n, p, len);
+
+	if (rc != 0)
+		return rc;
+	/* The payload must be exactly what the kind and size announce. */
+	if (n->kind == KT_KIND_LINK) {
+		if (plen != n->size)
+			return kt__err(KT_ECORRUPT, "link row payload of %zu "
+				       "bytes, size says %llu", plen,
+				       (unsigned long long)n->size);
+	} else if ((n->kind & KT_KIND_ITEM) && n->size <= KT__INLINE_MAX) {
+		if (plen != n->size)
+			return kt__err(KT_ECORRUPT, "item row payload of %zu "
+				       "bytes, size says %llu", plen,
+				       (unsigned long long)n->size);
+	} else if (plen != 0) {
+		return kt__err(KT_ECORRUPT, "node row has %zu stray payload "
+			       "bytes", plen);
+	}
+	return kt__buf_set(&n->payload, p + KT__NODE_HDR, plen);
+}
+
+int kt__node_encode(kt__buf *out, const kt__node *n)
+{
+	unsigned char h[KT__NODE_HDR];
+	int rc;
+
+	h[0] = NODE_FORMAT;
+	h[1] = (unsigned char)n->kind;
+	kt__put64(h + 2, n->id);
+	kt__put32(h + 10, n->mode);
+	kt__put32(h + 14, n->uid);
+	kt__put32(h + 18, n->gid);
+	kt__put64(h + 22, n->size);
+	kt__put64(h + 30, (uint64_t)n->atime);
+	kt__put64(h + 38, (uint64_t)n->mtime);
+	kt__put64(h + 46, (uint64_t)n->ctime);
+	kt__put64(h + 54, n->version);
+	kt__put32(h + 62, n->nsubdirs);
+	kt__put32(h + 66, n->nattrs);
+	kt__put32(h + 70, 0); /* reserved */
+	out->len = 0;
+	if ((rc = kt__buf_add(out, h, sizeof(h))) != 0)
+		return rc;
+	return kt__buf_add(out, n->payload.p, n->payload.len);
+}
+
+void kt__node_free(kt__node *n)
+{
+	kt__buf_free(&n->payload);
+}
+
+void kt__node_fill_stat(kt_statbuf *st, const kt__node *n)
+{
+	memset(st, 0, sizeof(*st));
+	st->id = n->id;
+	st->kind = n->kind;
+	st->mode = n->mode;
+	st->uid = n->uid;
+	st->gid = n->gid;
+	st->size = n->size;
+	st->atime_ns = n->atime;
+	st->mtime_ns = n->mtime;
+	st->ctime_ns = n->ctime;
+	st->version = n->version;
+	st->nsubdirs = n->nsubdirs;
+	st->nattrs = n->nattrs;
+}
+
+void kt__index_encode(unsigned char out[KT__INDEX_LEN], const kt__node *n)
+{
+	out[0] = (unsigned char)n->kind;
+	kt__put64(out + 1, n->id);
+}
+
+int kt__index_decode(unsigned int *kind, uint64_t *id, const char *p,
+		     size_t len)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (len != KT__INDEX_LEN || u[0] == 0 || (u[0] & ~7u))
+		return kt__err(KT_ECORRUPT, "index row of %zu bytes does not "
+			       "decode", len);
+	*kind = u[0];
+	*id = kt__get64(u + 1);
+	return 0;
+}
+
+void kt__part_blk(char out[32], uint64_t id)
+{
+	snprintf(out, 32, KT__PART_BLK "%016llx", (unsigned long long)id);
+}
+
+void kt__part_attr(char out[32], uint64_t id)
+{
+	snprintf(out, 32, KT__PART_ATTR "%016llx", (unsigned long long)id);
+}
+
+int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len)
+{
+	char stackbuf[512];
+	kt__buf part = {0}, val = {0};
+	kt__slice ps;
+	int rc;
+
+	/* Encode on the stack when it fits: this is the hot read path. */
+	if (len + len * (rd->st->delim.len - 1) < sizeof(stackbuf)) {
+		part.p = stackbuf;
+		part.cap = sizeof(stackbuf);
+		rc = kt__enc_node(&part, &rd->st->delim, p, len);
+		ps = kt__sl(part.p, part.len);
+		part.p = NULL;
+	} else {
+		rc = kt__enc_node(&part, &rd->st->delim, p, len);
+		ps = kt__slb(&part);
+	}
+	if (rc == 0)
+		rc = kt__rd_get(rd, ps, kt__sl("", 0), &val);
+	if (rc == 0) {
+		rc = kt__node_decode(n, val.p, val.len);
+		if (rc == KT_ECORRUPT)
+			kt__err_prefix("node '%.*s'", (int)len, p);
+	}
+	kt__buf_free(&part);
+	kt__buf_free(&val);
+	return rc;
+}
+
+int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n)
+{
+	kt__buf part = {0}, val = {0};
+	int rc;
+
+	n->version = kt__tx_version(tx);
+	rc = kt__enc_node(&part, &tx->st->delim, p, len);
+	if (rc == 0)
+		rc = kt__node_encode(&val, n);
+	if (rc == 0)
+		rc = kt__tx_put(tx, kt__slb(&part), kt__sl("", 0),
+				kt__slb(&val));
+	kt__buf_free(&part);
+	kt__buf_free(&val);
+	return rc;
+}
+
+int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n)
+{
+	unsigned char v[KT__INDEX_LEN];
+	size_t plen = kt__parent_len(p, len);
+	kt__buf part = {0};
+	int rc;
+
+	kt__index_encode(v, n);
+	rc = kt__enc_index(&part, &tx->st->delim, p, plen);
+	if (rc == 0)
+		rc = kt__tx_put(tx, kt__slb(&part),
+				kt__sl(p + plen + 1, len - plen - 1),
+				kt__sl(v, sizeof(v)));
+	kt__buf_free(&part);
+	return rc;
+}
+
+int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	size_t plen = kt__parent_len(p, len);
+	const char *pp = plen ? p : "/";
+	kt__node n = {0};
+	int rc;
+
+	if (plen == 0)
+		plen = 1;
+	rc = kt__node_get(&n, &rd, pp, plen);
+	if (rc == KT_ENOTFOUND)
+		rc = kt__err(KT_ECORRUPT, "parent '%.*s' has no node row",
+			     (int)plen, pp);
+	if (rc == 0) {
+		n.mtime = n.ctime = tx->now;
+		if (dirs < 0 && n.nsubdirs > 0)
+			n.nsubdirs--;
+		else if (dirs > 0)
+			n.nsubdirs++;
+		rc = kt__node_put(tx, pp, plen, &n);
+	}
+	kt__node_free(&n);
+	return rc;
+}
+
+int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n)
+{
+	int rc;
+
+	n->kind |= KT_KIND_DIR;
+	/* A directory needs search permission where it can be read. */
+	n->mode |= (n->mode & 0444) >> 2;
+	n->ctime = tx->now;
+	if ((rc = kt__node_put(tx, p, len, n)) != 0)
+		return rc;
+	if (len == 1)
+		return 0;
+	if ((rc = kt__index_put(tx, p, len, n)) != 0)
+		return rc;
+	return kt__parent_touch(tx, p, len, +1);
+}
+
+void kt__owner_default(kt__owner *o, const kt_create_options *opts)
+{
+	if (opts != NULL && (opts->flags & KT_CREATE_OWNER)) {
+		o->uid = opts->uid;
+		o->gid = opts->gid;
+	} else {
+		o->uid = (uint32_t)geteuid();
+		o->gid = (uint32_t)getegid();
+	}
+}
+
+int kt__make_dir(kt__tx *tx, const char *p, size_t len, uint32_t mode,
+		 const kt__owner *own, kt__node *out)
+{
+	kt__node n = {0};
+	int rc;
+
+	n.kind = KT_KIND_DIR;
+	n.mode = mode;
+	n.uid = own->uid;
+	n.gid = own->gid;
+	n.atime = n.mtime = n.ctime = tx->now;
+	if ((rc = kt__tx_alloc_id(tx, &n.id)) != 0)
+		return rc;
+	/* Node first, then the index row that makes it visible. */
+	if ((rc = kt__node_put(tx, p, len, &n)) != 0 ||
+	    (rc = kt__index_put(tx, p, len, &n)) != 0 ||
+	    (rc = kt__parent_touch(tx, p, len, +1)) != 0) {
+		kt__node_free(&n);
+		return rc;
+	}
+	if (out != NULL)
+		*out = n;
+	else
+		kt__node_free(&n);
+	return 0;
+}

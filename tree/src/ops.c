@@ -1,0 +1,970 @@
+/*
+ * ops.c - every mutation of the tree: put, mkdir, symlink, delete, rename,
+ * attributes, ranged writes, truncate and setattr.
+ *
+ * Each runs inside a transaction (tx.c) under the store's writer lock, so
+ * its checks and its writes form one step that no other writer can split,
+ * and it commits as one atomic batch.  Writes are emitted so that the row
+ * which makes a change visible comes last when adding (node row, then the
+ * index row in the parent's partition) and first when removing (the index
+ * row goes, then the rows it made reachable).  No operation leaves an index
+ * row without its node or a node without its index row.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ops.h"
+
+#define SHOW(buf, s) kt__show(buf, sizeof(buf), (s), strlen(s))
+
+const char *kt__op_name(int type)
+{
+	switch (type) {
+	case KT__OP_PUT: return "put";
+	case KT__OP_MKDIR: return "mkdir";
+	case KT__OP_SYMLINK: return "symlink";
+	case KT__OP_DELETE: return "delete";
+	case KT__OP_RENAME: return "rename";
+	case KT__OP_ATTR_SET: return "attr_set";
+	case KT__OP_ATTR_DELETE: return "attr_delete";
+	case KT__OP_WRITE: return "write";
+	case KT__OP_TRUNCATE: return "truncate";
+	case KT__OP_SETATTR: return "setattr";
+	}
+	return "operation";
+}
+
+static int is_root(const kt__res *r)
+{
+	return r->path.len == 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Subtrees */
+
+/* One row copied out of a scan. */
+typedef struct rowcopy {
+	char *part, *sort, *val;
+	size_t plen, slen, vlen;
+} rowcopy;
+
+typedef struct rowvec {
+	rowcopy *v;
+	size_t n, cap;
+} rowvec;
+
+static void rowvec_free(rowvec *rv)
+{
+	size_t i;
+
+	for (i = 0; i < rv->n; i++) {
+		free(rv->v[i].part);
+		free(rv->v[i].sort);
+		free(rv->v[i].val);
+	}
+	free(rv->v);
+	memset(rv, 0, sizeof(*rv));
+}
+
+static char *dup_bytes(const char *p, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (d != NULL) {
+		if (len)
+			memcpy(d, p, len);
+		d[len] = '\0';
+	}
+	return d;
+}
+
+static int rowvec_add(rowvec *rv, const kt__row *row)
+{
+	rowcopy *c;
+
+	if (rv->n == rv->cap) {
+		size_t ncap = rv->cap ? rv->cap * 2 : 32;
+		rowcopy *nv = realloc(rv->v, ncap * sizeof(*nv));
+		if (nv == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		rv->v = nv;
+		rv->cap = ncap;
+	}
+	c = &rv->v[rv->n];
+	c->part = dup_bytes(row->part.p, row->part.len);
+	c->sort = dup_bytes(row->sort.p, row->sort.len);
+	c->val = dup_bytes(row->value.p, row->value.len);
+	if (!c->part || !c->sort || !c->val) {
+		free(c->part);
+		free(c->sort);
+		free(c->val);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	c->plen = row->part.len;
+	c->slen = row->sort.len;
+	c->vlen = row->value.len;
+	rv->n++;
+	return 0;
+}
+
+/* Copy every row below directory p (its index partition and all partitions
+ * of its descendants: one range scan). */
+static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__buf pre = {0};
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	int rc;
+
+	if ((rc = kt__enc_index(&pre, &tx->st->delim, p, len)) != 0)
+		return rc;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&pre);
+	how.flags = KT__SCAN_PREFIX;
+	rc = kt__rd_scan(&c, &rd, &how);
+	while (rc == 0 && (rc = kt__mcur_next(c, &row)) == 0)
+		rc = rowvec_add(rv, &row);
+	kt__mcur_free(c);
+	kt__buf_free(&pre);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+/* Does directory p have any child?  1, 0 or an error. */
+static int has_children(kt__tx *tx, const char *p, size_t len)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__buf part = {0};
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	int rc;
+
+	if ((rc = kt__enc_index(&part, &tx->st->delim, p, len)) != 0)
+		return rc;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&part);
+	rc = kt__rd_scan(&c, &rd, &how);
+	if (rc == 0)
+		rc = kt__mcur_next(c, &row);
+	kt__mcur_free(c);
+	kt__buf_free(&part);
+	if (rc == 0)
+		return 1;
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+static int index_del(kt__tx *tx, const char *p, size_t len)
+{
+	size_t plen = kt__parent_len(p, len);
+	kt__buf part = {0};
+	int rc;
+
+	rc = kt__enc_index(&part, &tx->st->delim, p, plen);
+	if (rc == 0)
+		rc = kt__tx_del(tx, kt__slb(&part),
+				kt__sl(p + plen + 1, len - plen - 1));
+	kt__buf_free(&part);
+	return rc;
+}
+
+static int node_del(kt__tx *tx, const char *p, size_t len)
+{
+	kt__buf part = {0};
+	int rc;
+
+	rc = kt__enc_node(&part, &tx->st->delim, p, len);
+	if (rc == 0)
+		rc = kt__tx_del(tx, kt__slb(&part), kt__sl("", 0));
+	kt__buf_free(&part);
+	return rc;
+}
+
+/* Delete the rows of a subtree copied by subtree_rows, with the values and
+ * attributes of its nodes. */
+static int subtree_drop(kt__tx *tx, const rowvec *rv)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < rv->n && rc == 0; i++) {
+		const rowcopy *c = &rv->v[i];
+		if (c->slen == 0) {
+			kt__node n = {0};
+			rc = kt__node_decode_hdr(&n, c->val, c->vlen);
+			if (rc == 0)
+				rc = kt__node_drop_data(tx, &n);
+		}
+		if (rc == 0)
+			rc = kt__tx_del(tx, kt__sl(c->part, c->plen),
+					kt__sl(c->sort, c->slen));
+	}
+	return rc;
+}
+
+/* Remove node n at p, which has no children (or whose subtree rows the
+ * caller removes): index row first, then the node, its data, and the
+ * parent's counts. */
+static int remove_node(kt__tx *tx, const char *p, size_t len,
+		       const kt__node *n)
+{
+	int rc;
+
+	if ((rc = index_del(tx, p, len)) != 0 ||
+	    (rc = node_del(tx, p, len)) != 0 ||
+	    (rc = kt__node_drop_data(tx, n)) != 0)
+		return rc;
+	return kt__parent_touch(tx, p, len, (n->kind & KT_KIND_DIR) ? -1 : 0);
+}
+
+/* Remove node n at p and everything below it. */
+static int remove_tree(kt__tx *tx, const char *p, size_t len,
+		       const kt__node *n)
+{
+	rowvec rv = {0};
+	int rc = 0;
+
+	if (n->kind & KT_KIND_DIR)
+		rc = subtree_rows(tx, p, len, &rv);
+	/* The index row goes first: from then on nothing below is
+	 * reachable. */
+	if (rc == 0)
+		rc = index_del(tx, p, len);
+	if (rc == 0)
+		rc = subtree_drop(tx, &rv);
+	if (rc == 0)
+		rc = node_del(tx, p, len);
+	if (rc == 0)
+		rc = kt__node_drop_data(tx, n);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, p, len,
+				      (n->kind & KT_KIND_DIR) ? -1 : 0);
+	rowvec_free(&rv);
+	return rc;
+}
+
+/* Remove the ancestors of p, nearest first, while they are directories
+ * without a value and without children.  Never the root. */
+static int prune(kt__tx *tx, const char *p, size_t len)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	size_t plen = kt__parent_len(p, len);
+	int rc = 0;
+
+	while (plen > 0 && rc == 0) {
+		kt__node n = {0};
+		rc = kt__node_get(&n, &rd, p, plen);
+		if (rc != 0) {
+			kt__node_free(&n);
+			break;
+		}
+		if (n.kind == KT_KIND_DIR) {
+			rc = has_children(tx, p, plen);
+			if (rc == 0)
+				rc = remove_node(tx, p, plen, &n);
+			else if (rc == 1) {
+				kt__node_free(&n);
+				return 0;
+			}
+		} else {
+			kt__node_free(&n);
+			return 0;
+		}
+		kt__node_free(&n);
+		plen = kt__parent_len(p, plen);
+	}
+	return rc;
+}
+
+/* Move the node n at real path src (with its subtree) to real path dst,
+ * which is free.  Ids, values and attributes stay; only path-keyed rows are
+ * rewritten. */
+static int move_tree(kt__tx *tx, const char *src, size_t slen,
+		     const char *dst, size_t dlen, kt__node *n)
+{
+	kt_store *st = tx->st;
+	kt__buf sp = {0}, dp = {0}, np = {0};
+	rowvec rv = {0};
+	size_t i;
+	int rc = 0;
+
+	if (n->kind & KT_KIND_DIR)
+		rc = subtree_rows(tx, src, slen, &rv);
+	if (rc == 0)
+		rc = kt__enc_node(&sp, &st->delim, src, slen);
+	if (rc == 0)
+		rc = kt__enc_node(&dp, &st->delim, dst, dlen);
+	/* New rows first, then the index row that shows them at dst, then
+	 * the removal of the old index row and the rows it reached. */
+	for (i = 0; i < rv.n && rc == 0; i++) {
+		const rowcopy *c = &rv.v[i];
+		np.len = 0;
+		rc = kt__buf_add(&np, dp.p, dp.len);
+		if (rc == 0)
+			rc = kt__buf_add(&np, c->part + sp.len,
+					 c->plen - sp.len);
+		if (rc == 0)
+			rc = kt__tx_put(tx, kt__slb(&np),
+					kt__sl(c->sort, c->slen),
+					kt__sl(c->val, c->vlen));
+	}
+	if (rc == 0) {
+		n->ctime = tx->now;
+		rc = kt__node_put(tx, dst, dlen, n);
+	}
+	if (rc == 0)
+		rc = kt__index_put(tx, dst, dlen, n);
+	if (rc == 0)
+		rc = index_del(tx, src, slen);
+	for (i = 0; i < rv.n && rc == 0; i++)
+		rc = kt__tx_del(tx, kt__sl(rv.v[i].part, rv.v[i].plen),
+				kt__sl(rv.v[i].sort, rv.v[i].slen));
+	if (rc == 0)
+		rc = node_del(tx, src, slen);
+	rowvec_free(&rv);
+	kt__buf_free(&sp);
+	kt__buf_free(&dp);
+	kt__buf_free(&np);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The operations */
+
+static uint32_t create_mode(const kt__op *op, uint32_t def)
+{
+	if (op->has_opts && (op->opts.flags & KT_CREATE_MODE))
+		return op->opts.mode & 07777;
+	return def;
+}
+
+static int op_put(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	unsigned int cf = op->has_opts ? op->opts.flags : 0;
+	char a[KT__SHOWSZ];
+	kt__res r;
+	int rc;
+
+	if (cf & KT_CREATE_EXCL) {
+		rc = kt__resolve(&r, &rd, op->path, 0, "put");
+		if (rc == 0 && r.exists &&
+		    (r.node.kind & (KT_KIND_ITEM | KT_KIND_LINK))) {
+			kt__res_free(&r);
+			return kt__err(KT_EEXISTS, "put '%s': %s already exists",
+				       SHOW(a, op->path),
+				       r.node.kind == KT_KIND_LINK
+					       ? "a link" : "an item");
+		}
+		kt__res_free(&r);
+	}
+	rc = kt__resolve(&r, &rd, op->path, KT__R_FOLLOW | KT__R_CREATE, "put");
+	if (rc != 0)
+		return rc;
+	if ((cf & KT_CREATE_IF_VERSION) &&
+	    (!r.exists || !(r.node.kind & KT_KIND_ITEM) ||
+	     r.node.version != op->opts.if_version)) {
+		rc = kt__err(KT_ECONFLICT, "put '%s': expected version %llu, "
+			     "found %s %llu", SHOW(a, op->path),
+			     (unsigned long long)op->opts.if_version,
+			     r.exists && (r.node.kind & KT_KIND_ITEM)
+				     ? "version" : "no item, version",
+			     (unsigned long long)(r.exists ? r.node.version
+							   : 0));
+		goto out;
+	}
+	if (is_root(&r)) {
+		rc = kt__err(KT_EINVAL, "put '%s': the root cannot hold a value",
+			     SHOW(a, op->path));
+		goto out;
+	}
+	if (r.exists) {
+		int kind_changed = !(r.node.kind & KT_KIND_ITEM);
+		r.node.kind |= KT_KIND_ITEM;
+		rc = kt__value_set(tx, &r.node, op->data, op->len);
+		r.node.mtime = r.node.ctime = tx->now;
+		if (rc == 0)
+			rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
+		if (rc == 0 && kind_changed)
+			rc = kt__index_put(tx, r.path.p, r.path.len, &r.node);
+		goto out;
+	}
+	r.node.kind = KT_KIND_ITEM;
+	r.node.mode = create_mode(op, 0644);
+	r.node.uid = tx->own.uid;
+	r.node.gid = tx->own.gid;
+	r.node.atime = r.node.mtime = r.node.ctime = tx->now;
+	rc = kt__tx_alloc_id(tx, &r.node.id);
+	if (rc == 0)
+		rc = kt__value_set(tx, &r.node, op->data, op->len);
+	if (rc == 0)
+		rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
+	if (rc == 0)
+		rc = kt__index_put(tx, r.path.p, r.path.len, &r.node);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+out:
+	kt__res_free(&r);
+	return rc;
+}
+
+static int op_mkdir(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	unsigned int cf = op->has_opts ? op->opts.flags : 0;
+	int parents = (cf & KT_CREATE_PARENTS) != 0;
+	char a[KT__SHOWSZ];
+	kt__res r;
+	int rc;
+
+	rc = kt__resolve(&r, &rd, op->path, parents ? KT__R_CREATE : 0,
+			 "mkdir");
+	if (rc != 0)
+		return rc;
+	if (r.exists) {
+		if (r.node.kind == KT_KIND_LINK)
+			rc = kt__err(KT_EEXISTS, "mkdir '%s': a link exists "
+				     "there", SHOW(a, op->path));
+		else if (r.node.kind & KT_KIND_DIR) {
+			if (!parents || (cf & KT_CREATE_EXCL))
+				rc = kt__err(KT_EEXISTS, "mkdir '%s': the "
+					     "directory already exists",
+					     SHOW(a, op->path));
+		} else {
+			rc = kt__item_to_dir(tx, r.path.p, r.path.len, &r.node);
+		}
+	} else {
+		rc = kt__make_dir(tx, r.path.p, r.path.len,
+				  create_mode(op, 0755), &tx->own, NULL);
+	}
+	kt__res_free(&r);
+	return rc;
+}
+
+static int op_symlink(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	unsigned int cf = op->has_opts ? op->opts.flags : 0;
+	char a[KT__SHOWSZ];
+	kt__res r;
+	int rc;
+
+	rc = kt__resolve(&r, &rd, op->path,
+			 (cf & KT_CREATE_PARENTS) ? KT__R_CREATE : 0,
+			 "symlink");
+	if (rc != 0)
+		return rc;
+	if (r.exists) {
+		rc = kt__err(KT_EEXISTS, "symlink '%s': something already "
+			     "exists there", SHOW(a, op->path));
+		goto out;
+	}
+	r.node.kind = KT_KIND_LINK;
+	r.node.mode = create_mode(op, 0777);
+	r.node.uid = tx->own.uid;
+	r.node.gid = tx->own.gid;
+	r.node.atime = r.node.mtime = r.node.ctime = tx->now;
+	r.node.size = strlen(op->path2);
+	rc = kt__tx_alloc_id(tx, &r.node.id);
+	if (rc == 0)
+		rc = kt__buf_set(&r.node.payload, op->path2,
+				 (size_t)r.node.size);
+	if (rc == 0)
+		rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
+	if (rc == 0)
+		rc = kt__index_put(tx, r.path.p, r.path.len, &r.node);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+out:
+	kt__res_free(&r);
+	return rc;
+}
+
+static int op_delete(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	char a[KT__SHOWSZ];
+	kt__res r;
+	int rc;
+
+	rc = kt__resolve(&r, &rd, op->path, 0, "delete");
+	if (rc != 0)
+		return rc;
+	if (!r.exists) {
+		rc = kt__err(KT_ENOTFOUND, "delete '%s': no such node",
+			     SHOW(a, op->path));
+		goto out;
+	}
+	if (is_root(&r)) {
+		rc = kt__err(KT_EINVAL, "delete '%s': the root cannot be "
+			     "removed", SHOW(a, op->path));
+		goto out;
+	}
+	if (op->flags & KT_DELETE_ITEM) {
+		if (r.node.kind == KT_KIND_LINK) {
+			rc = kt__err(KT_EINVAL, "delete '%s': a link is not an "
+				     "item", SHOW(a, op->path));
+			goto out;
+		}
+		if (!(r.node.kind & KT_KIND_ITEM)) {
+			rc = kt__err(KT_EISDIR, "delete '%s': a directory "
+				     "without a value", SHOW(a, op->path));
+			goto out;
+		}
+		if (r.node.kind & KT_KIND_DIR) {
+			/* Keep the directory; drop only the value. */
+			rc = kt__value_set(tx, &r.node, NULL, 0);
+			r.node.kind &= ~KT_KIND_ITEM;
+			r.node.mtime = r.node.ctime = tx->now;
+			if (rc == 0)
+				rc = kt__node_put(tx, r.path.p, r.path.len,
+						  &r.node);
+			if (rc == 0)
+				rc = kt__index_put(tx, r.path.p, r.path.len,
+						   &r.node);
+			goto out;
+		}
+	}
+	if (r.node.kind & KT_KIND_DIR) {
+		rc = has_children(tx, r.path.p, r.path.len);
+		if (rc == 1 && !(op->flags & KT_DELETE_RECURSIVE)) {
+			rc = kt__err(KT_ENOTEMPTY, "delete '%s': the directory "
+				     "has children (use the recursive flag)",
+				     SHOW(a, op->path));
+			goto out;
+		}
+		if (rc < 0)
+			goto out;
+	}
+	rc = remove_tree(tx, r.path.p, r.path.len, &r.node);
+	if (rc == 0 && (op->flags & KT_DELETE_PRUNE))
+		rc = prune(tx, r.path.p, r.path.len);
+out:
+	kt__res_free(&r);
+	return rc;
+}
+
+static int inside(const kt__buf *p, const kt__buf *dir)
+{
+	if (dir->len == 1)
+		return p->len > 1;
+	return p->len > dir->len && p->p[dir->len] == '/' &&
+	       memcmp(p->p, dir->p, dir->len) == 0;
+}
+
+static int exchange(kt__tx *tx, kt__res *s, kt__res *d)
+{
+	kt__buf tmp = {0};
+	int rc;
+
+	/* Park src in a path no name can spell (a component holding the
+	 * delimiter), move dst to src, then src to dst. */
+	rc = kt__buf_set(&tmp, s->path.p, s->parent_len);
+	if (rc == 0)
+		rc = kt__buf_addc(&tmp, '/');
+	if (rc == 0)
+		rc = kt__buf_add(&tmp, tx->st->delim.s, tx->st->delim.len);
+	if (rc == 0)
+		rc = kt__buf_add(&tmp, "x", 1);
+	if (rc == 0)
+		rc = move_tree(tx, s->path.p, s->path.len, tmp.p, tmp.len,
+			       &s->node);
+	if (rc == 0)
+		rc = move_tree(tx, d->path.p, d->path.len, s->path.p,
+			       s->path.len, &d->node);
+	if (rc == 0)
+		rc = move_tree(tx, tmp.p, tmp.len, d->path.p, d->path.len,
+			       &s->node);
+	kt__buf_free(&tmp);
+	if (rc != 0)
+		return rc;
+	/* Each parent lost one entry and gained another. */
+	if (s->parent_len != d->parent_len ||
+	    memcmp(s->path.p, d->path.p, s->parent_len) != 0) {
+		int sd = (s->node.kind & KT_KIND_DIR) != 0;
+		int dd = (d->node.kind & KT_KIND_DIR) != 0;
+		rc = kt__parent_touch(tx, s->path.p, s->path.len, dd - sd);
+		if (rc == 0)
+			rc = kt__parent_touch(tx, d->path.p, d->path.len,
+					      sd - dd);
+	} else {
+		rc = kt__parent_touch(tx, s->path.p, s->path.len, 0);
+	}
+	return rc;
+}
+
+static int op_rename(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	char a[KT__SHOWSZ], b[KT__SHOWSZ];
+	kt__res s, d;
+	int rc, sdir, ddir;
+
+	memset(&d, 0, sizeof(d));
+	rc = kt__resolve(&s, &rd, op->path, 0, "rename");
+	if (rc != 0)
+		return rc;
+	if (!s.exists) {
+		rc = kt__err(KT_ENOTFOUND, "rename '%s': no such node",
+			     SHOW(a, op->path));
+		goto out;
+	}
+	rc = kt__resolve(&d, &rd, op->path2, 0, "rename");
+	if (rc != 0)
+		goto out;
+	if (is_root(&s) || is_root(&d)) {
+		rc = kt__err(KT_EINVAL, "rename '%s' to '%s': the root cannot "
+			     "be moved or replaced", SHOW(a, op->path),
+			     SHOW(b, op->path2));
+		goto out;
+	}
+	if (s.path.len == d.path.len &&
+	    memcmp(s.path.p, d.path.p, s.path.len) == 0)
+		goto out; /* the same node: nothing to do */
+	sdir = (s.node.kind & KT_KIND_DIR) != 0;
+	ddir = d.exists && (d.node.kind & KT_KIND_DIR) != 0;
+	if ((sdir && inside(&d.path, &s.path)) ||
+	    ((op->flags & KT_RENAME_EXCHANGE) && ddir &&
+	     inside(&s.path, &d.path))) {
+		rc = kt__err(KT_EINVAL, "rename '%s' to '%s': a directory "
+			     "cannot move into its own subtree",
+			     SHOW(a, op->path), SHOW(b, op->path2));
+		goto out;
+	}
+	if (op->flags & KT_RENAME_EXCHANGE) {
+		if (!d.exists)
+			rc = kt__err(KT_ENOTFOUND, "rename '%s': exchange "
+				     "needs an existing '%s'",
+				     SHOW(a, op->path), SHOW(b, op->path2));
+		else
+			rc = exchange(tx, &s, &d);
+		goto out;
+	}
+	if (d.exists) {
+		if (op->flags & KT_RENAME_NOREPLACE)
+			rc = kt__err(KT_EEXISTS, "rename '%s': '%s' exists",
+				     SHOW(a, op->path), SHOW(b, op->path2));
+		else if (sdir && !ddir)
+			rc = kt__err(KT_ENOTDIR, "rename '%s': '%s' is not a "
+				     "directory", SHOW(a, op->path),
+				     SHOW(b, op->path2));
+		else if (!sdir && ddir)
+			rc = kt__err(KT_EISDIR, "rename '%s': '%s' is a "
+				     "directory", SHOW(a, op->path),
+				     SHOW(b, op->path2));
+		else if (ddir &&
+			 (rc = has_children(tx, d.path.p, d.path.len)) == 1)
+			rc = kt__err(KT_ENOTEMPTY, "rename '%s': directory "
+				     "'%s' is not empty", SHOW(a, op->path),
+				     SHOW(b, op->path2));
+		if (rc == 0)
+			rc = remove_node(tx, d.path.p, d.path.len, &d.node);
+		if (rc != 0)
+			goto out;
+	}
+	rc = move_tree(tx, s.path.p, s.path.len, d.path.p, d.path.len,
+		       &s.node);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, s.path.p, s.path.len, sdir ? -1 : 0);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, d.path.p, d.path.len, sdir ? +1 : 0);
+out:
+	kt__res_free(&s);
+	kt__res_free(&d);
+	return rc;
+}
+
+/* Resolve the node an attribute or metadata operation acts on. */
+static int target(kt__res *r, kt__tx *tx, const kt__op *op, int follow)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	const char *name = kt__op_name(op->type);
+	char a[KT__SHOWSZ];
+	int rc;
+
+	rc = kt__resolve(r, &rd, op->path, follow ? KT__R_FOLLOW : 0, name);
+	if (rc == 0 && !r->exists) {
+		kt__res_free(r);
+		rc = kt__err(KT_ENOTFOUND, "%s '%s': no such node", name,
+			     SHOW(a, op->path));
+	}
+	return rc;
+}
+
+static int op_attr(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	char a[KT__SHOWSZ], b[KT__SHOWSZ], part[32];
+	kt__buf old = {0};
+	kt__res r;
+	int rc, had;
+
+	if ((rc = target(&r, tx, op, 1)) != 0)
+		return rc;
+	kt__part_attr(part, r.node.id);
+	rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
+			kt__sl(op->path2, strlen(op->path2)), &old);
+	kt__buf_free(&old);
+	if (rc != 0 && rc != KT_ENOTFOUND)
+		goto out;
+	had = rc == 0;
+	rc = 0;
+	if (op->type == KT__OP_ATTR_SET) {
+		if (had && (op->flags & KT_ATTR_CREATE))
+			rc = kt__err(KT_EEXISTS, "attr_set '%s': attribute "
+				     "'%s' exists", SHOW(a, op->path),
+				     SHOW(b, op->path2));
+		else if (!had && (op->flags & KT_ATTR_REPLACE))
+			rc = kt__err(KT_ENOATTR, "attr_set '%s': no attribute "
+				     "'%s' to replace", SHOW(a, op->path),
+				     SHOW(b, op->path2));
+		else
+			rc = kt__tx_put(tx, kt__sl(part, strlen(part)),
+					kt__sl(op->path2, strlen(op->path2)),
+					kt__sl(op->data ? op->data : "",
+					       op->len));
+		if (rc == 0 && !had)
+			r.node.nattrs++;
+	} else {
+		if (!had)
+			rc = kt__err(KT_ENOATTR, "attr_delete '%s': no "
+				     "attribute '%s'", SHOW(a, op->path),
+				     SHOW(b, op->path2));
+		else
+			rc = kt__tx_del(tx, kt__sl(part, strlen(part)),
+					kt__sl(op->path2, strlen(op->path2)));
+		if (rc == 0)
+			r.node.nattrs--;
+	}
+	if (rc == 0) {
+		r.node.ctime = tx->now;
+		rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
+	}
+out:
+	kt__res_free(&r);
+	return rc;
+}
+
+static int op_data(kt__tx *tx, const kt__op *op)
+{
+	const char *name = kt__op_name(op->type);
+	char a[KT__SHOWSZ];
+	kt__res r;
+	int rc;
+
+	if ((rc = target(&r, tx, op, 1)) != 0)
+		return rc;
+	if (!(r.node.kind & KT_KIND_ITEM)) {
+		rc = kt__err(KT_EISDIR, "%s '%s': a directory without a value",
+			     name, SHOW(a, op->path));
+		goto out;
+	}
+	if (op->type == KT__OP_WRITE)
+		rc = kt__value_write(tx, &r.node, op->data, op->len, op->off);
+	else
+		rc = kt__value_truncate(tx, &r.node, op->off);
+	if (rc == 0 && (op->type == KT__OP_TRUNCATE || op->len > 0)) {
+		r.node.mtime = r.node.ctime = tx->now;
+		rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
+	}
+out:
+	kt__res_free(&r);
+	return rc;
+}
+
+static int op_setattr(kt__tx *tx, const kt__op *op)
+{
+	const kt_setattr_args *sa = &op->sa;
+	kt__res r;
+	int rc;
+
+	if ((rc = target(&r, tx, op, !(op->flags & KT_NOFOLLOW))) != 0)
+		return rc;
+	if (sa->mask & KT_SET_MODE)
+		r.node.mode = sa->mode;
+	if (sa->mask & KT_SET_UID)
+		r.node.uid = sa->uid;
+	if (sa->mask & KT_SET_GID)
+		r.node.gid = sa->gid;
+	if (sa->mask & KT_SET_ATIME)
+		r.node.atime = sa->atime_ns;
+	if (sa->mask & KT_SET_ATIME_NOW)
+		r.node.atime = tx->now;
+	if (sa->mask & KT_SET_MTIME)
+		r.node.mtime = sa->mtime_ns;
+	if (sa->mask & KT_SET_MTIME_NOW)
+		r.node.mtime = tx->now;
+	r.node.ctime = tx->now;
+	rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
+	kt__res_free(&r);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int check_attr_name(kt_store *st, const kt__op *op)
+{
+	const char *name = kt__op_name(op->type);
+	char a[KT__SHOWSZ];
+	size_t len;
+
+	if (op->path2 == NULL || op->path2[0] == '\0')
+		return kt__err(KT_EINVAL, "%s '%s': empty attribute name",
+			       name, SHOW(a, op->path));
+	len = strlen(op->path2);
+	if (len > KT_NAME_MAX)
+		return kt__err(KT_ENAMETOOLONG, "%s '%s': attribute name of "
+			       "%zu bytes is over the limit of %d", name,
+			       SHOW(a, op->path), len, KT_NAME_MAX);
+	if (len >= st->delim.len &&
+	    memcmp(op->path2, st->delim.s, st->delim.len) == 0)
+		return kt__err(KT_ERESERVED, "%s '%s': attribute name '%s' "
+			       "starts with the reserved delimiter", name,
+			       SHOW(a, op->path), op->path2);
+	return 0;
+}
+
+int kt__op_validate(kt_store *st, const kt__op *op)
+{
+	const char *name = kt__op_name(op->type);
+	char a[KT__SHOWSZ];
+	int rc;
+
+	if (st == NULL)
+		return kt__err(KT_EINVAL, "%s: store is NULL", name);
+	if ((rc = kt__path_check(&st->delim, op->path, name)) != 0)
+		return rc;
+	if (op->has_opts && op->opts.version != KT_CREATE_OPTIONS_VERSION)
+		return kt__err(KT_EINVAL, "%s '%s': create options version %u,"
+			       " expected %d", name, SHOW(a, op->path),
+			       op->opts.version, KT_CREATE_OPTIONS_VERSION);
+	if (op->has_opts && (op->opts.flags & ~0x1fu))
+		return kt__err(KT_EINVAL, "%s '%s': unknown create flags 0x%x",
+			       name, SHOW(a, op->path), op->opts.flags);
+	if (op->has_opts && (op->opts.flags & KT_CREATE_MODE) &&
+	    op->opts.mode > 07777)
+		return kt__err(KT_EINVAL, "%s '%s': mode %o has bits beyond "
+			       "07777", name, SHOW(a, op->path),
+			       (unsigned)op->opts.mode);
+	switch (op->type) {
+	case KT__OP_PUT:
+	case KT__OP_WRITE:
+		if (op->data == NULL && op->len > 0)
+			return kt__err(KT_EINVAL, "%s '%s': value is NULL",
+				       name, SHOW(a, op->path));
+		if (op->len > KT_VALUE_MAX || op->off > KT_VALUE_MAX ||
+		    op->off + op->len > KT_VALUE_MAX)
+			return kt__err(KT_ETOOBIG, "%s '%s': the value would "
+				       "exceed the limit of %llu bytes", name,
+				       SHOW(a, op->path),
+				       (unsigned long long)KT_VALUE_MAX);
+		break;
+	case KT__OP_TRUNCATE:
+		if (op->off > KT_VALUE_MAX)
+			return kt__err(KT_ETOOBIG, "truncate '%s': size %llu "
+				       "exceeds the limit of %llu bytes",
+				       SHOW(a, op->path),
+				       (unsigned long long)op->off,
+				       (unsigned long long)KT_VALUE_MAX);
+		break;
+	case KT__OP_SYMLINK:
+		if (op->path2 == NULL || op->path2[0] == '\0')
+			return kt__err(KT_EINVAL, "symlink '%s': empty target",
+				       SHOW(a, op->path));
+		if (strlen(op->path2) > KT_PATH_MAX)
+			return kt__err(KT_ENAMETOOLONG, "symlink '%s': target "
+				       "of %zu bytes is over the limit of %d",
+				       SHOW(a, op->path), strlen(op->path2),
+				       KT_PATH_MAX);
+		break;
+	case KT__OP_DELETE:
+		if (op->flags & ~7u)
+			return kt__err(KT_EINVAL, "delete '%s': unknown flags "
+				       "0x%x", SHOW(a, op->path), op->flags);
+		break;
+	case KT__OP_RENAME:
+		if ((rc = kt__path_check(&st->delim, op->path2, name)) != 0)
+			return rc;
+		if ((op->flags & ~3u) ||
+		    (op->flags & 3u) == 3u)
+			return kt__err(KT_EINVAL, "rename '%s': bad flags 0x%x "
+				       "(NOREPLACE and EXCHANGE exclude each "
+				       "other)", SHOW(a, op->path), op->flags);
+		break;
+	case KT__OP_ATTR_SET:
+		if ((rc = check_attr_name(st, op)) != 0)
+			return rc;
+		if (op->data == NULL && op->len > 0)
+			return kt__err(KT_EINVAL, "attr_set '%s': value is "
+				       "NULL", SHOW(a, op->path));
+		if (op->len > KT_ATTR_VALUE_MAX)
+			return kt__err(KT_ETOOBIG, "attr_set '%s': value of %zu"
+				       " bytes is over the limit of %d",
+				       SHOW(a, op->path), op->len,
+				       KT_ATTR_VALUE_MAX);
+		if ((op->flags & ~3u) || (op->flags & 3u) == 3u)
+			return kt__err(KT_EINVAL, "attr_set '%s': bad flags "
+				       "0x%x", SHOW(a, op->path), op->flags);
+		break;
+	case KT__OP_ATTR_DELETE:
+		return check_attr_name(st, op);
+	case KT__OP_SETATTR:
+		if (op->sa.mask & ~0x7fu)
+			return kt__err(KT_EINVAL, "setattr '%s': unknown mask "
+				       "bits 0x%x", SHOW(a, op->path),
+				       op->sa.mask);
+		if ((op->sa.mask & KT_SET_MODE) && op->sa.mode > 07777)
+			return kt__err(KT_EINVAL, "setattr '%s': mode %o has "
+				       "bits beyond 07777", SHOW(a, op->path),
+				       (unsigned)op->sa.mode);
+		if (op->flags & ~KT_NOFOLLOW)
+			return kt__err(KT_EINVAL, "setattr '%s': unknown flags"
+				       " 0x%x", SHOW(a, op->path), op->flags);
+		break;
+	}
+	if (st->read_only)
+		return kt__err(KT_EREADONLY, "%s '%s': the store was opened "
+			       "read-only", name, SHOW(a, op->path));
+	return 0;
+}
+
+int kt__op_apply(kt__tx *tx, const kt__op *op)
+{
+	if (op->has_opts && (op->opts.flags & KT_CREATE_OWNER)) {
+		tx->own.uid = op->opts.uid;
+		tx->own.gid = op->opts.gid;
+	} else {
+		kt__owner_default(&tx->own, NULL);
+	}
+	switch (op->type) {
+	case KT__OP_PUT: return op_put(tx, op);
+	case KT__OP_MKDIR: return op_mkdir(tx, op);
+	case KT__OP_SYMLINK: return op_symlink(tx, op);
+	case KT__OP_DELETE: return op_delete(tx, op);
+	case KT__OP_RENAME: return op_rename(tx, op);
+	case KT__OP_ATTR_SET:
+	case KT__OP_ATTR_DELETE: return op_attr(tx, op);
+	case KT__OP_WRITE:
+	case KT__OP_TRUNCATE: return op_data(tx, op);
+	case KT__OP_SETATTR: return op_setattr(tx, op);
+	}
+	return kt__err(KT_EINVAL, "unknown operation %d", op->type);
+}
+
+int kt__op_run(kt_store *st, const kt__op *op)
+{
+	kt__tx tx;
+	int rc;
+
+	if ((rc = kt__op_validate(st, op)) != 0)
+		return rc;
+	pthread_mutex_lock(&st->wlock);
+	kt__tx_init(&tx, st);
+	rc = kt__op_apply(&tx, op);
+	if (rc == 0)
+		rc = kt__tx_commit(&tx);
+	kt__tx_free(&tx);
+	pthread_mutex_unlock(&st->wlock);
+	return rc;
+}

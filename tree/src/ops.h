@@ -1,0 +1,48 @@
+/*
+ * ops.h - the mutations, each applied inside a transaction.  A public call
+ * runs one operation in its own transaction; a batch runs several in one.
+ */
+#ifndef KT_OPS_H
+#define KT_OPS_H
+
+#include "tree.h"
+
+enum kt__op_type {
+	KT__OP_PUT = 1,
+	KT__OP_MKDIR,
+	KT__OP_SYMLINK,
+	KT__OP_DELETE,
+	KT__OP_RENAME,
+	KT__OP_ATTR_SET,
+	KT__OP_ATTR_DELETE,
+	KT__OP_WRITE,
+	KT__OP_TRUNCATE,
+	KT__OP_SETATTR
+};
+
+typedef struct kt__op {
+	int type;
+	const char *path;  /* the node; the link for symlink; rename's src */
+	const char *path2; /* rename's dst, symlink's target, attr name */
+	const void *data;  /* value to put/write, attribute value */
+	size_t len;
+	uint64_t off;      /* write offset, truncate size */
+	unsigned int flags;
+	int has_opts;
+	kt_create_options opts;
+	kt_setattr_args sa;
+} kt__op;
+
+/* Check what can be checked without reading the store: path syntax,
+ * limits, flags.  Messages name the operation. */
+int kt__op_validate(kt_store *st, const kt__op *op);
+
+/* Apply one operation in @p tx. */
+int kt__op_apply(kt__tx *tx, const kt__op *op);
+
+/* Validate, apply in a fresh transaction under the writer lock, commit. */
+int kt__op_run(kt_store *st, const kt__op *op);
+
+const char *kt__op_name(int type);
+
+#endif /* KT_OPS_H */

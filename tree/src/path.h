@@ -1,0 +1,48 @@
+/*
+ * path.h - validating paths and names, and turning canonical paths into
+ * the partition keys of their rows and back.
+ */
+#ifndef KT_PATH_H
+#define KT_PATH_H
+
+#include "common.h"
+
+/* The store's delimiter. */
+typedef struct kt__delim {
+	char s[8];
+	size_t len;
+} kt__delim;
+
+/* Is @p d (NUL-terminated) an acceptable delimiter?  0 or KT_EINVAL with a
+ * message. */
+int kt__delim_check(const char *d);
+
+/* Validate one name of @p len bytes: 0, KT_EINVAL, KT_ENAMETOOLONG or
+ * KT_ERESERVED; the message names the operation @p op and @p path. */
+int kt__name_check(const kt__delim *d, const char *name, size_t len,
+		   const char *op, const char *path);
+
+/* Validate a path for operation @p op: canonical, absolute, every name
+ * valid, within the length and depth limits.  0 or an error with a
+ * message such as "get '/a//b': empty component at byte 3". */
+int kt__path_check(const kt__delim *d, const char *path, const char *op);
+
+/* Length of the parent of canonical path p[0..len) ("/a/b" -> 2, "/a" ->
+ * 0 meaning the root).  Must not be called on the root. */
+size_t kt__parent_len(const char *p, size_t len);
+
+/* Append the node partition E(p) of canonical path p[0..len): each '/'
+ * becomes the delimiter; the root gives "". */
+int kt__enc_node(kt__buf *out, const kt__delim *d, const char *p, size_t len);
+
+/* Append the index partition of directory p: E(p) || delimiter. */
+int kt__enc_index(kt__buf *out, const kt__delim *d, const char *p, size_t len);
+
+/* Decode a node partition back into a canonical path ("" -> "/"). */
+int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
+		 size_t len);
+
+/* Number of components of a canonical path. */
+size_t kt__depth(const char *p, size_t len);
+
+#endif /* KT_PATH_H */

@@ -1,0 +1,111 @@
+/*
+ * rows.h - the storage seam.  The tree logic reaches storage only through
+ * this interface, modelled on dynamotree's rows: a row is addressed by a
+ * partition key (for index rows, the parent directory) and a sort key (the
+ * child), and rows of one partition are kept in byte order of sort key.
+ *
+ * An engine offers: point get; an ordered scan of one partition, forward or
+ * reverse, optionally starting after a sort key (pages); an ordered scan of
+ * every partition whose key starts with a given prefix (a key range);
+ * snapshots for consistent multi-row reads; and an atomic batch of writes.
+ *
+ * Partition keys never contain NUL.  Sort keys are arbitrary bytes.  Order
+ * across partitions is the byte order of the partition key, a partition
+ * sorting before any partition it is a proper prefix of.
+ *
+ * An engine that is atomic only within one partition (Ceph RADOS: one
+ * object per partition, its omap holding the sort keys) applies a batch
+ * partition by partition in the order given; the tree logic emits writes so
+ * that the row making a change visible comes last.  LevelDB (rows_leveldb.c,
+ * the only file that includes <leveldb/c.h>) commits the batch at once.
+ */
+#ifndef KT_ROWS_H
+#define KT_ROWS_H
+
+#include "common.h"
+
+typedef struct kt__rows kt__rows;
+typedef struct kt__snap kt__snap;
+typedef struct kt__cursor kt__cursor;
+
+/* A byte string borrowed from its owner. */
+typedef struct kt__slice {
+	const char *p;
+	size_t len;
+} kt__slice;
+
+/* One row as a cursor yields it; valid until the next kt__cursor_next. */
+typedef struct kt__row {
+	kt__slice part;
+	kt__slice sort;
+	kt__slice value;
+} kt__row;
+
+/* One write of a batch; value.p == NULL means delete. */
+typedef struct kt__write {
+	kt__slice part;
+	kt__slice sort;
+	kt__slice value;
+	int del;
+} kt__write;
+
+/* How a scan runs. */
+typedef struct kt__scan {
+	kt__slice part;  /* partition, or partition prefix with KT__SCAN_PREFIX */
+	kt__slice after; /* with KT__SCAN_AFTER: start after this sort key */
+	kt__slice from;  /* with KT__SCAN_FROM: start at this sort key */
+	unsigned int flags;
+} kt__scan;
+
+#define KT__SCAN_PREFIX 0x01u  /* every partition starting with part */
+#define KT__SCAN_REVERSE 0x02u /* descending (single partition only) */
+#define KT__SCAN_AFTER 0x04u   /* single partition: sort keys after 'after' */
+#define KT__SCAN_FROM 0x08u    /* single partition: sort keys >= 'from' */
+
+typedef struct kt__rows_ops {
+	/* Read one row into out.  0, KT_ENOTFOUND, or an error. */
+	int (*get)(kt__rows *r, const kt__snap *snap, kt__slice part,
+		   kt__slice sort, kt__buf *out);
+	int (*scan)(kt__cursor **out, kt__rows *r, const kt__snap *snap,
+		    const kt__scan *how);
+	/* 0 with row set, KT_ITEROVER, or an error. */
+	int (*next)(kt__cursor *c, kt__row *row);
+	void (*cursor_free)(kt__cursor *c);
+	int (*snapshot)(kt__snap **out, kt__rows *r);
+	void (*snapshot_free)(kt__rows *r, kt__snap *snap);
+	int (*commit)(kt__rows *r, const kt__write *w, size_t n, int sync);
+	int (*sync)(kt__rows *r);
+	/* Is the store empty of rows altogether? 1 yes, 0 no, <0 error. */
+	int (*empty)(kt__rows *r);
+	void (*close)(kt__rows *r);
+} kt__rows_ops;
+
+struct kt__rows {
+	const kt__rows_ops *ops;
+};
+
+/* Options for opening the LevelDB engine. */
+typedef struct kt__leveldb_opts {
+	int create;
+	size_t cache_size;
+} kt__leveldb_opts;
+
+/* Open the LevelDB engine on @p dir.  KT_ENOTFOUND when absent and not
+ * creating, KT_EBUSY when locked, KT_ECORRUPT, KT_EIO. */
+int kt__leveldb_open(kt__rows **out, const char *dir,
+		     const kt__leveldb_opts *opts);
+
+static inline kt__slice kt__sl(const void *p, size_t len)
+{
+	kt__slice s;
+	s.p = p;
+	s.len = len;
+	return s;
+}
+
+static inline kt__slice kt__slb(const kt__buf *b)
+{
+	return kt__sl(b->p ? b->p : "", b->len);
+}
+
+#endif /* KT_ROWS_H */

@@ -1,0 +1,410 @@
+/*
+ * rows_leveldb.c - the LevelDB implementation of the storage seam (rows.h),
+ * and the only file that includes <leveldb/c.h>.
+ *
+ * A row (partition, sort) is stored under the LevelDB key
+ * partition || 0x00 || sort.  Partition keys hold no NUL, so the first NUL
+ * ends the partition: the mapping is one-to-one, one partition's rows are
+ * contiguous and ordered by sort key, and all partitions sharing a prefix
+ * form one contiguous key range.
+ *
+ * LevelDB reports errors as malloc'd strings; they are turned into codes
+ * here, once: "Corruption" -> KT_ECORRUPT, a held lock -> KT_EBUSY, absent
+ * database -> KT_ENOTFOUND, everything else -> KT_EIO.  Reads verify
+ * checksums, so damaged files surface as KT_ECORRUPT, never as wrong data.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <leveldb/c.h>
+
+#include "rows.h"
+
+typedef struct kt__ldb {
+	kt__rows base;
+	leveldb_t *db;
+	leveldb_options_t *opts;
+	leveldb_cache_t *cache;
+	leveldb_filterpolicy_t *filter;
+	leveldb_readoptions_t *ropts;
+	leveldb_writeoptions_t *wopts;
+	leveldb_writeoptions_t *wopts_sync;
+} kt__ldb;
+
+struct kt__snap {
+	const leveldb_snapshot_t *snap;
+	leveldb_readoptions_t *ropts;
+};
+
+struct kt__cursor {
+	leveldb_iterator_t *it;
+	leveldb_readoptions_t *ropts; /* owned: iterators without snapshot */
+	kt__buf lo;                   /* first key of the range */
+	kt__buf hi;                   /* first key past the range */
+	int reverse;
+	int started;
+	int done;
+};
+
+/* Map a LevelDB error string to a code and record the message. */
+static int ldb_error(char *err, const char *what)
+{
+	int code = KT_EIO;
+
+	if (strstr(err, "Corruption") != NULL)
+		code = KT_ECORRUPT;
+	else if (strstr(err, "lock") != NULL &&
+		 (strstr(err, "unavailable") != NULL ||
+		  strstr(err, "already held") != NULL ||
+		  strstr(err, "Resource") != NULL))
+		code = KT_EBUSY;
+	else if (strstr(err, "does not exist") != NULL)
+		code = KT_ENOTFOUND;
+	if (code == KT_EBUSY)
+		kt__err(code, "%s: the store is in use by another process "
+			"(LevelDB lock held): %s", what, err);
+	else
+		kt__err(code, "%s: %s", what, err);
+	leveldb_free(err);
+	return code;
+}
+
+static const leveldb_readoptions_t *ropts_of(kt__ldb *l, const kt__snap *s)
+{
+	return s ? s->ropts : l->ropts;
+}
+
+static int key_make(kt__buf *k, kt__slice part, kt__slice sort)
+{
+	int rc;
+
+	k->len = 0;
+	if ((rc = kt__buf_reserve(k, part.len + 1 + sort.len)) != 0)
+		return rc;
+	kt__buf_add(k, part.p, part.len);
+	kt__buf_addc(k, '\0');
+	return kt__buf_add(k, sort.p, sort.len);
+}
+
+static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
+		   kt__slice sort, kt__buf *out)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	char keybuf[512];
+	kt__buf kb = {0};
+	const char *key;
+	size_t klen = part.len + 1 + sort.len;
+	char *err = NULL, *val;
+	size_t vlen = 0;
+	int rc;
+
+	/* Most keys fit on the stack; the hot read path stays malloc-free. */
+	if (klen <= sizeof(keybuf)) {
+		memcpy(keybuf, part.p, part.len);
+		keybuf[part.len] = '\0';
+		if (sort.len)
+			memcpy(keybuf + part.len + 1, sort.p, sort.len);
+		key = keybuf;
+	} else {
+		if ((rc = key_make(&kb, part, sort)) != 0)
+			return rc;
+		key = kb.p;
+	}
+	val = leveldb_get(l->db, ropts_of(l, snap), key, klen, &vlen, &err);
+	kt__buf_free(&kb);
+	if (err != NULL)
+		return ldb_error(err, "read");
+	if (val == NULL)
+		return KT_ENOTFOUND;
+	rc = kt__buf_set(out, val, vlen);
+	leveldb_free(val);
+	return rc;
+}
+
+static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
+		    const kt__scan *how)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	kt__cursor *c;
+	int rc = 0;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	c->reverse = (how->flags & KT__SCAN_REVERSE) != 0;
+	if (how->flags & KT__SCAN_PREFIX) {
+		/* [prefix, prefix+1): the prefix never ends in 0xff for
+		 * our partitions, but handle it by trimming. */
+		rc = kt__buf_set(&c->lo, how->part.p, how->part.len);
+		if (rc == 0)
+			rc = kt__buf_set(&c->hi, how->part.p, how->part.len);
+		while (rc == 0 && c->hi.len > 0 &&
+		       (unsigned char)c->hi.p[c->hi.len - 1] == 0xff)
+			c->hi.len--;
+		if (rc == 0 && c->hi.len > 0)
+			c->hi.p[c->hi.len - 1]++;
+	} else {
+		if (how->flags & KT__SCAN_FROM)
+			rc = key_make(&c->lo, how->part, how->from);
+		else if (how->flags & KT__SCAN_AFTER) {
+			/* The smallest key after 'after' is after||0x00. */
+			rc = key_make(&c->lo, how->part, how->after);
+			if (rc == 0 && !c->reverse)
+				rc = kt__buf_addc(&c->lo, '\0');
+		} else
+			rc = key_make(&c->lo, how->part, kt__sl("", 0));
+		if (rc == 0) {
+			rc = kt__buf_set(&c->hi, how->part.p, how->part.len);
+			if (rc == 0)
+				rc = kt__buf_addc(&c->hi, '\1');
+		}
+		if (rc == 0 && c->reverse && (how->flags & KT__SCAN_AFTER)) {
+			/* Reverse after X: keys < part||0||X. */
+			kt__buf tmp = c->hi;
+			c->hi = c->lo;
+			c->lo = tmp;
+			rc = key_make(&c->lo, how->part, kt__sl("", 0));
+		}
+	}
+	if (rc != 0) {
+		kt__buf_free(&c->lo);
+		kt__buf_free(&c->hi);
+		free(c);
+		return rc;
+	}
+	c->it = leveldb_create_iterator(l->db, ropts_of(l, snap));
+	*out = c;
+	return 0;
+}
+
+static int in_range(const kt__cursor *c, const char *k, size_t klen)
+{
+	size_t n;
+	int cmp;
+
+	n = klen < c->lo.len ? klen : c->lo.len;
+	cmp = memcmp(k, c->lo.p, n);
+	if (cmp < 0 || (cmp == 0 && klen < c->lo.len))
+		return 0;
+	if (c->hi.len == 0)
+		return 1; /* no upper bound */
+	n = klen < c->hi.len ? klen : c->hi.len;
+	cmp = memcmp(k, c->hi.p, n);
+	return cmp < 0 || (cmp == 0 && klen < c->hi.len);
+}
+
+static int ldb_next(kt__cursor *c, kt__row *row)
+{
+	const char *k, *nul;
+	size_t klen, vlen;
+	char *err = NULL;
+
+	if (c->done)
+		return KT_ITEROVER;
+	if (!c->started) {
+		c->started = 1;
+		if (!c->reverse) {
+			leveldb_iter_seek(c->it, c->lo.p, c->lo.len);
+		} else if (c->hi.len == 0) {
+			leveldb_iter_seek_to_last(c->it);
+		} else {
+			leveldb_iter_seek(c->it, c->hi.p, c->hi.len);
+			if (leveldb_iter_valid(c->it))
+				leveldb_iter_prev(c->it);
+			else
+				leveldb_iter_seek_to_last(c->it);
+		}
+	} else if (!c->reverse) {
+		leveldb_iter_next(c->it);
+	} else {
+		leveldb_iter_prev(c->it);
+	}
+	if (!leveldb_iter_valid(c->it)) {
+		c->done = 1;
+		leveldb_iter_get_error(c->it, &err);
+		if (err != NULL)
+			return ldb_error(err, "scan");
+		return KT_ITEROVER;
+	}
+	k = leveldb_iter_key(c->it, &klen);
+	if (!in_range(c, k, klen)) {
+		c->done = 1;
+		return KT_ITEROVER;
+	}
+	nul = memchr(k, '\0', klen);
+	if (nul == NULL) {
+		c->done = 1;
+		return kt__err(KT_ECORRUPT, "row key without partition "
+			       "separator (%zu bytes)", klen);
+	}
+	row->part = kt__sl(k, (size_t)(nul - k));
+	row->sort = kt__sl(nul + 1, klen - (size_t)(nul - k) - 1);
+	row->value.p = leveldb_iter_value(c->it, &vlen);
+	row->value.len = vlen;
+	return 0;
+}
+
+static void ldb_cursor_free(kt__cursor *c)
+{
+	if (c == NULL)
+		return;
+	leveldb_iter_destroy(c->it);
+	kt__buf_free(&c->lo);
+	kt__buf_free(&c->hi);
+	free(c);
+}
+
+static int ldb_snapshot(kt__snap **out, kt__rows *r)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	kt__snap *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (s == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	s->snap = leveldb_create_snapshot(l->db);
+	s->ropts = leveldb_readoptions_create();
+	leveldb_readoptions_set_verify_checksums(s->ropts, 1);
+	leveldb_readoptions_set_snapshot(s->ropts, s->snap);
+	*out = s;
+	return 0;
+}
+
+static void ldb_snapshot_free(kt__rows *r, kt__snap *s)
+{
+	kt__ldb *l = (kt__ldb *)r;
+
+	if (s == NULL)
+		return;
+	leveldb_readoptions_destroy(s->ropts);
+	leveldb_release_snapshot(l->db, s->snap);
+	free(s);
+}
+
+static int ldb_commit(kt__rows *r, const kt__write *w, size_t n, int sync)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	leveldb_writebatch_t *wb = leveldb_writebatch_create();
+	kt__buf k = {0};
+	char *err = NULL;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		rc = key_make(&k, w[i].part, w[i].sort);
+		if (rc != 0)
+			break;
+		if (w[i].del)
+			leveldb_writebatch_delete(wb, k.p, k.len);
+		else
+			leveldb_writebatch_put(wb, k.p, k.len, w[i].value.p,
+					       w[i].value.len);
+	}
+	if (rc == 0) {
+		leveldb_write(l->db, sync ? l->wopts_sync : l->wopts, wb, &err);
+		if (err != NULL)
+			rc = ldb_error(err, "write");
+	}
+	kt__buf_free(&k);
+	leveldb_writebatch_destroy(wb);
+	return rc;
+}
+
+static int ldb_sync(kt__rows *r)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	leveldb_writebatch_t *wb = leveldb_writebatch_create();
+	char *err = NULL;
+
+	/* An empty synchronous write forces the log to disk. */
+	leveldb_write(l->db, l->wopts_sync, wb, &err);
+	leveldb_writebatch_destroy(wb);
+	if (err != NULL)
+		return ldb_error(err, "sync");
+	return 0;
+}
+
+static int ldb_empty(kt__rows *r)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	leveldb_iterator_t *it = leveldb_create_iterator(l->db, l->ropts);
+	char *err = NULL;
+	int empty;
+
+	leveldb_iter_seek_to_first(it);
+	empty = !leveldb_iter_valid(it);
+	leveldb_iter_get_error(it, &err);
+	leveldb_iter_destroy(it);
+	if (err != NULL)
+		return ldb_error(err, "scan");
+	return empty;
+}
+
+static void ldb_close(kt__rows *r)
+{
+	kt__ldb *l = (kt__ldb *)r;
+
+	if (l == NULL)
+		return;
+	if (l->db)
+		leveldb_close(l->db);
+	leveldb_options_destroy(l->opts);
+	if (l->cache)
+		leveldb_cache_destroy(l->cache);
+	if (l->filter)
+		leveldb_filterpolicy_destroy(l->filter);
+	leveldb_readoptions_destroy(l->ropts);
+	leveldb_writeoptions_destroy(l->wopts);
+	leveldb_writeoptions_destroy(l->wopts_sync);
+	free(l);
+}
+
+static const kt__rows_ops ldb_ops = {
+	.get = ldb_get,
+	.scan = ldb_scan,
+	.next = ldb_next,
+	.cursor_free = ldb_cursor_free,
+	.snapshot = ldb_snapshot,
+	.snapshot_free = ldb_snapshot_free,
+	.commit = ldb_commit,
+	.sync = ldb_sync,
+	.empty = ldb_empty,
+	.close = ldb_close,
+};
+
+int kt__leveldb_open(kt__rows **out, const char *dir,
+		     const kt__leveldb_opts *o)
+{
+	kt__ldb *l;
+	char *err = NULL;
+
+	*out = NULL;
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	l->base.ops = &ldb_ops;
+	l->opts = leveldb_options_create();
+	leveldb_options_set_create_if_missing(l->opts, o->create);
+	leveldb_options_set_paranoid_checks(l->opts, 1);
+	l->cache = leveldb_cache_create_lru(o->cache_size ? o->cache_size
+						       : 8u << 20);
+	leveldb_options_set_cache(l->opts, l->cache);
+	l->filter = leveldb_filterpolicy_create_bloom(10);
+	leveldb_options_set_filter_policy(l->opts, l->filter);
+	leveldb_options_set_write_buffer_size(l->opts, 16u << 20);
+	l->ropts = leveldb_readoptions_create();
+	leveldb_readoptions_set_verify_checksums(l->ropts, 1);
+	l->wopts = leveldb_writeoptions_create();
+	l->wopts_sync = leveldb_writeoptions_create();
+	leveldb_writeoptions_set_sync(l->wopts_sync, 1);
+
+	l->db = leveldb_open(l->opts, dir, &err);
+	if (err != NULL) {
+		int rc = ldb_error(err, dir);
+		ldb_close(&l->base);
+		return rc;
+	}
+	*out = &l->base;
+	return 0;
+}

@@ -1,0 +1,263 @@
+/*
+ * store.c - opening, creating and closing a store: the header row that
+ * marks a LevelDB database as a keytree store (format version, delimiter,
+ * value layout), the id/version counters, and the root node.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tree.h"
+
+#define MAGIC "keytree\0"
+#define MAGIC_LEN 8
+#define HEADER_LEN (MAGIC_LEN + 4 + 4 + 4 + 1)
+
+static kt__slice meta_part(void)
+{
+	return kt__sl(KT__PART_META, strlen(KT__PART_META));
+}
+
+/* What is at @p dir: 0 nothing (absent or empty directory), 1 a LevelDB
+ * database, or an error. */
+static int probe_dir(const char *dir)
+{
+	struct stat sb;
+	char cur[4096];
+	DIR *d;
+	struct dirent *e;
+	int other = 0;
+
+	if (stat(dir, &sb) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		return kt__err(KT_EIO, "open '%s': %s", dir, strerror(errno));
+	}
+	if (!S_ISDIR(sb.st_mode))
+		return kt__err(KT_ENOTSTORE, "open '%s': not a directory, so "
+			       "not a keytree store", dir);
+	snprintf(cur, sizeof(cur), "%s/CURRENT", dir);
+	if (access(cur, F_OK) == 0)
+		return 1;
+	d = opendir(dir);
+	if (d == NULL)
+		return kt__err(KT_EIO, "open '%s': %s", dir, strerror(errno));
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			other = 1;
+	closedir(d);
+	if (other)
+		return kt__err(KT_ENOTSTORE, "open '%s': the directory is not "
+			       "empty and holds no keytree store", dir);
+	return 0;
+}
+
+static int write_initial(kt_store *st)
+{
+	unsigned char h[HEADER_LEN + 8];
+	kt__tx tx;
+	kt__node root = {0};
+	kt__owner own;
+	int rc;
+
+	memcpy(h, MAGIC, MAGIC_LEN);
+	kt__put32(h + 8, KT_FORMAT_VERSION);
+	kt__put32(h + 12, st->block);
+	kt__put32(h + 16, st->inline_max);
+	h[20] = (unsigned char)st->delim.len;
+	memcpy(h + 21, st->delim.s, st->delim.len);
+
+	kt__tx_init(&tx, st);
+	kt__owner_default(&own, NULL);
+	root.kind = KT_KIND_DIR;
+	root.mode = 0755;
+	root.uid = own.uid;
+	root.gid = own.gid;
+	root.atime = root.mtime = root.ctime = tx.now;
+	rc = kt__tx_alloc_id(&tx, &root.id);
+	if (rc == 0)
+		rc = kt__node_put(&tx, "/", 1, &root);
+	/* The header goes last: a store without it is not yet a store. */
+	if (rc == 0)
+		rc = kt__tx_put(&tx, meta_part(), kt__sl("header", 6),
+				kt__sl(h, HEADER_LEN + st->delim.len));
+	if (rc == 0)
+		rc = kt__tx_commit(&tx);
+	kt__tx_free(&tx);
+	kt__node_free(&root);
+	return rc;
+}
+
+static int read_header(kt_store *st, const char *dir, const char *want)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__buf v = {0};
+	const unsigned char *u;
+	uint32_t fmt;
+	char a[KT__SHOWSZ], b[KT__SHOWSZ];
+	int rc;
+
+	rc = kt__rd_get(&rd, meta_part(), kt__sl("header", 6), &v);
+	if (rc == KT_ENOTFOUND)
+		return kt__err(KT_ENOTSTORE, "open '%s': a LevelDB database "
+			       "without a keytree header row, so not a "
+			       "keytree store", dir);
+	if (rc != 0)
+		return rc;
+	u = (const unsigned char *)v.p;
+	if (v.len < HEADER_LEN || memcmp(u, MAGIC, MAGIC_LEN) != 0) {
+		kt__buf_free(&v);
+		return kt__err(KT_ENOTSTORE, "open '%s': the header row is not"
+			       " a keytree header", dir);
+	}
+	fmt = kt__get32(u + 8);
+	if (fmt > KT_FORMAT_VERSION) {
+		kt__buf_free(&v);
+		return kt__err(KT_EVERSION, "open '%s': the store has format "
+			       "version %u; this library (%s) reads up to %d",
+			       dir, fmt, KT_VERSION_STRING, KT_FORMAT_VERSION);
+	}
+	st->block = kt__get32(u + 12);
+	st->inline_max = kt__get32(u + 16);
+	st->delim.len = u[20];
+	if (st->delim.len == 0 || st->delim.len > 4 ||
+	    v.len != HEADER_LEN + st->delim.len || st->block == 0 ||
+	    st->inline_max > st->block || st->block > (1u << 24)) {
+		kt__buf_free(&v);
+		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
+			       "damaged", dir);
+	}
+	memcpy(st->delim.s, u + 21, st->delim.len);
+	st->delim.s[st->delim.len] = '\0';
+	kt__buf_free(&v);
+	if (want != NULL && strcmp(want, st->delim.s) != 0)
+		return kt__err(KT_EINVAL, "open '%s': the store's delimiter is"
+			       " '%s', not '%s'", dir,
+			       kt__show(a, sizeof(a), st->delim.s,
+					st->delim.len),
+			       kt__show(b, sizeof(b), want, strlen(want)));
+
+	rc = kt__rd_get(&rd, meta_part(), kt__sl("alloc", 5), &v);
+	if (rc == 0 && v.len == 16) {
+		u = (const unsigned char *)v.p;
+		st->id_limit = kt__get64(u);
+		st->ver_limit = kt__get64(u + 8);
+	} else if (rc == 0 || rc == KT_ENOTFOUND) {
+		rc = kt__err(KT_ECORRUPT, "open '%s': the counter row is "
+			     "missing or damaged", dir);
+	}
+	kt__buf_free(&v);
+	if (rc != 0)
+		return rc;
+	/* Anything below the persisted limits may have been used. */
+	st->next_id = st->id_limit;
+	st->next_ver = st->ver_limit;
+	return 0;
+}
+
+int kt_open(kt_store **out, const char *dir, const kt_options *opts)
+{
+	kt_options def = KT_OPTIONS_INIT;
+	kt__leveldb_opts lo = {0, 0};
+	kt_store *st;
+	int rc, present, creating = 0;
+
+	if (out == NULL)
+		return kt__err(KT_EINVAL, "open: out is NULL");
+	*out = NULL;
+	if (dir == NULL || dir[0] == '\0')
+		return kt__err(KT_EINVAL, "open: no store directory given");
+	if (opts == NULL)
+		opts = &def;
+	if (opts->version != KT_OPTIONS_VERSION)
+		return kt__err(KT_EINVAL, "open '%s': options version %u, "
+			       "expected %d", dir, opts->version,
+			       KT_OPTIONS_VERSION);
+	if (opts->read_only && opts->create_if_missing)
+		return kt__err(KT_EINVAL, "open '%s': read_only and "
+			       "create_if_missing exclude each other", dir);
+	if (opts->delimiter != NULL &&
+	    (rc = kt__delim_check(opts->delimiter)) != 0) {
+		kt__err_prefix("open '%s'", dir);
+		return rc;
+	}
+
+	present = probe_dir(dir);
+	if (present < 0)
+		return present;
+	if (present && opts->error_if_exists)
+		return kt__err(KT_EEXISTS, "open '%s': a store already exists "
+			       "there", dir);
+	if (!present) {
+		if (!opts->create_if_missing)
+			return kt__err(KT_ENOTFOUND, "open '%s': no store there "
+				       "(create_if_missing is not set)", dir);
+		if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+			return kt__err(KT_EIO, "open '%s': cannot create the "
+				       "directory: %s", dir, strerror(errno));
+		creating = 1;
+	}
+
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	pthread_mutex_init(&st->wlock, NULL);
+	st->sync = opts->sync != 0;
+	lo.create = creating;
+	lo.cache_size = opts->cache_size;
+	rc = kt__leveldb_open(&st->rows, dir, &lo);
+	if (rc == KT_ENOTFOUND)
+		rc = kt__err(KT_ENOTFOUND, "open '%s': no store there", dir);
+	if (rc == 0 && creating) {
+		const char *d = opts->delimiter ? opts->delimiter
+						: KT_DEFAULT_DELIMITER;
+		rc = st->rows->ops->empty(st->rows);
+		if (rc == 1) {
+			st->delim.len = strlen(d);
+			memcpy(st->delim.s, d, st->delim.len + 1);
+			st->block = KT__BLOCK;
+			st->inline_max = KT__INLINE_MAX;
+			st->next_id = st->id_limit = 1;
+			st->next_ver = st->ver_limit = 1;
+			rc = write_initial(st);
+		} else if (rc == 0) {
+			rc = KT_OK; /* not empty: read its header below */
+		}
+	}
+	if (rc == 0)
+		rc = read_header(st, dir, opts->delimiter);
+	if (rc != 0) {
+		kt_close(st);
+		return rc;
+	}
+	st->read_only = opts->read_only != 0;
+	*out = st;
+	return 0;
+}
+
+void kt_close(kt_store *st)
+{
+	if (st == NULL)
+		return;
+	if (st->rows != NULL)
+		st->rows->ops->close(st->rows);
+	pthread_mutex_destroy(&st->wlock);
+	free(st);
+}
+
+int kt_sync(kt_store *st)
+{
+	if (st == NULL)
+		return kt__err(KT_EINVAL, "sync: store is NULL");
+	return st->rows->ops->sync(st->rows);
+}
+
+const char *kt_delimiter(const kt_store *st, size_t *len)
+{
+	if (len != NULL)
+		*len = st->delim.len;
+	return st->delim.s;
+}

@@ -1,0 +1,185 @@
+/*
+ * tree.h - the tree layer's internal types: the store handle, decoded node
+ * rows, transactions (a write overlay over the engine, so that each
+ * operation of a batch sees the ones before it) and readers.
+ */
+#ifndef KT_TREE_H
+#define KT_TREE_H
+
+#include <pthread.h>
+
+#include "path.h"
+#include "rows.h"
+
+/* Partition keys outside the path space start with '/', which can be
+ * neither a delimiter nor part of a name. */
+#define KT__PART_META "/meta"
+#define KT__PART_BLK "/blk/"   /* + 16 hex digits of the node id */
+#define KT__PART_ATTR "/attr/" /* + 16 hex digits of the node id */
+
+/* Ids and versions are handed out from counters whose persisted limit is
+ * raised KT__ALLOC_CHUNK at a time, in the same batch as the first row
+ * that uses the new range, so that a crash can skip values but never reuse
+ * one. */
+#define KT__ALLOC_CHUNK 1024
+
+struct kt_store {
+	kt__rows *rows;
+	kt__delim delim;
+	int read_only;
+	int sync;
+	uint32_t block;      /* KT__BLOCK, as recorded in the header */
+	uint32_t inline_max; /* KT__INLINE_MAX, as recorded */
+
+	pthread_mutex_t wlock; /* serialises every mutation */
+	/* Protected by wlock: */
+	uint64_t next_id, id_limit;
+	uint64_t next_ver, ver_limit;
+};
+
+/* A node row, decoded. */
+typedef struct kt__node {
+	unsigned int kind;
+	uint64_t id;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	int64_t atime, mtime, ctime;
+	uint64_t version;
+	uint32_t nsubdirs;
+	uint32_t nattrs;
+	kt__buf payload; /* inline value, or link target */
+} kt__node;
+
+#define KT__NODE_HDR 74 /* bytes before the payload */
+
+int kt__node_decode(kt__node *n, const char *p, size_t len);
+/* Decode only the fixed header; payload left empty. */
+int kt__node_decode_hdr(kt__node *n, const char *p, size_t len);
+int kt__node_encode(kt__buf *out, const kt__node *n);
+void kt__node_free(kt__node *n);
+void kt__node_fill_stat(kt_statbuf *st, const kt__node *n);
+static inline int kt__node_inline(const kt_store *s, const kt__node *n)
+{
+	return (n->kind & KT_KIND_ITEM) && n->size <= s->inline_max;
+}
+/* Index row: kind byte + id. */
+#define KT__INDEX_LEN 9
+void kt__index_encode(unsigned char out[KT__INDEX_LEN], const kt__node *n);
+int kt__index_decode(unsigned int *kind, uint64_t *id, const char *p,
+		     size_t len);
+
+/* Partition keys of the id-keyed rows. */
+void kt__part_blk(char out[32], uint64_t id);
+void kt__part_attr(char out[32], uint64_t id);
+
+/* ------------------------------------------------------------------------ */
+
+/* One pending write in a transaction.  key = part || 0 || sort, used for
+ * ordering and lookup; the entry owns its bytes. */
+typedef struct kt__txw {
+	char *key;
+	size_t plen; /* partition length within key */
+	size_t klen;
+	char *val;
+	size_t vlen;
+	int del;
+	int dead; /* superseded by a later write of the same key */
+} kt__txw;
+
+/* Owner given to new nodes. */
+typedef struct kt__owner {
+	uint32_t uid, gid;
+} kt__owner;
+
+typedef struct kt__tx {
+	kt_store *st;
+	kt__owner own; /* owner of nodes this transaction makes */
+	kt__txw *w;
+	size_t nw, capw;
+	size_t *hash; /* open addressing: index+1 into w, 0 = empty */
+	size_t hcap;
+	int64_t now;
+	uint64_t next_id, id_limit;
+	uint64_t next_ver, ver_limit;
+	int alloc_dirty;
+} kt__tx;
+
+void kt__tx_init(kt__tx *tx, kt_store *st);
+void kt__tx_free(kt__tx *tx);
+int kt__tx_put(kt__tx *tx, kt__slice part, kt__slice sort, kt__slice val);
+int kt__tx_del(kt__tx *tx, kt__slice part, kt__slice sort);
+int kt__tx_commit(kt__tx *tx);
+int kt__tx_alloc_id(kt__tx *tx, uint64_t *id);
+uint64_t kt__tx_version(kt__tx *tx);
+
+/* A reader: reads through a transaction's overlay (writers, holding the
+ * lock), or from a snapshot or the latest state (readers). */
+typedef struct kt__rd {
+	kt_store *st;
+	kt__tx *tx;
+	kt__snap *snap;
+} kt__rd;
+
+int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out);
+
+/* A merged cursor over the engine and a transaction's overlay. */
+typedef struct kt__mcur kt__mcur;
+int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how);
+int kt__mcur_next(kt__mcur *c, kt__row *row);
+void kt__mcur_free(kt__mcur *c);
+
+/* Read the node row of canonical path p: 0, KT_ENOTFOUND, error. */
+int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len);
+/* Write the node row of p with a fresh version. */
+int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n);
+
+/* ------------------------------------------------------------------------ */
+/* Resolution (resolve.c). */
+
+#define KT__R_FOLLOW 0x01u  /* follow a link in the last component */
+#define KT__R_CREATE 0x02u  /* make missing ancestors (writers only) */
+
+typedef struct kt__res {
+	kt__buf path; /* real canonical path of the node (or where it goes) */
+	size_t parent_len; /* path[0..parent_len) is the parent ("" = root) */
+	int exists;
+	kt__node node; /* when exists */
+} kt__res;
+
+int kt__resolve(kt__res *r, kt__rd *rd, const char *path, unsigned int flags,
+		const char *op);
+void kt__res_free(kt__res *r);
+
+/* Node creation defaults. */
+void kt__owner_default(kt__owner *o, const kt_create_options *opts);
+
+/* Make a new directory node at real path p whose parent exists (writers).
+ * Updates the parent. */
+int kt__make_dir(kt__tx *tx, const char *p, size_t len, uint32_t mode,
+		 const kt__owner *own, kt__node *out);
+
+/* Add or change the index row of node n at real path p, in its parent. */
+int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n);
+
+/* Record in the parent of p that an entry was added (+1 dir), removed (-1)
+ * or changed (0): mtime/ctime now, nsubdirs adjusted by @p dirs. */
+int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs);
+
+/* Give an item node the directory kind as well (it gains children). */
+int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n);
+
+/* ------------------------------------------------------------------------ */
+/* Values (value.c). */
+
+int kt__value_read(kt__rd *rd, const kt__node *n, void *buf, size_t len,
+		   uint64_t off, size_t *nread);
+int kt__value_set(kt__tx *tx, kt__node *n, const void *data, size_t len);
+int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
+		    uint64_t off);
+int kt__value_truncate(kt__tx *tx, kt__node *n, uint64_t size);
+/* Delete every block and attribute row of node n. */
+int kt__node_drop_data(kt__tx *tx, const kt__node *n);
+
+int64_t kt__now(void);
+
+#endif /* KT_TREE_H */

@@ -1,0 +1,422 @@
+/*
+ * tx.c - transactions: the write overlay every mutation builds before one
+ * atomic commit, and readers that see through it.
+ *
+ * A transaction records writes in the order the tree logic emits them
+ * (which is the visibility order the storage seam asks for), indexed by a
+ * hash of the row key so that a later read of the same row sees the pending
+ * value.  Scans merge the engine's cursor with the pending writes that fall
+ * in the scanned range.  Everything runs under the store's writer lock, so
+ * the engine's latest state cannot change underneath.
+ */
+#include <stdlib.h>
+
+#include "tree.h"
+
+void kt__tx_init(kt__tx *tx, kt_store *st)
+{
+	memset(tx, 0, sizeof(*tx));
+	tx->st = st;
+	tx->now = kt__now();
+	kt__owner_default(&tx->own, NULL);
+	tx->next_id = st->next_id;
+	tx->id_limit = st->id_limit;
+	tx->next_ver = st->next_ver;
+	tx->ver_limit = st->ver_limit;
+}
+
+void kt__tx_free(kt__tx *tx)
+{
+	size_t i;
+
+	for (i = 0; i < tx->nw; i++) {
+		free(tx->w[i].key);
+		free(tx->w[i].val);
+	}
+	free(tx->w);
+	free(tx->hash);
+	memset(tx, 0, sizeof(*tx));
+}
+
+static uint64_t hash_key(const char *k, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)k[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* Find the slot for key: the slot holding it, or the empty one where it
+ * would go. */
+static size_t *hash_slot(kt__tx *tx, const char *k, size_t klen)
+{
+	size_t mask = tx->hcap - 1;
+	size_t i = (size_t)hash_key(k, klen) & mask;
+
+	for (;;) {
+		size_t *s = &tx->hash[i];
+		kt__txw *w;
+
+		if (*s == 0)
+			return s;
+		w = &tx->w[*s - 1];
+		if (w->klen == klen && memcmp(w->key, k, klen) == 0)
+			return s;
+		i = (i + 1) & mask;
+	}
+}
+
+static int hash_grow(kt__tx *tx)
+{
+	size_t ncap = tx->hcap ? tx->hcap * 2 : 64;
+	size_t *old = tx->hash, ocap = tx->hcap, i;
+
+	tx->hash = calloc(ncap, sizeof(*tx->hash));
+	if (tx->hash == NULL) {
+		tx->hash = old;
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	tx->hcap = ncap;
+	for (i = 0; i < ocap; i++) {
+		if (old[i] != 0) {
+			kt__txw *w = &tx->w[old[i] - 1];
+			*hash_slot(tx, w->key, w->klen) = old[i];
+		}
+	}
+	free(old);
+	return 0;
+}
+
+static int tx_write(kt__tx *tx, kt__slice part, kt__slice sort,
+		    kt__slice val, int del)
+{
+	size_t klen = part.len + 1 + sort.len;
+	size_t *slot;
+	kt__txw *w;
+	int rc;
+
+	if (tx->st->read_only)
+		return kt__err(KT_EREADONLY, "the store was opened read-only");
+	if ((tx->nw + 1) * 2 > tx->hcap && (rc = hash_grow(tx)) != 0)
+		return rc;
+	if (tx->nw == tx->capw) {
+		size_t ncap = tx->capw ? tx->capw * 2 : 16;
+		kt__txw *nw = realloc(tx->w, ncap * sizeof(*nw));
+		if (nw == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		tx->w = nw;
+		tx->capw = ncap;
+	}
+	w = &tx->w[tx->nw];
+	memset(w, 0, sizeof(*w));
+	w->key = malloc(klen);
+	w->val = malloc(val.len ? val.len : 1);
+	if (w->key == NULL || w->val == NULL) {
+		free(w->key);
+		free(w->val);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	memcpy(w->key, part.p, part.len);
+	w->key[part.len] = '\0';
+	if (sort.len)
+		memcpy(w->key + part.len + 1, sort.p, sort.len);
+	w->plen = part.len;
+	w->klen = klen;
+	if (val.len)
+		memcpy(w->val, val.p, val.len);
+	w->vlen = val.len;
+	w->del = del;
+	/* A rewrite supersedes the earlier write and moves to the end, so
+	 * the emission order stays the visibility order. */
+	slot = hash_slot(tx, w->key, klen);
+	if (*slot != 0)
+		tx->w[*slot - 1].dead = 1;
+	*slot = tx->nw + 1;
+	tx->nw++;
+	return 0;
+}
+
+int kt__tx_put(kt__tx *tx, kt__slice part, kt__slice sort, kt__slice val)
+{
+	return tx_write(tx, part, sort, val, 0);
+}
+
+int kt__tx_del(kt__tx *tx, kt__slice part, kt__slice sort)
+{
+	return tx_write(tx, part, sort, kt__sl("", 0), 1);
+}
+
+static int alloc_row(kt__tx *tx)
+{
+	unsigned char v[16];
+
+	kt__put64(v, tx->id_limit);
+	kt__put64(v + 8, tx->ver_limit);
+	return kt__tx_put(tx, kt__sl(KT__PART_META, strlen(KT__PART_META)),
+			  kt__sl("alloc", 5), kt__sl(v, sizeof(v)));
+}
+
+int kt__tx_alloc_id(kt__tx *tx, uint64_t *id)
+{
+	if (tx->next_id >= tx->id_limit) {
+		tx->id_limit = tx->next_id + KT__ALLOC_CHUNK;
+		tx->alloc_dirty = 1;
+	}
+	*id = tx->next_id++;
+	return 0;
+}
+
+uint64_t kt__tx_version(kt__tx *tx)
+{
+	if (tx->next_ver >= tx->ver_limit) {
+		tx->ver_limit = tx->next_ver + KT__ALLOC_CHUNK;
+		tx->alloc_dirty = 1;
+	}
+	return tx->next_ver++;
+}
+
+int kt__tx_commit(kt__tx *tx)
+{
+	kt_store *st = tx->st;
+	kt__write *wv = NULL;
+	size_t i, n = 0;
+	int rc;
+
+	if (tx->nw == 0)
+		return 0;
+	/* The raised counter limit goes first: no row may carry an id or
+	 * version beyond what is persisted. */
+	if (tx->alloc_dirty && (rc = alloc_row(tx)) != 0)
+		return rc;
+	wv = malloc(tx->nw * sizeof(*wv));
+	if (wv == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	if (tx->alloc_dirty) {
+		kt__txw *a = &tx->w[tx->nw - 1];
+		wv[n].part = kt__sl(a->key, a->plen);
+		wv[n].sort = kt__sl(a->key + a->plen + 1, a->klen - a->plen - 1);
+		wv[n].value = kt__sl(a->val, a->vlen);
+		wv[n].del = 0;
+		n++;
+	}
+	for (i = 0; i + (tx->alloc_dirty ? 1 : 0) < tx->nw; i++) {
+		kt__txw *w = &tx->w[i];
+		if (w->dead)
+			continue;
+		wv[n].part = kt__sl(w->key, w->plen);
+		wv[n].sort = kt__sl(w->key + w->plen + 1, w->klen - w->plen - 1);
+		wv[n].value = kt__sl(w->val, w->vlen);
+		wv[n].del = w->del;
+		n++;
+	}
+	rc = st->rows->ops->commit(st->rows, wv, n, st->sync);
+	free(wv);
+	if (rc == 0) {
+		st->next_id = tx->next_id;
+		st->id_limit = tx->id_limit;
+		st->next_ver = tx->next_ver;
+		st->ver_limit = tx->ver_limit;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
+{
+	kt__rows *r = rd->st->rows;
+
+	if (rd->tx != NULL && rd->tx->nw > 0) {
+		char kb[512];
+		char *k = kb;
+		size_t klen = part.len + 1 + sort.len, *slot;
+
+		if (klen > sizeof(kb) && (k = malloc(klen)) == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		memcpy(k, part.p, part.len);
+		k[part.len] = '\0';
+		if (sort.len)
+			memcpy(k + part.len + 1, sort.p, sort.len);
+		slot = hash_slot(rd->tx, k, klen);
+		if (k != kb)
+			free(k);
+		if (*slot != 0) {
+			kt__txw *w = &rd->tx->w[*slot - 1];
+			if (w->del)
+				return KT_ENOTFOUND;
+			return kt__buf_set(out, w->val, w->vlen);
+		}
+	}
+	return r->ops->get(r, rd->snap, part, sort, out);
+}
+
+struct kt__mcur {
+	kt__rows *rows;
+	kt__cursor *ec;  /* engine cursor */
+	int ec_rc;       /* 1: have row in erow; KT_ITEROVER; error */
+	kt__row erow;
+	kt__tx *tx;
+	size_t *ov;      /* indexes of overlay writes in range, sorted */
+	size_t nov, iov;
+	int reverse;
+};
+
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	if (c != 0)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+/* qsort has no context argument; the scan being sorted is published here
+ * for the duration of the sort.  Thread-local, so concurrent sorts in
+ * different threads do not meet. */
+static _Thread_local const kt__tx *sorting;
+
+static int ov_cmp(const void *a, const void *b)
+{
+	const kt__txw *x = &sorting->w[*(const size_t *)a];
+	const kt__txw *y = &sorting->w[*(const size_t *)b];
+
+	return key_cmp(x->key, x->klen, y->key, y->klen);
+}
+
+/* Does overlay write w fall in the range the scan covers? */
+static int ov_in(const kt__txw *w, const kt__scan *how)
+{
+	const char *sort = w->key + w->plen + 1;
+	size_t slen = w->klen - w->plen - 1;
+
+	if (how->flags & KT__SCAN_PREFIX)
+		return w->plen >= how->part.len &&
+		       memcmp(w->key, how->part.p, how->part.len) == 0;
+	if (w->plen != how->part.len ||
+	    memcmp(w->key, how->part.p, w->plen) != 0)
+		return 0;
+	if (how->flags & KT__SCAN_FROM)
+		return key_cmp(sort, slen, how->from.p, how->from.len) >= 0;
+	if (how->flags & KT__SCAN_AFTER) {
+		int c = key_cmp(sort, slen, how->after.p, how->after.len);
+		return (how->flags & KT__SCAN_REVERSE) ? c < 0 : c > 0;
+	}
+	return 1;
+}
+
+static void ec_advance(kt__mcur *c)
+{
+	int rc = c->rows->ops->next(c->ec, &c->erow);
+
+	c->ec_rc = rc == 0 ? 1 : rc;
+}
+
+int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how)
+{
+	kt__rows *r = rd->st->rows;
+	kt__mcur *c = calloc(1, sizeof(*c));
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (c == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	c->rows = r;
+	c->reverse = (how->flags & KT__SCAN_REVERSE) != 0;
+	c->tx = rd->tx;
+	if (rd->tx != NULL) {
+		for (i = 0; i < rd->tx->nw; i++) {
+			kt__txw *w = &rd->tx->w[i];
+			if (w->dead || !ov_in(w, how))
+				continue;
+			if (c->nov % 64 == 0) {
+				size_t *n = realloc(c->ov, (c->nov + 64) *
+								   sizeof(*n));
+				if (n == NULL) {
+					kt__mcur_free(c);
+					return kt__err(KT_ENOMEM,
+						       "out of memory");
+				}
+				c->ov = n;
+			}
+			c->ov[c->nov++] = i;
+		}
+		sorting = rd->tx;
+		qsort(c->ov, c->nov, sizeof(*c->ov), ov_cmp);
+		sorting = NULL;
+	}
+	rc = r->ops->scan(&c->ec, r, rd->snap, how);
+	if (rc != 0) {
+		kt__mcur_free(c);
+		return rc;
+	}
+	ec_advance(c);
+	*out = c;
+	return 0;
+}
+
+int kt__mcur_next(kt__mcur *c, kt__row *row)
+{
+	for (;;) {
+		kt__txw *w = NULL;
+		int cmp;
+
+		if (c->ec_rc == 2)
+			ec_advance(c);
+		if (c->ec_rc < 0 && c->ec_rc != KT_ITEROVER)
+			return c->ec_rc;
+		if (c->iov < c->nov)
+			w = &c->tx->w[c->ov[c->reverse ? c->nov - 1 - c->iov
+						       : c->iov]];
+		if (c->ec_rc != 1 && w == NULL)
+			return KT_ITEROVER;
+		if (c->ec_rc != 1) {
+			cmp = 1; /* only the overlay has rows */
+		} else if (w == NULL) {
+			cmp = -1;
+		} else {
+			/* Compare the engine row's key with w's. */
+			size_t pl = c->erow.part.len;
+			int pc = memcmp(c->erow.part.p, w->key,
+					pl < w->plen ? pl : w->plen);
+			if (pc == 0)
+				pc = pl < w->plen ? -1 : pl > w->plen;
+			if (pc == 0)
+				pc = key_cmp(c->erow.sort.p, c->erow.sort.len,
+					     w->key + w->plen + 1,
+					     w->klen - w->plen - 1);
+			cmp = c->reverse ? -pc : pc;
+		}
+		if (cmp < 0) {
+			*row = c->erow;
+			/* The row stays valid until the next call, which
+			 * is when the engine cursor moves. */
+			c->ec_rc = 2;
+			return 0;
+		}
+		/* The overlay wins ties: it is newer. */
+		if (cmp == 0)
+			ec_advance(c);
+		c->iov++;
+		if (w->del)
+			continue;
+		row->part = kt__sl(w->key, w->plen);
+		row->sort = kt__sl(w->key + w->plen + 1, w->klen - w->plen - 1);
+		row->value = kt__sl(w->val, w->vlen);
+		return 0;
+	}
+}
+
+void kt__mcur_free(kt__mcur *c)
+{
+	if (c == NULL)
+		return;
+	if (c->ec != NULL)
+		c->rows->ops->cursor_free(c->ec);
+	free(c->ov);
+	free(c);
+}

@@ -1,0 +1,356 @@
+/*
+ * value.c - item values.  A value of at most the inline limit lives in its
+ * node row; a larger one lives in block rows of the store's block size,
+ * under partition "/blk/<id>" and the big-endian block number as sort key.
+ * A missing block, or the part of a block past its stored length, reads as
+ * zeros, so holes cost nothing and a write costs the blocks it touches, not
+ * the size of the value.  Invariant (checked by kt_check): no block lies at
+ * or past the end of the value, and an inline value has no blocks.
+ */
+#include <stdlib.h>
+
+#include "tree.h"
+
+static void blk_sort(unsigned char out[8], uint64_t b)
+{
+	kt__put64be(out, b);
+}
+
+static int blk_get(kt__rd *rd, uint64_t id, uint64_t b, kt__buf *out)
+{
+	char part[32];
+	unsigned char sk[8];
+
+	kt__part_blk(part, id);
+	blk_sort(sk, b);
+	return kt__rd_get(rd, kt__sl(part, strlen(part)), kt__sl(sk, 8), out);
+}
+
+static int blk_put(kt__tx *tx, uint64_t id, uint64_t b, const void *p,
+		   size_t len)
+{
+	char part[32];
+	unsigned char sk[8];
+
+	kt__part_blk(part, id);
+	blk_sort(sk, b);
+	return kt__tx_put(tx, kt__sl(part, strlen(part)), kt__sl(sk, 8),
+			  kt__sl(p, len));
+}
+
+/* Delete every block numbered @p from or more. */
+static int blk_drop_from(kt__tx *tx, uint64_t id, uint64_t from)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	char part[32];
+	unsigned char sk[8];
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0, i;
+	int rc;
+
+	kt__part_blk(part, id);
+	blk_sort(sk, from);
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(part, strlen(part));
+	how.from = kt__sl(sk, 8);
+	how.flags = KT__SCAN_FROM;
+	if ((rc = kt__rd_scan(&c, &rd, &how)) != 0)
+		return rc;
+	/* Collect first: writing while the cursor is open would move the
+	 * rows it is reading. */
+	while ((rc = kt__mcur_next(c, &row)) == 0) {
+		if (row.sort.len != 8) {
+			rc = kt__err(KT_ECORRUPT, "block row with a %zu-byte "
+				     "key", row.sort.len);
+			break;
+		}
+		if (n == cap) {
+			uint64_t *nv;
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (nv == NULL) {
+				rc = kt__err(KT_ENOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = kt__get64be((const unsigned char *)row.sort.p);
+	}
+	kt__mcur_free(c);
+	if (rc == KT_ITEROVER)
+		rc = 0;
+	for (i = 0; i < n && rc == 0; i++) {
+		blk_sort(sk, v[i]);
+		rc = kt__tx_del(tx, kt__sl(part, strlen(part)), kt__sl(sk, 8));
+	}
+	free(v);
+	return rc;
+}
+
+int kt__value_read(kt__rd *rd, const kt__node *n, void *buf, size_t len,
+		   uint64_t off, size_t *nread)
+{
+	kt_store *st = rd->st;
+	unsigned char *out = buf;
+	kt__buf blk = {0};
+	uint64_t b, end;
+	int rc = 0;
+
+	*nread = 0;
+	if (off >= n->size || len == 0)
+		return 0;
+	if (len > n->size - off)
+		len = (size_t)(n->size - off);
+	if (n->size <= st->inline_max) {
+		memcpy(buf, n->payload.p + off, len);
+		*nread = len;
+		return 0;
+	}
+	end = off + len;
+	for (b = off / st->block; b * st->block < end && rc == 0; b++) {
+		uint64_t bs = b * st->block;
+		size_t s = off > bs ? (size_t)(off - bs) : 0;
+		size_t e = end < bs + st->block ? (size_t)(end - bs) : st->block;
+		unsigned char *dst = out + (bs + s - off);
+
+		rc = blk_get(rd, n->id, b, &blk);
+		if (rc == KT_ENOTFOUND) {
+			memset(dst, 0, e - s);
+			rc = 0;
+			continue;
+		}
+		if (rc != 0)
+			break;
+		if (blk.len > st->block) {
+			rc = kt__err(KT_ECORRUPT, "block %llu of node %llu has "
+				     "%zu bytes", (unsigned long long)b,
+				     (unsigned long long)n->id, blk.len);
+			break;
+		}
+		if (blk.len > s) {
+			size_t have = blk.len < e ? blk.len : e;
+			memcpy(dst, blk.p + s, have - s);
+			if (have < e)
+				memset(dst + (have - s), 0, e - have);
+		} else {
+			memset(dst, 0, e - s);
+		}
+	}
+	kt__buf_free(&blk);
+	if (rc == 0)
+		*nread = len;
+	return rc;
+}
+
+/* Move an inline value into block 0 (the value is about to outgrow the
+ * inline limit). */
+static int to_blocks(kt__tx *tx, kt__node *n)
+{
+	int rc = 0;
+
+	if (n->size > 0)
+		rc = blk_put(tx, n->id, 0, n->payload.p, (size_t)n->size);
+	n->payload.len = 0;
+	return rc;
+}
+
+static int all_zero(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+int kt__value_set(kt__tx *tx, kt__node *n, const void *data, size_t len)
+{
+	kt_store *st = tx->st;
+	const unsigned char *d = data;
+	uint64_t b;
+	int rc = 0;
+
+	if ((n->kind & KT_KIND_ITEM) && n->size > st->inline_max &&
+	    (rc = blk_drop_from(tx, n->id, 0)) != 0)
+		return rc;
+	n->size = len;
+	if (len <= st->inline_max)
+		return kt__buf_set(&n->payload, data, len);
+	n->payload.len = 0;
+	for (b = 0; b * st->block < len && rc == 0; b++) {
+		size_t s = (size_t)(b * st->block);
+		size_t e = len - s < st->block ? len : s + st->block;
+		/* Whole zero blocks stay holes. */
+		if (!all_zero(d + s, e - s))
+			rc = blk_put(tx, n->id, b, d + s, e - s);
+	}
+	return rc;
+}
+
+int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
+		    uint64_t off)
+{
+	kt_store *st = tx->st;
+	kt__rd rd = {st, tx, NULL};
+	const unsigned char *d = data;
+	uint64_t end = off + len, newsize, b;
+	kt__buf blk = {0};
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	newsize = end > n->size ? end : n->size;
+	if (newsize <= st->inline_max) {
+		size_t old = n->payload.len;
+		if ((rc = kt__buf_reserve(&n->payload,
+					  (size_t)newsize - old)) != 0)
+			return rc;
+		if (newsize > old) {
+			memset(n->payload.p + old, 0, (size_t)newsize - old);
+			n->payload.len = (size_t)newsize;
+			n->payload.p[n->payload.len] = '\0';
+		}
+		memcpy(n->payload.p + off, data, len);
+		n->size = newsize;
+		return 0;
+	}
+	if (n->size <= st->inline_max && (rc = to_blocks(tx, n)) != 0)
+		return rc;
+	n->size = newsize;
+	for (b = off / st->block; b * st->block < end && rc == 0; b++) {
+		uint64_t bs = b * st->block;
+		size_t s = off > bs ? (size_t)(off - bs) : 0;
+		size_t e = end < bs + st->block ? (size_t)(end - bs) : st->block;
+		const unsigned char *src = d + (bs + s - off);
+
+		if (s == 0 && e == st->block) {
+			rc = blk_put(tx, n->id, b, src, e);
+			continue;
+		}
+		/* Partial block: read, patch, write back. */
+		rc = blk_get(&rd, n->id, b, &blk);
+		if (rc == KT_ENOTFOUND) {
+			blk.len = 0;
+			rc = 0;
+		}
+		if (rc != 0)
+			break;
+		if (blk.len < e) {
+			if ((rc = kt__buf_reserve(&blk, e - blk.len)) != 0)
+				break;
+			memset(blk.p + blk.len, 0, e - blk.len);
+			blk.len = e;
+		}
+		memcpy(blk.p + s, src, e - s);
+		rc = blk_put(tx, n->id, b, blk.p, blk.len);
+	}
+	kt__buf_free(&blk);
+	return rc;
+}
+
+int kt__value_truncate(kt__tx *tx, kt__node *n, uint64_t size)
+{
+	kt_store *st = tx->st;
+	kt__rd rd = {st, tx, NULL};
+	kt__buf blk = {0};
+	size_t got;
+	int rc = 0;
+
+	if (size == n->size)
+		return 0;
+	if (size <= st->inline_max) {
+		if (n->size > st->inline_max) {
+			/* Back inline: keep the first size bytes. */
+			kt__buf v = {0};
+			if ((rc = kt__buf_reserve(&v, (size_t)size)) != 0)
+				return rc;
+			rc = kt__value_read(&rd, n, v.p, (size_t)size, 0, &got);
+			if (rc == 0)
+				rc = blk_drop_from(tx, n->id, 0);
+			if (rc != 0) {
+				kt__buf_free(&v);
+				return rc;
+			}
+			v.len = got;
+			v.p[got] = '\0';
+			kt__buf_free(&n->payload);
+			n->payload = v;
+		} else if (size < n->payload.len) {
+			n->payload.len = (size_t)size;
+			n->payload.p[size] = '\0';
+		} else {
+			size_t old = n->payload.len;
+			if ((rc = kt__buf_reserve(&n->payload,
+						  (size_t)size - old)) != 0)
+				return rc;
+			memset(n->payload.p + old, 0, (size_t)size - old);
+			n->payload.len = (size_t)size;
+			n->payload.p[size] = '\0';
+		}
+		n->size = size;
+		return 0;
+	}
+	if (n->size <= st->inline_max) {
+		rc = to_blocks(tx, n);
+		n->size = size;
+		return rc;
+	}
+	if (size < n->size) {
+		uint64_t keep = (size + st->block - 1) / st->block;
+		size_t tail = (size_t)(size % st->block);
+		rc = blk_drop_from(tx, n->id, keep);
+		if (rc == 0 && tail != 0) {
+			rc = blk_get(&rd, n->id, keep - 1, &blk);
+			if (rc == 0 && blk.len > tail)
+				rc = blk_put(tx, n->id, keep - 1, blk.p, tail);
+			else if (rc == KT_ENOTFOUND)
+				rc = 0;
+		}
+	}
+	kt__buf_free(&blk);
+	n->size = size;
+	return rc;
+}
+
+int kt__node_drop_data(kt__tx *tx, const kt__node *n)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	char part[32];
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	kt__buf names = {0};
+	size_t off;
+	int rc = 0;
+
+	if ((n->kind & KT_KIND_ITEM) && n->size > tx->st->inline_max &&
+	    (rc = blk_drop_from(tx, n->id, 0)) != 0)
+		return rc;
+	if (n->nattrs == 0)
+		return 0;
+	kt__part_attr(part, n->id);
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(part, strlen(part));
+	if ((rc = kt__rd_scan(&c, &rd, &how)) != 0)
+		return rc;
+	/* Names are NUL-free: collect them NUL-separated, then delete. */
+	while ((rc = kt__mcur_next(c, &row)) == 0)
+		if ((rc = kt__buf_add(&names, row.sort.p, row.sort.len)) != 0 ||
+		    (rc = kt__buf_addc(&names, '\0')) != 0)
+			break;
+	kt__mcur_free(c);
+	if (rc == KT_ITEROVER)
+		rc = 0;
+	for (off = 0; off < names.len && rc == 0;) {
+		size_t l = strlen(names.p + off);
+		rc = kt__tx_del(tx, kt__sl(part, strlen(part)),
+				kt__sl(names.p + off, l));
+		off += l + 1;
+	}
+	kt__buf_free(&names);
+	return rc;
+}
