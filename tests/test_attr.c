@@ -6,6 +6,26 @@
  */
 #include "kt_test.h"
 
+/* An iterator a failed assertion may have left open: freed by teardown,
+ * because closing a store with a live LevelDB iterator aborts the whole
+ * test program and loses the failure report. */
+static kt_iter *g_iter;
+
+/* Free @p it and forget it. */
+static void iter_free(kt_iter *it)
+{
+	if (it == g_iter)
+		g_iter = NULL;
+	kt_iter_free(it);
+}
+
+static int teardown(void **state)
+{
+	kt_iter_free(g_iter);
+	g_iter = NULL;
+	return kt_test_teardown(state);
+}
+
 static void put_str(kt_store *st, const char *path, const char *val)
 {
 	int rc = kt_put(st, path, val, strlen(val), NULL);
@@ -76,10 +96,11 @@ static size_t count_attrs(kt_store *st, const char *path)
 	int rc;
 
 	assert_int_equal(kt_attr_iter_new(&it, st, path), 0);
+	g_iter = it;
 	while ((rc = kt_iter_next(&e, it)) == 0)
 		n++;
 	assert_int_equal(rc, KT_ITEROVER);
-	kt_iter_free(it);
+	iter_free(it);
 	return n;
 }
 
@@ -141,6 +162,7 @@ static void test_attr__missing_get_is_enoattr(void **state)
 
 		assert_int_equal(kt_attr_iter_new(&it, f->store, "/nope"),
 				 KT_ENOTFOUND);
+		g_iter = it;
 		assert_null(it);
 	}
 }
@@ -150,7 +172,7 @@ static void test_attr__list_in_byte_order(void **state)
 	/* set in this order; expected back in byte order */
 	static const char *names[] = {"b", "a", "c", "\x01", "\xff", "aa",
 				      "B", "a\xc2", "\xc2", "A"};
-	static const char *sorted[] = {"\x01", "A", "B", "a", "a\xc2", "aa",
+	static const char *sorted[] = {"\x01", "A", "B", "a", "aa", "a\xc2",
 				       "b", "c", "\xc2", "\xff"};
 	kt_test_fixture *f = *state;
 	size_t n = sizeof(names) / sizeof(names[0]), i = 0;
@@ -167,6 +189,7 @@ static void test_attr__list_in_byte_order(void **state)
 		set_str(f->store, "/a", names[i], val);
 	}
 	assert_int_equal(kt_attr_iter_new(&it, f->store, "/a"), 0);
+	g_iter = it;
 	i = 0;
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		if (i >= n)
@@ -184,7 +207,7 @@ static void test_attr__list_in_byte_order(void **state)
 	assert_int_equal(i, n);
 	/* the end is sticky */
 	assert_int_equal(kt_iter_next(&e, it), KT_ITEROVER);
-	kt_iter_free(it);
+	iter_free(it);
 
 	/* a node without attributes lists nothing */
 	put_str(f->store, "/bare", "v");
@@ -213,6 +236,7 @@ static void test_attr__binary_and_empty_values(void **state)
 	assert_int_equal(nattrs(f->store, "/a"), 3);
 	/* an empty value is present, not absent */
 	assert_int_equal(kt_attr_iter_new(&it, f->store, "/a"), 0);
+	g_iter = it;
 	assert_int_equal(kt_iter_next(&e, it), 0);
 	assert_string_equal(e->name, "bin");
 	assert_int_equal(e->value_len, sizeof(b));
@@ -224,7 +248,7 @@ static void test_attr__binary_and_empty_values(void **state)
 	assert_string_equal(e->name, "empty2");
 	assert_int_equal(e->value_len, 0);
 	assert_int_equal(kt_iter_next(&e, it), KT_ITEROVER);
-	kt_iter_free(it);
+	iter_free(it);
 	/* NULL with a length is an error */
 	kt_assert_rejected(f->store,
 			   kt_attr_set(f->store, "/a", "n", NULL, 3, 0),
@@ -283,13 +307,6 @@ static void test_attr__reserved_names(void **state)
 	kt_assert_rejected(f->store,
 			   kt_attr_set(f->store, "/a", "\xc2\xa6", "1", 1, 0),
 			   KT_ERESERVED, "/a");
-	/* readers and delete refuse it too, rather than reporting absence */
-	assert_int_equal(kt_attr_get(&v, &len, f->store, "/a", "\xc2\xa6" "x"),
-			 KT_ERESERVED);
-	assert_null(v);
-	kt_assert_rejected(f->store,
-			   kt_attr_delete(f->store, "/a", "\xc2\xa6" "x"),
-			   KT_ERESERVED, "x");
 	/* Only a name that *starts* with the delimiter is reserved (header);
 	 * the delimiter later in the name, or a part of it, is fine. */
 	set_str(f->store, "/a", "x\xc2\xa6", "mid");
@@ -302,6 +319,14 @@ static void test_attr__reserved_names(void **state)
 	assert_attr_str(f->store, "/a", "\xc2\xa7", "section sign");
 	assert_int_equal(nattrs(f->store, "/a"), 4);
 	assert_int_equal(count_attrs(f->store, "/a"), 4);
+	/* delete and readers refuse it too, rather than reporting absence,
+	 * as kt_attr_get already does for "" and over-long names */
+	kt_assert_rejected(f->store,
+			   kt_attr_delete(f->store, "/a", "\xc2\xa6" "x"),
+			   KT_ERESERVED, "x");
+	assert_int_equal(kt_attr_get(&v, &len, f->store, "/a", "\xc2\xa6" "x"),
+			 KT_ERESERVED);
+	assert_null(v);
 }
 
 static void test_attr__reserved_names_custom_delimiter(void **state)
@@ -367,10 +392,11 @@ static void test_attr__bad_names(void **state)
 		const kt_entry *e;
 
 		assert_int_equal(kt_attr_iter_new(&it, f->store, "/a"), 0);
+		g_iter = it;
 		assert_int_equal(kt_iter_next(&e, it), 0);
 		assert_int_equal(e->name_len, 255);
 		assert_string_equal(e->name, n255);
-		kt_iter_free(it);
+		iter_free(it);
 	}
 }
 
@@ -388,12 +414,12 @@ static void test_attr__value_limit(void **state)
 	assert_attr(f->store, "/a", "max", b, max);
 	kt_assert_rejected(f->store,
 			   kt_attr_set(f->store, "/a", "over", b, max + 1, 0),
-			   KT_ETOOBIG, "over");
+			   KT_ETOOBIG, "65536");
 	/* replacing an existing one with an oversized value fails too */
 	kt_assert_rejected(f->store,
 			   kt_attr_set(f->store, "/a", "max", b + 1, max + 1,
 				       0),
-			   KT_ETOOBIG, "max");
+			   KT_ETOOBIG, "65536");
 	assert_attr(f->store, "/a", "max", b, max);
 	free(b);
 }
@@ -569,10 +595,11 @@ static void test_attr__follow_links(void **state)
 	assert_int_equal(sb.nattrs, 0);
 	assert_int_equal(nattrs(f->store, "/link"), 1);
 	assert_int_equal(kt_attr_iter_new(&it, f->store, "/link2"), 0);
+	g_iter = it;
 	assert_int_equal(kt_iter_next(&e, it), 0);
 	assert_string_equal(e->name, "k");
 	assert_int_equal(kt_iter_next(&e, it), KT_ITEROVER);
-	kt_iter_free(it);
+	iter_free(it);
 	assert_int_equal(kt_attr_delete(f->store, "/link2", "k"), 0);
 	assert_no_attr(f->store, "/target", "k");
 	/* a link to a directory, as an inner component too */
@@ -588,7 +615,7 @@ static void test_attr__follow_links(void **state)
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, kt_test_setup, \
-						 kt_test_teardown)
+						 teardown)
 
 int main(void)
 {

@@ -9,6 +9,26 @@
 
 #include <time.h>
 
+/* An iterator a failed assertion may have left open: freed by teardown,
+ * because closing a store with a live LevelDB iterator aborts the whole
+ * test program and loses the failure report. */
+static kt_iter *g_iter;
+
+/* Free @p it and forget it. */
+static void iter_free(kt_iter *it)
+{
+	if (it == g_iter)
+		g_iter = NULL;
+	kt_iter_free(it);
+}
+
+static int teardown(void **state)
+{
+	kt_iter_free(g_iter);
+	g_iter = NULL;
+	return kt_test_teardown(state);
+}
+
 /* The byte at @p off of a position-dependent pattern, so that a block
  * written to the wrong place is noticed. */
 static unsigned char pat(uint64_t off, unsigned seed)
@@ -523,11 +543,12 @@ static void test_item__put_creates_ancestors_as_dirs(void **state)
 	assert_int_equal(sb.kind, KT_KIND_ITEM);
 	assert_int_equal(sb.mode, 0644);
 	assert_int_equal(kt_iter_new(&it, f->store, "/p/q", NULL), 0);
+	g_iter = it;
 	assert_int_equal(kt_iter_next(&e, it), 0);
 	assert_string_equal(e->name, "r");
 	assert_int_equal(e->kind, KT_KIND_ITEM);
 	assert_int_equal(kt_iter_next(&e, it), KT_ITEROVER);
-	kt_iter_free(it);
+	iter_free(it);
 }
 
 static void test_item__put_under_item_makes_item_dir(void **state)
@@ -808,8 +829,57 @@ static void test_item__create_rejects_bad_options(void **state)
 			   KT_EINVAL, "");
 }
 
+static void test_item__value_ops_follow_links(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_statbuf a, l;
+	char buf[16];
+	size_t n = 0;
+
+	put_str(f->store, "/a", "0123456789");
+	assert_int_equal(kt_symlink(f->store, "/l", "/a", NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/rel", "l", NULL), 0);
+	assert_int_equal(kt_lstat(&l, f->store, "/l"), 0);
+	assert_int_equal(kt_read(&n, f->store, "/rel", buf, 4, 2), 0);
+	assert_int_equal(n, 4);
+	assert_memory_equal(buf, "2345", 4);
+	assert_int_equal(kt_write(f->store, "/l", "ab", 2, 0), 0);
+	assert_str(f->store, "/a", "ab23456789");
+	assert_int_equal(kt_truncate(f->store, "/rel", 3), 0);
+	assert_str(f->store, "/a", "ab2");
+	/* put follows a link in the last component too */
+	put_str(f->store, "/l", "via link");
+	assert_str(f->store, "/a", "via link");
+	a = stat_of(f->store, "/a");
+	assert_int_equal(a.kind, KT_KIND_ITEM);
+	{
+		kt_statbuf l2;
+
+		assert_int_equal(kt_lstat(&l2, f->store, "/l"), 0);
+		assert_int_equal(l2.kind, KT_KIND_LINK);
+		assert_int_equal(l2.id, l.id);
+		assert_int_equal(l2.size, 2);
+	}
+	/* links in inner components */
+	assert_int_equal(kt_mkdir(f->store, "/d", NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/ld", "/d", NULL), 0);
+	put_str(f->store, "/ld/x", "inner");
+	assert_str(f->store, "/d/x", "inner");
+	/* a dangling link: nothing to put to */
+	assert_int_equal(kt_symlink(f->store, "/dang", "/gone/item", NULL), 0);
+	kt_assert_rejected(f->store, kt_put(f->store, "/dang", "x", 1, NULL),
+			   KT_ENOTFOUND, "/");
+	/* a link to a directory: the directory gets the value */
+	put_str(f->store, "/ld", "dir value");
+	assert_int_equal(stat_of(f->store, "/d").kind,
+			 KT_KIND_ITEM | KT_KIND_DIR);
+	assert_str(f->store, "/d", "dir value");
+	assert_int_equal(kt_lstat(&l, f->store, "/ld"), 0);
+	assert_int_equal(l.kind, KT_KIND_LINK);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, kt_test_setup, \
-						 kt_test_teardown)
+						 teardown)
 
 int main(void)
 {
@@ -832,6 +902,7 @@ int main(void)
 		T(test_item__put_under_item_makes_item_dir),
 		T(test_item__put_on_dir_makes_item_dir),
 		T(test_item__put_on_root),
+		T(test_item__value_ops_follow_links),
 		T(test_item__get_errors),
 		T(test_item__write_truncate_errors),
 		T(test_item__too_big),

@@ -8,6 +8,26 @@
 
 #include <sys/stat.h>
 
+/* An iterator a failed assertion may have left open: freed by teardown,
+ * because closing a store with a live LevelDB iterator aborts the whole
+ * test program and loses the failure report. */
+static kt_iter *g_iter;
+
+/* Free @p it and forget it. */
+static void iter_free(kt_iter *it)
+{
+	if (it == g_iter)
+		g_iter = NULL;
+	kt_iter_free(it);
+}
+
+static int teardown(void **state)
+{
+	kt_iter_free(g_iter);
+	g_iter = NULL;
+	return kt_test_teardown(state);
+}
+
 /* ---- helpers ----------------------------------------------------------- */
 
 /* Fail unless @p msg contains one of the NULL-terminated @p needles. */
@@ -96,8 +116,9 @@ static int op_iter(kt_store *st, const char *p)
 {
 	kt_iter *it = NULL;
 	int rc = kt_iter_new(&it, st, p, NULL);
+	g_iter = it;
 
-	kt_iter_free(it);
+	iter_free(it);
 	return rc;
 }
 
@@ -105,8 +126,9 @@ static int op_find(kt_store *st, const char *p)
 {
 	kt_iter *it = NULL;
 	int rc = kt_find_new(&it, st, p, 0);
+	g_iter = it;
 
-	kt_iter_free(it);
+	iter_free(it);
 	return rc;
 }
 
@@ -114,8 +136,9 @@ static int op_find_subtree(kt_store *st, const char *p)
 {
 	kt_iter *it = NULL;
 	int rc = kt_find_new(&it, st, p, KT_FIND_SUBTREE);
+	g_iter = it;
 
-	kt_iter_free(it);
+	iter_free(it);
 	return rc;
 }
 
@@ -151,8 +174,9 @@ static int op_attr_iter(kt_store *st, const char *p)
 {
 	kt_iter *it = NULL;
 	int rc = kt_attr_iter_new(&it, st, p);
+	g_iter = it;
 
-	kt_iter_free(it);
+	iter_free(it);
 	return rc;
 }
 
@@ -441,12 +465,13 @@ static void test_path__name_255_ok_256_too_long(void **state)
 	assert_value(f->store, p255, "long");
 	assert_int_equal(kt_stat(&sb, f->store, p255), 0);
 	assert_int_equal(kt_iter_new(&it, f->store, "/", NULL), 0);
+	g_iter = it;
 	while (kt_iter_next(&e, it) == 0)
 		if (e->name_len == 255)
 			break;
 	assert_int_equal(e->name_len, 255);
 	assert_memory_equal(e->name, n255, 255);
-	kt_iter_free(it);
+	iter_free(it);
 
 	/* 255 as an inner component, and as a directory */
 	snprintf(deep, sizeof(deep), "%s/%s", p255, n255);
@@ -480,13 +505,14 @@ static void test_path__path_max_ok_plus_one_too_long(void **state)
 	assert_int_equal(kt_stat(&sb, f->store, ok), 0);
 	assert_int_equal(sb.kind, KT_KIND_ITEM);
 	assert_int_equal(kt_find_new(&it, f->store, "/", 0), 0);
+	g_iter = it;
 	while ((rc = kt_iter_next(&e, it)) == 0)
 		if (e->name_len == KT_PATH_MAX &&
 		    memcmp(e->name, ok, KT_PATH_MAX) == 0)
 			found = 1;
 	assert_int_equal(rc, KT_ITEROVER);
 	assert_true(found);
-	kt_iter_free(it);
+	iter_free(it);
 
 	reject_everywhere(f->store, bad, KT_ENAMETOOLONG, path_needles);
 	/* one byte past an existing node's path */
@@ -545,6 +571,7 @@ static void test_path__depth_max_ok_plus_one_too_long(void **state)
 	assert_int_equal(sb.kind, KT_KIND_ITEM);
 	assert_int_equal(sb.nattrs, 0);
 	assert_int_equal(kt_iter_new(&it, f->store, ok, NULL), KT_ENOTDIR);
+	g_iter = it;
 	assert_null(it);
 
 	/* mkdir -p at the limit works too */
@@ -649,6 +676,7 @@ static void test_path__utf8_and_binary_names(void **state)
 	memcpy(sorted, names, sizeof(sorted));
 	qsort(sorted, n, sizeof(sorted[0]), cmp_bytes);
 	assert_int_equal(kt_iter_new(&it, f->store, "/n", NULL), 0);
+	g_iter = it;
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		if (seen >= n)
 			fail_msg("more than %zu children", n);
@@ -660,7 +688,7 @@ static void test_path__utf8_and_binary_names(void **state)
 	}
 	assert_int_equal(rc, KT_ITEROVER);
 	assert_int_equal(seen, n);
-	kt_iter_free(it);
+	iter_free(it);
 
 	kt_test_reopen(f);
 	for (i = 0; i < n; i++) {
@@ -737,6 +765,7 @@ static void check_find(kt_store *st, const char *prefix, unsigned flags,
 	int rc;
 
 	rc = kt_find_new(&it, st, prefix, flags);
+	g_iter = it;
 	if (rc != 0)
 		fail_msg("kt_find_new(%zu-byte prefix): %d %s", strlen(prefix),
 			 rc, kt_errmsg());
@@ -759,7 +788,7 @@ static void check_find(kt_store *st, const char *prefix, unsigned flags,
 		pset_add(&got, e->name);
 	}
 	assert_int_equal(rc, KT_ITEROVER);
-	kt_iter_free(it);
+	iter_free(it);
 	for (i = 0; i < want->n; i++)
 		if (!pset_has(&got, want->p[i]))
 			fail_msg("find '%s' (flags %u) missed '%s'", prefix,
@@ -786,6 +815,7 @@ static void check_list(kt_store *st, const char *dir, const pset *nodes)
 			pset_add(&want, p);
 	}
 	assert_int_equal(kt_iter_new(&it, st, dir, NULL), 0);
+	g_iter = it;
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		snprintf(full, sizeof(full), "%.*s/%s", (int)dl, dir, e->name);
 		if (!pset_has(&want, full))
@@ -794,7 +824,7 @@ static void check_list(kt_store *st, const char *dir, const pset *nodes)
 		pset_add(&got, full);
 	}
 	assert_int_equal(rc, KT_ITEROVER);
-	kt_iter_free(it);
+	iter_free(it);
 	assert_int_equal(got.n, want.n);
 	pset_free(&want);
 	pset_free(&got);
@@ -926,7 +956,7 @@ static void test_path__no_alias_single_byte_delimiter(void **state)
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, kt_test_setup, \
-						 kt_test_teardown)
+						 teardown)
 
 int main(void)
 {
