@@ -55,15 +55,17 @@
  *    item+dir node it removes the value even when the directory has
  *    children.  PRUNE walks up from the real parent (after following links
  *    in the middle components).
- *  - rename follows Linux renameat2: resolve the parent of src, then of
- *    dst; src absent is KT_ENOTFOUND; NOREPLACE with dst present is
- *    KT_EEXISTS (even when dst is src); EXCHANGE with dst absent is
- *    KT_ENOTFOUND; src an ancestor of dst is KT_EINVAL; dst an ancestor of
- *    src is KT_ENOTEMPTY (KT_EINVAL with EXCHANGE); src and dst the same
- *    node does nothing; then a directory over a non-directory is
- *    KT_ENOTDIR, the reverse KT_EISDIR, a directory over a non-empty one
- *    KT_ENOTEMPTY.  EXCHANGE swaps any two nodes.  An item+dir counts as a
- *    directory.
+ *  - rename checks in the order of Linux renameat2: resolve the parent of
+ *    src, then the parent of dst (so a bad dst parent wins over a missing
+ *    src); src absent is KT_ENOTFOUND; NOREPLACE with dst present is
+ *    KT_EEXISTS (even when dst is src, and before the subtree check);
+ *    EXCHANGE with dst absent is KT_ENOTFOUND; src an ancestor of dst is
+ *    KT_EINVAL, and with EXCHANGE also dst an ancestor of src; src and dst
+ *    the same node does nothing; then the header's rules: a directory over
+ *    a non-directory is KT_ENOTDIR, the reverse KT_EISDIR (also when dst is
+ *    an ancestor of src, where Linux says ENOTEMPTY: the header is explicit
+ *    here), a directory over a non-empty one KT_ENOTEMPTY.  EXCHANGE swaps
+ *    any two nodes.  An item+dir counts as a directory.
  *  - Versions: the written node, a directory that gains or loses a child
  *    (except through EXCHANGE, which only swaps), and a renamed node must
  *    each show a version never observed before in an earlier step.
@@ -1291,10 +1293,8 @@ static int model_rename(mctx *c, const op *o)
 		return KT_EEXISTS;
 	if (exch && dn == NULL)
 		return KT_ENOTFOUND;
-	if (is_under(wd.path, ws.path))
+	if (is_under(wd.path, ws.path) || (exch && is_under(ws.path, wd.path)))
 		return KT_EINVAL;
-	if (is_under(ws.path, wd.path))
-		return exch ? KT_EINVAL : KT_ENOTEMPTY;
 	if (sn == dn)
 		return 0;
 	if (exch) {
@@ -1758,25 +1758,23 @@ static void add_checks(mctx *c, const char *path)
 	}
 }
 
-static void run_step(mctx *c)
+/* Apply c->o to the model and to the store, and compare the results and
+ * then the paths the operation is about and @p extra. */
+static void do_op(mctx *c, const char *const *extra, size_t nextra)
 {
 	op *o = &c->o;
 	snap sn[32], after[32];
-	char p[PBUF];
 	int want, got;
 	size_t i, nsnap;
 
-	gen_op(c, o);
 	describe(c, o);
 	sl_clear(&c->checks);
 	sl_clear(&c->touched);
 	add_checks(c, o->p1);
 	if (o->type == OP_RENAME)
 		add_checks(c, o->p2);
-	for (i = 0; i < 2; i++) {
-		pick_path(c, p);
-		sl_push_unique(&c->checks, p);
-	}
+	for (i = 0; i < nextra; i++)
+		sl_push_unique(&c->checks, extra[i]);
 	nsnap = c->checks.n < 32 ? c->checks.n : 32;
 	take_snap(c, sn, nsnap);
 
@@ -1823,6 +1821,18 @@ static void run_step(mctx *c)
 		check_path(c, c->checks.v[i]);
 	if (c->m.n > c->max_nodes)
 		c->max_nodes = c->m.n;
+}
+
+/* One random step; two random paths are compared besides. */
+static void run_step(mctx *c)
+{
+	char p1[PBUF], p2[PBUF];
+	const char *const extra[2] = {p1, p2};
+
+	gen_op(c, &c->o);
+	pick_path(c, p1);
+	pick_path(c, p2);
+	do_op(c, extra, 2);
 }
 
 /* Fold this step's observed versions into the set of earlier ones. */
@@ -1922,18 +1932,43 @@ static void check_coverage(mctx *c)
 				 c->step);
 }
 
-static void test_model__random_ops(void **state)
+/* A model holding only the root, for the fixture's empty store. */
+static mctx *ctx_new(kt_test_fixture *f)
 {
-	kt_test_fixture *f = *state;
 	mctx *c = calloc(1, sizeof(*c));
-	unsigned long nops, reopen_every;
-	struct timespec t0, t1;
 	mnode *root;
 
 	assert_non_null(c);
 	c->f = f;
 	c->o.val = malloc(BIGVAL);
 	assert_non_null(c->o.val);
+	root = m_new(&c->m, "/", KT_KIND_DIR);
+	root->vstate = V_KNOWN;
+	check_path(c, "/");
+	return c;
+}
+
+static void ctx_free(mctx *c)
+{
+	while (c->m.n > 0)
+		m_remove_subtree(&c->m, c->m.v[c->m.n - 1]->path);
+	free(c->m.v);
+	sl_free(&c->plan);
+	sl_free(&c->touched);
+	sl_free(&c->checks);
+	free(c->versions.v);
+	free(c->step_versions.v);
+	free(c->o.val);
+	free(c);
+}
+
+static void test_model__random_ops(void **state)
+{
+	kt_test_fixture *f = *state;
+	mctx *c = ctx_new(f);
+	unsigned long nops, reopen_every;
+	struct timespec t0, t1;
+
 	nops = (unsigned long)env_num("KT_MODEL_OPS", DEFAULT_OPS);
 	c->seed = env_num("KT_MODEL_SEED", DEFAULT_SEED);
 	c->rng = c->seed;
@@ -1944,9 +1979,6 @@ static void test_model__random_ops(void **state)
 	fflush(stdout);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 
-	root = m_new(&c->m, "/", KT_KIND_DIR);
-	root->vstate = V_KNOWN;
-	check_path(c, "/");
 	for (c->step = 0; c->step < nops; c->step++) {
 		run_step(c);
 		if ((c->step + 1) % CHECK_EVERY == 0)
@@ -1969,21 +2001,75 @@ static void test_model__random_ops(void **state)
 	if (nops >= DEFAULT_OPS)
 		check_coverage(c);
 
-	while (c->m.n > 0)
-		m_remove_subtree(&c->m, c->m.v[c->m.n - 1]->path);
-	free(c->m.v);
-	sl_free(&c->plan);
-	sl_free(&c->touched);
-	sl_free(&c->checks);
-	free(c->versions.v);
-	free(c->step_versions.v);
-	free(c->o.val);
-	free(c);
+	ctx_free(c);
+}
+
+/* Set up c->o. */
+static void set_op(mctx *c, int type, const char *p1, const char *p2,
+		   unsigned int flags)
+{
+	c->o.type = type;
+	snprintf(c->o.p1, sizeof(c->o.p1), "%s", p1);
+	snprintf(c->o.p2, sizeof(c->o.p2), "%s", p2 ? p2 : "");
+	c->o.flags = flags;
+	c->o.null_opts = 0;
+	c->o.aname = "x";
+	c->o.vlen = 1;
+	c->o.val[0] = (unsigned char)c->step;
+	do_op(c, NULL, 0);
+	end_step(c);
+	c->step++;
+}
+
+/* Chains of 39, 40 and 41 links: KT_LINK_HOPS_MAX links may be followed in
+ * one resolution, one more is KT_ELOOP, for readers and writers alike,
+ * whether the chain is the last component or a middle one. */
+static void test_model__link_hops(void **state)
+{
+	mctx *c = ctx_new(*state);
+	char p[64], t[64];
+	int k, i;
+
+	set_op(c, OP_PUT, "/t/v", NULL, 0);
+	for (k = KT_LINK_HOPS_MAX - 1; k <= KT_LINK_HOPS_MAX + 1; k++) {
+		/* /h<k>/l0 -> l1 -> ... -> l<k-1> -> /t: k links */
+		snprintf(p, sizeof(p), "/h%d", k);
+		set_op(c, OP_MKDIR, p, NULL, 0);
+		for (i = 0; i < k; i++) {
+			snprintf(p, sizeof(p), "/h%d/l%d", k, i);
+			if (i + 1 < k)
+				snprintf(t, sizeof(t), "l%d", i + 1);
+			else
+				snprintf(t, sizeof(t), "/t");
+			set_op(c, OP_SYMLINK, p, t, 0);
+		}
+		snprintf(p, sizeof(p), "/h%d/l0/v", k);
+		set_op(c, OP_PUT, p, NULL, 0);
+		set_op(c, OP_ATTR_SET, p, NULL, 0);
+		snprintf(p, sizeof(p), "/h%d/l0/new", k);
+		set_op(c, OP_MKDIR, p, NULL, 0);
+		set_op(c, OP_RENAME, p, "/t/moved", 0);
+		set_op(c, OP_DELETE, p, NULL, 0);
+		snprintf(p, sizeof(p), "/h%d/l0", k);
+		set_op(c, OP_ATTR_SET, p, NULL, 0);
+		snprintf(p, sizeof(p), "/h%d/l%d", k, k - 1);
+		set_op(c, OP_DELETE, p, NULL, 0);
+		/* now the chain ends in a dangling link */
+		snprintf(p, sizeof(p), "/h%d/l0", k);
+		set_op(c, OP_PUT, p, NULL, 0);
+	}
+	assert_int_equal(c->count[OP_ATTR_SET][0], 4);
+	assert_int_equal(c->count[OP_ATTR_SET][-KT_ELOOP], 2);
+	check_all(c);
+	ctx_free(c);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_model__link_hops,
+						kt_test_setup,
+						kt_test_teardown),
 		cmocka_unit_test_setup_teardown(test_model__random_ops,
 						kt_test_setup,
 						kt_test_teardown),
