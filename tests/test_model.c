@@ -1451,6 +1451,64 @@ static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
 	u64_add(&c->step_versions, st->version);
 }
 
+/* One page of the listing of @p path: after a random name (or from the
+ * start), at most 0 (no limit) to 3 entries, ascending or descending. */
+static void cmp_page(mctx *c, const char *path, mnode **ch, size_t n)
+{
+	kt_list_options lo = KT_LIST_OPTIONS_INIT;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	const char **want = malloc((n + 1) * sizeof(*want));
+	size_t nwant = 0, k, i;
+	char msg[PBUF + 512] = "";
+	int rc;
+
+	lo.limit = rn(c, 4);
+	lo.reverse = (int)rn(c, 2);
+	if (rn(c, 3)) {
+		lo.after = names[rn(c, NNAMES)];
+		lo.after_len = strlen(lo.after);
+	}
+	assert_non_null(want);
+	for (k = 0; k < n; k++) {
+		const char *nm;
+		i = lo.reverse ? n - 1 - k : k;
+		nm = strrchr(ch[i]->path, '/') + 1;
+		if (lo.after && (lo.reverse ? strcmp(nm, lo.after) >= 0
+					    : strcmp(nm, lo.after) <= 0))
+			continue;
+		if (lo.limit && nwant == lo.limit)
+			break;
+		want[nwant++] = nm;
+	}
+	rc = kt_iter_new(&it, c->f->store, path, &lo);
+	if (rc != 0)
+		expect_rc(c, "kt_iter_new (page)", path, 0, rc, NULL);
+	k = 0;
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		if (k == nwant || e->name_len != strlen(want[k]) ||
+		    memcmp(e->name, want[k], e->name_len) != 0) {
+			snprintf(msg, sizeof(msg), "entry %zu is \"%.*s\", "
+				 "expected %s%s%s", k, (int)e->name_len,
+				 e->name, k < nwant ? "\"" : "the end",
+				 k < nwant ? want[k] : "", k < nwant ? "\"" : "");
+			break;
+		}
+		k++;
+	}
+	kt_iter_free(it);
+	if (msg[0] == '\0' && rc != KT_ITEROVER)
+		snprintf(msg, sizeof(msg), "kt_iter_next: %s", rcname(rc));
+	if (msg[0] == '\0' && k != nwant)
+		snprintf(msg, sizeof(msg), "%zu entries, expected %zu", k,
+			 nwant);
+	free(want);
+	if (msg[0] != '\0')
+		mismatch(c, "kt_iter_new(\"%s\", after \"%s\", limit %zu, "
+			 "%s): %s", path, lo.after ? lo.after : "(none)",
+			 lo.limit, lo.reverse ? "reverse" : "forward", msg);
+}
+
 static void cmp_listing(mctx *c, const char *path, mnode *dir)
 {
 	kt_iter *it = NULL;
@@ -1492,6 +1550,8 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 	if (msg[0] == '\0' && i != n)
 		snprintf(msg, sizeof(msg), "%zu entries, expected %zu; missing "
 			 "\"%s\"", i, n, ch[i]->path);
+	if (msg[0] == '\0')
+		cmp_page(c, path, ch, n);
 	free(ch);
 	if (msg[0] != '\0')
 		mismatch(c, "kt_iter_new(\"%s\"): %s", path, msg);
@@ -1627,6 +1687,76 @@ static void check_path(mctx *c, const char *path)
 	}
 }
 
+/* kt_find_new(@p prefix, @p flags) against the model: the same set of
+ * nodes (real paths), kinds and ids, each parent before its descendants.
+ * @p prefix is a real path whose parent is a directory. */
+static void cmp_find(mctx *c, const char *prefix, unsigned int flags)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	char p[PBUF], pp[PBUF], desc[PBUF + 64];
+	size_t i, pl = strlen(prefix);
+	int rc;
+
+	snprintf(desc, sizeof(desc), "kt_find_new(\"%s\", %s%s)", prefix,
+		 flags & KT_FIND_SUBTREE ? "SUBTREE " : "",
+		 flags & KT_FIND_ITEMS ? "ITEMS" : "");
+	c->epoch++;
+	rc = kt_find_new(&it, c->f->store, prefix, flags);
+	if (rc != 0)
+		expect_rc(c, desc, prefix, 0, rc, NULL);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		mnode *mn, *pn;
+		unsigned int k = e->kind;
+		uint64_t id = e->id;
+		assert_true(e->name_len < PBUF);
+		memcpy(p, e->name, e->name_len);
+		p[e->name_len] = '\0';
+		mn = m_find(&c->m, p);
+		if (mn == NULL || mn->mark == c->epoch) {
+			kt_iter_free(it);
+			mismatch(c, "%s: %s node \"%s\"", desc,
+				 mn ? "repeated" : "unexpected", p);
+		}
+		if (strcmp(p, "/") != 0) {
+			parent_of(pp, p);
+			pn = m_find(&c->m, pp);
+			if (pn != NULL && pn->mark != c->epoch &&
+			    (strcmp(pp, prefix) == 0 || is_under(pp, prefix)) &&
+			    !(flags & KT_FIND_ITEMS)) {
+				kt_iter_free(it);
+				mismatch(c, "%s: \"%s\" came before its parent",
+					 desc, p);
+			}
+		}
+		mn->mark = c->epoch;
+		if (k != mn->kind) {
+			kt_iter_free(it);
+			mismatch(c, "%s: \"%s\" is %s, expected %s", desc, p,
+				 kindname(k), kindname(mn->kind));
+		}
+		cmp_id(c, "kt_find_new", mn, id);
+	}
+	kt_iter_free(it);
+	if (rc != KT_ITEROVER)
+		expect_rc(c, desc, prefix, KT_ITEROVER, rc, NULL);
+	for (i = 0; i < c->m.n; i++) {
+		mnode *mn = c->m.v[i];
+		int in;
+		if (flags & KT_FIND_SUBTREE)
+			in = strcmp(mn->path, prefix) == 0 ||
+			     is_under(mn->path, prefix);
+		else
+			in = strncmp(mn->path, prefix, pl) == 0 &&
+			     strcmp(mn->path, "/") != 0;
+		if ((flags & KT_FIND_ITEMS) && !(mn->kind & KT_KIND_ITEM))
+			in = 0;
+		if (in != (mn->mark == c->epoch))
+			mismatch(c, "%s: %s \"%s\"", desc,
+				 in ? "missing" : "unexpected", mn->path);
+	}
+}
+
 static int check_cb(const char *what, void *payload)
 {
 	(void)payload;
@@ -1706,6 +1836,22 @@ static void check_all(mctx *c)
 			}
 	}
 	free(ids);
+
+	/* a random directory: its subtree, and the nodes whose paths start
+	 * with it plus a name (so "/a" finds "/ab" too), all of them or
+	 * only items */
+	cmp_find(c, "/", KT_FIND_ITEMS);
+	for (i = 0; i < 4; i++) {
+		mnode *d = c->m.v[rn(c, (unsigned int)c->m.n)];
+		if (!(d->kind & KT_KIND_DIR))
+			continue;
+		if (strcmp(d->path, "/") != 0)
+			cmp_find(c, d->path, i % 2 ? KT_FIND_ITEMS |
+							  KT_FIND_SUBTREE
+						      : KT_FIND_SUBTREE);
+		join(p, d->path, names[rn(c, NNAMES)]);
+		cmp_find(c, p, i % 2 ? KT_FIND_ITEMS : 0);
+	}
 
 	rc = kt_check(&bad, c->f->store, check_cb, NULL);
 	if (rc != 0 || bad != 0)
@@ -1940,6 +2086,7 @@ static mctx *ctx_new(kt_test_fixture *f)
 
 	assert_non_null(c);
 	c->f = f;
+	c->seed = c->rng = DEFAULT_SEED;
 	c->o.val = malloc(BIGVAL);
 	assert_non_null(c->o.val);
 	root = m_new(&c->m, "/", KT_KIND_DIR);
