@@ -486,6 +486,45 @@ static void m_move(model *m, const char *a, const char *b, int swap)
 	qsort(m->v, m->n, sizeof(*m->v), m_cmp_node);
 }
 
+/* A deep copy of @p src, to roll a failed batch back to. */
+static void m_clone(model *dst, const model *src)
+{
+	size_t i, k;
+
+	dst->n = dst->cap = src->n;
+	dst->v = malloc((src->n + 1) * sizeof(*dst->v));
+	assert_non_null(dst->v);
+	for (i = 0; i < src->n; i++) {
+		const mnode *s = src->v[i];
+		mnode *n = malloc(sizeof(*n));
+		assert_non_null(n);
+		*n = *s;
+		n->path = xstrdup(s->path);
+		n->val = s->val ? xmemdup(s->val, s->vlen) : NULL;
+		n->target = s->target ? xstrdup(s->target) : NULL;
+		n->attrs = malloc((s->nattrs + 1) * sizeof(*n->attrs));
+		assert_non_null(n->attrs);
+		for (k = 0; k < s->nattrs; k++) {
+			n->attrs[k].name = xstrdup(s->attrs[k].name);
+			n->attrs[k].val = xmemdup(s->attrs[k].val,
+						  s->attrs[k].len);
+			n->attrs[k].len = s->attrs[k].len;
+		}
+		dst->v[i] = n;
+	}
+}
+
+static void m_free(model *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		m_node_free(m->v[i]);
+	free(m->v);
+	m->v = NULL;
+	m->n = m->cap = 0;
+}
+
 static mattr *m_attr_find(mnode *n, const char *name)
 {
 	size_t i;
@@ -534,11 +573,11 @@ static void m_attr_delete(mnode *n, const char *name)
  * The test's state */
 
 enum { OP_PUT, OP_MKDIR, OP_SYMLINK, OP_DELETE, OP_RENAME, OP_ATTR_SET,
-       OP_ATTR_DELETE, OP__COUNT };
+       OP_ATTR_DELETE, OP_BATCH, OP__COUNT };
 
 static const char *const op_names[OP__COUNT] = {
 	"put", "mkdir", "symlink", "delete", "rename", "attr_set",
-	"attr_delete"};
+	"attr_delete", "batch"};
 
 #define NRC 21 /* result codes 0 .. -20 counted per operation */
 
@@ -571,10 +610,16 @@ typedef struct mctx {
 	size_t max_nodes;
 	unsigned long nchecks;
 	op o;
+	op sub[4]; /* OP_BATCH: the operations recorded */
+	size_t nsub;
 } mctx;
 
 static void mismatch(mctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+typedef struct res res;
+static void expect_rc(mctx *c, const char *call, const char *path, int want,
+		      int got, const res *r);
 
 /* Fail with the step, its operation and what differed. */
 static void mismatch(mctx *c, const char *fmt, ...)
@@ -828,14 +873,14 @@ static void gen_op(mctx *c, op *o)
 		o->p2[0] = '\0'; /* an empty target is invalid */
 }
 
-static void describe(mctx *c, const op *o)
+static void describe_op(char *desc, size_t cap, const op *o)
 {
 	char hx[80];
 	const char *fl = "";
 
 	switch (o->type) {
 	case OP_PUT:
-		snprintf(c->desc, sizeof(c->desc),
+		snprintf(desc, cap,
 			 "kt_put(\"%s\", len %zu [%s], %s)", o->p1, o->vlen,
 			 hexs(hx, sizeof(hx), o->val, o->vlen),
 			 o->flags ? "KT_CREATE_EXCL" : o->null_opts ? "NULL"
@@ -846,37 +891,56 @@ static void describe(mctx *c, const op *o)
 		fl = o->flags ? "KT_CREATE_PARENTS" : o->null_opts ? "NULL"
 								   : "0";
 		if (o->type == OP_MKDIR)
-			snprintf(c->desc, sizeof(c->desc),
+			snprintf(desc, cap,
 				 "kt_mkdir(\"%s\", %s)", o->p1, fl);
 		else
-			snprintf(c->desc, sizeof(c->desc),
+			snprintf(desc, cap,
 				 "kt_symlink(\"%s\", target \"%s\", %s)",
 				 o->p1, o->p2, fl);
 		break;
 	case OP_DELETE:
-		snprintf(c->desc, sizeof(c->desc), "kt_delete(\"%s\", %s%s%s%s)",
+		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s)",
 			 o->p1, o->flags ? "" : "0",
 			 o->flags & KT_DELETE_RECURSIVE ? "RECURSIVE " : "",
 			 o->flags & KT_DELETE_PRUNE ? "PRUNE " : "",
 			 o->flags & KT_DELETE_ITEM ? "ITEM " : "");
 		break;
 	case OP_RENAME:
-		snprintf(c->desc, sizeof(c->desc),
+		snprintf(desc, cap,
 			 "kt_rename(\"%s\", \"%s\", %s)", o->p1, o->p2,
 			 o->flags == KT_RENAME_NOREPLACE ? "NOREPLACE"
 			 : o->flags == KT_RENAME_EXCHANGE ? "EXCHANGE" : "0");
 		break;
 	case OP_ATTR_SET:
-		snprintf(c->desc, sizeof(c->desc),
+		snprintf(desc, cap,
 			 "kt_attr_set(\"%s\", \"%s\", len %zu [%s], %s)", o->p1,
 			 o->aname, o->vlen, hexs(hx, sizeof(hx), o->val, o->vlen),
 			 o->flags == KT_ATTR_CREATE ? "CREATE"
 			 : o->flags == KT_ATTR_REPLACE ? "REPLACE" : "0");
 		break;
 	default:
-		snprintf(c->desc, sizeof(c->desc), "kt_attr_delete(\"%s\", \"%s\")",
-			 o->p1, o->aname);
+		snprintf(desc, cap, "kt_attr_delete(\"%s\", \"%s\")", o->p1,
+			 o->aname);
 		break;
+	}
+}
+
+/* c->desc: the step's operation, as a call (or list of calls). */
+static void describe(mctx *c, const op *o)
+{
+	size_t i, len;
+
+	if (o->type != OP_BATCH) {
+		describe_op(c->desc, sizeof(c->desc), o);
+		return;
+	}
+	snprintf(c->desc, sizeof(c->desc), "batch of %zu:", c->nsub);
+	for (i = 0; i < c->nsub; i++) {
+		len = strlen(c->desc);
+		snprintf(c->desc + len, sizeof(c->desc) - len, "\n    %zu. ",
+			 i + 1);
+		len = strlen(c->desc);
+		describe_op(c->desc + len, sizeof(c->desc) - len, &c->sub[i]);
 	}
 }
 
@@ -1038,11 +1102,11 @@ static int walk_parent(mctx *c, const char *path, int mode, walk *w)
 	return 0;
 }
 
-typedef struct res {
+struct res {
 	int rc;
 	char path[PBUF]; /* real path of the final component */
 	mnode *node;     /* node there, or NULL */
-} res;
+};
 
 /* Resolve a path as a reader does: following links in the middle
  * components, and in the last with @p follow. */
@@ -1346,9 +1410,32 @@ static int model_attr(mctx *c, const op *o)
 	return 0;
 }
 
+static int model_apply(mctx *c, const op *o);
+
+/* A batch applies its operations in order, each seeing the ones before,
+ * and on the first failure none of them, returning that failure. */
+static int model_batch(mctx *c)
+{
+	model saved;
+	size_t i;
+	int rc = 0;
+
+	m_clone(&saved, &c->m);
+	for (i = 0; i < c->nsub && rc == 0; i++)
+		rc = model_apply(c, &c->sub[i]);
+	if (rc != 0) {
+		m_free(&c->m);
+		c->m = saved;
+	} else {
+		m_free(&saved);
+	}
+	return rc;
+}
+
 static int model_apply(mctx *c, const op *o)
 {
 	switch (o->type) {
+	case OP_BATCH: return model_batch(c);
 	case OP_PUT: return model_put(c, o);
 	case OP_MKDIR: return model_mkdir(c, o);
 	case OP_SYMLINK: return model_symlink(c, o);
@@ -1356,6 +1443,60 @@ static int model_apply(mctx *c, const op *o)
 	case OP_RENAME: return model_rename(c, o);
 	default: return model_attr(c, o);
 	}
+}
+
+/* Record one operation in @p b. */
+static int batch_record(kt_batch *b, const op *o)
+{
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	const kt_create_options *cop = o->null_opts ? NULL : &co;
+
+	co.flags = o->flags;
+	switch (o->type) {
+	case OP_PUT:
+		return kt_batch_put(b, o->p1, o->vlen ? o->val : NULL, o->vlen,
+				    cop);
+	case OP_MKDIR:
+		return kt_batch_mkdir(b, o->p1, cop);
+	case OP_SYMLINK:
+		return kt_batch_symlink(b, o->p1, o->p2, cop);
+	case OP_DELETE:
+		return kt_batch_delete(b, o->p1, o->flags);
+	case OP_RENAME:
+		return kt_batch_rename(b, o->p1, o->p2, o->flags);
+	case OP_ATTR_SET:
+		return kt_batch_attr_set(b, o->p1, o->aname, o->val, o->vlen,
+					 o->flags);
+	default:
+		return kt_batch_attr_delete(b, o->p1, o->aname);
+	}
+}
+
+static void mismatch_at(mctx *c, size_t i, int rc)
+{
+	mismatch(c, "recording operation %zu: %s (%s)", i + 1, rcname(rc),
+		 kt_errmsg());
+}
+
+static int store_batch(mctx *c)
+{
+	kt_batch *b = NULL;
+	size_t i;
+	int rc;
+
+	rc = kt_batch_new(&b, c->f->store);
+	if (rc != 0)
+		expect_rc(c, "kt_batch_new", "", 0, rc, NULL);
+	for (i = 0; i < c->nsub; i++) {
+		rc = batch_record(b, &c->sub[i]);
+		if (rc != 0) {
+			kt_batch_free(b);
+			mismatch_at(c, i, rc);
+		}
+	}
+	rc = kt_batch_commit(b);
+	kt_batch_free(b);
+	return rc;
 }
 
 static int store_apply(mctx *c, const op *o)
@@ -1366,6 +1507,8 @@ static int store_apply(mctx *c, const op *o)
 
 	co.flags = o->flags;
 	switch (o->type) {
+	case OP_BATCH:
+		return store_batch(c);
 	case OP_PUT:
 		return kt_put(s, o->p1, o->vlen ? o->val : NULL, o->vlen, cop);
 	case OP_MKDIR:
@@ -1916,9 +2059,17 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	describe(c, o);
 	sl_clear(&c->checks);
 	sl_clear(&c->touched);
-	add_checks(c, o->p1);
-	if (o->type == OP_RENAME)
-		add_checks(c, o->p2);
+	if (o->type == OP_BATCH) {
+		for (i = 0; i < c->nsub; i++) {
+			add_checks(c, c->sub[i].p1);
+			if (c->sub[i].type == OP_RENAME)
+				add_checks(c, c->sub[i].p2);
+		}
+	} else {
+		add_checks(c, o->p1);
+		if (o->type == OP_RENAME)
+			add_checks(c, o->p2);
+	}
 	for (i = 0; i < nextra; i++)
 		sl_push_unique(&c->checks, extra[i]);
 	nsnap = c->checks.n < 32 ? c->checks.n : 32;
@@ -1963,6 +2114,11 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 		add_checks(c, o->p1);
 		add_checks(c, o->p2);
 	}
+	for (i = 0; o->type == OP_BATCH && want == 0 && i < c->nsub; i++) {
+		add_checks(c, c->sub[i].p1);
+		if (c->sub[i].type == OP_RENAME)
+			add_checks(c, c->sub[i].p2);
+	}
 	for (i = 0; i < c->checks.n; i++)
 		check_path(c, c->checks.v[i]);
 	if (c->m.n > c->max_nodes)
@@ -1974,8 +2130,36 @@ static void run_step(mctx *c)
 {
 	char p1[PBUF], p2[PBUF];
 	const char *const extra[2] = {p1, p2};
+	size_t i;
 
-	gen_op(c, &c->o);
+	if (rn(c, 100) < 5) {
+		/* a batch of valid operations; a bad path could be refused
+		 * when recorded or when committed */
+		c->o.type = OP_BATCH;
+		c->nsub = 2 + rn(c, 3);
+		for (i = 0; i < c->nsub; i++) {
+			op *o = &c->sub[i];
+			do
+				gen_op(c, o);
+			while (!canonical(o->p1) ||
+			       (o->type == OP_RENAME && !canonical(o->p2)) ||
+			       (o->type == OP_SYMLINK && o->p2[0] == '\0'));
+			/* puts mostly succeed, so that whole batches do */
+			if (rn(c, 2) && o->type != OP_PUT) {
+				o->type = OP_PUT;
+				o->flags = 0;
+				rand_value(c, o);
+			}
+			/* act on what the operation before made */
+			if (i > 0 && rn(c, 3) == 0 &&
+			    strcmp(c->sub[i - 1].p1, "/") != 0)
+				strcpy(rn(c, 2) && o->type == OP_RENAME ? o->p2
+									: o->p1,
+				       c->sub[i - 1].p1);
+		}
+	} else {
+		gen_op(c, &c->o);
+	}
 	pick_path(c, p1);
 	pick_path(c, p2);
 	do_op(c, extra, 2);
@@ -2067,7 +2251,8 @@ static void check_coverage(mctx *c)
 		{OP_RENAME, KT_ENOTFOUND}, {OP_ATTR_SET, 0},
 		{OP_ATTR_SET, KT_EEXISTS}, {OP_ATTR_SET, KT_ENOATTR},
 		{OP_ATTR_SET, KT_ELOOP}, {OP_ATTR_DELETE, 0},
-		{OP_ATTR_DELETE, KT_ENOATTR},
+		{OP_ATTR_DELETE, KT_ENOATTR}, {OP_BATCH, 0},
+		{OP_BATCH, KT_ENOTFOUND}, {OP_BATCH, KT_EEXISTS},
 	};
 	size_t i;
 
@@ -2083,12 +2268,17 @@ static mctx *ctx_new(kt_test_fixture *f)
 {
 	mctx *c = calloc(1, sizeof(*c));
 	mnode *root;
+	size_t i;
 
 	assert_non_null(c);
 	c->f = f;
 	c->seed = c->rng = DEFAULT_SEED;
 	c->o.val = malloc(BIGVAL);
 	assert_non_null(c->o.val);
+	for (i = 0; i < 4; i++) {
+		c->sub[i].val = malloc(BIGVAL);
+		assert_non_null(c->sub[i].val);
+	}
 	root = m_new(&c->m, "/", KT_KIND_DIR);
 	root->vstate = V_KNOWN;
 	check_path(c, "/");
@@ -2097,6 +2287,8 @@ static mctx *ctx_new(kt_test_fixture *f)
 
 static void ctx_free(mctx *c)
 {
+	size_t i;
+
 	while (c->m.n > 0)
 		m_remove_subtree(&c->m, c->m.v[c->m.n - 1]->path);
 	free(c->m.v);
@@ -2106,6 +2298,8 @@ static void ctx_free(mctx *c)
 	free(c->versions.v);
 	free(c->step_versions.v);
 	free(c->o.val);
+	for (i = 0; i < 4; i++)
+		free(c->sub[i].val);
 	free(c);
 }
 
