@@ -612,6 +612,7 @@ typedef struct mctx {
 	op o;
 	op sub[4]; /* OP_BATCH: the operations recorded */
 	size_t nsub;
+	size_t bad_sub; /* model_batch: index of the failing operation */
 } mctx;
 
 static void mismatch(mctx *c, const char *fmt, ...)
@@ -1421,8 +1422,10 @@ static int model_batch(mctx *c)
 	int rc = 0;
 
 	m_clone(&saved, &c->m);
-	for (i = 0; i < c->nsub && rc == 0; i++)
+	for (i = 0; i < c->nsub && rc == 0; i++) {
 		rc = model_apply(c, &c->sub[i]);
+		c->bad_sub = i;
+	}
 	if (rc != 0) {
 		m_free(&c->m);
 		c->m = saved;
@@ -2047,6 +2050,28 @@ static void add_checks(mctx *c, const char *path)
 	}
 }
 
+/* The message of a failed operation names its path (a failed batch also
+ * the number of the operation, counted from 1). */
+static void check_errmsg(mctx *c, const op *o)
+{
+	const char *msg = kt_errmsg();
+	char num[32] = "";
+
+	if (o->type == OP_BATCH) {
+		o = &c->sub[c->bad_sub];
+		snprintf(num, sizeof(num), "%zu", c->bad_sub + 1);
+	}
+	if (msg[0] == '\0')
+		mismatch(c, "failed but kt_errmsg() is empty");
+	if (strstr(msg, num) == NULL)
+		mismatch(c, "kt_errmsg() '%s' does not say that operation %s "
+			 "failed", msg, num);
+	if (strstr(msg, o->p1) == NULL &&
+	    (o->type != OP_RENAME || strstr(msg, o->p2) == NULL))
+		mismatch(c, "kt_errmsg() '%s' does not name \"%s\"", msg,
+			 o->p1);
+}
+
 /* Apply c->o to the model and to the store, and compare the results and
  * then the paths the operation is about and @p extra. */
 static void do_op(mctx *c, const char *const *extra, size_t nextra)
@@ -2083,9 +2108,8 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	if (got != want)
 		mismatch(c, "expected %s, got %s (%s)", rcname(want),
 			 rcname(got), got < 0 ? kt_errmsg() : "");
-	if (got < 0 && kt_errmsg()[0] == '\0')
-		mismatch(c, "failed with %s but kt_errmsg() is empty",
-			 rcname(got));
+	if (got < 0)
+		check_errmsg(c, o);
 	if (got < 0) {
 		/* a rejected operation writes nothing */
 		take_snap(c, after, nsnap);
