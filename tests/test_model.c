@@ -1,20 +1,25 @@
 /*
  * test_model.c - model-based test of the tree operations.
  *
- * Random sequences of put, mkdir, symlink, delete (plain, RECURSIVE, PRUNE,
- * ITEM), rename (plain, NOREPLACE, EXCHANGE) and attribute set (plain,
- * CREATE, REPLACE) / delete are applied both to the store and to a small
+ * Random sequences of put (plain, EXCL), mkdir and symlink (plain,
+ * PARENTS), delete (plain, RECURSIVE, PRUNE, ITEM), rename (plain,
+ * NOREPLACE, EXCHANGE), attribute set (plain, CREATE, REPLACE) and delete,
+ * and batches of these, are applied both to the store and to a small
  * in-memory reference model written straight from the comments in
- * keytree.h.  After every step the result codes must be equal, and for
- * every path the step touched (its arguments, their parents, the nodes they
- * resolve to, the nodes it created or wrote, and two random paths) the
- * store and the model must agree on kt_lstat, kt_stat, kt_readlink, kt_get,
- * the listing and the attributes, error codes included.  Ids must survive
- * renames and conversions; a written node must get a version never seen
- * before.  A failed step must leave the versions of those nodes unchanged.
- * Every CHECK_EVERY steps and at the end the whole tree is compared
- * (kt_find_new over "/") and kt_check must find nothing; the store is closed
- * and reopened a few times during the run.
+ * keytree.h.  Now and then a path is not canonical (KT_EINVAL) or holds the
+ * delimiter (KT_ERESERVED).  After every step the result codes must be
+ * equal (and a failure's message must name the path), and for every path
+ * the step is about (its arguments, their parents, the nodes they resolve
+ * to, the nodes it created or wrote, and two random paths) the store and
+ * the model must agree on kt_lstat, kt_stat, kt_readlink, kt_get, the
+ * listing (whole, and one random page) and the attributes, error codes
+ * included.  Ids must survive renames and conversions; a written node must
+ * get a version never seen before; a failed step must leave the versions of
+ * those nodes unchanged.  Every CHECK_EVERY steps and at the end the whole
+ * tree is compared (kt_find_new over "/", plus prefix, SUBTREE and ITEMS
+ * searches) and kt_check must find nothing; the store is closed and
+ * reopened (its digest unchanged) a few times during the run.  A second
+ * test walks chains of 39, 40 and 41 links.
  *
  * Names come from a tiny alphabet so that nodes collide, replace each other
  * and share prefixes ("a" and "ab"; "æ" ends in the byte A6 of the default
@@ -66,6 +71,10 @@
  *    an ancestor of src, where Linux says ENOTEMPTY: the header is explicit
  *    here), a directory over a non-empty one KT_ENOTEMPTY.  EXCHANGE swaps
  *    any two nodes.  An item+dir counts as a directory.
+ *  - Arguments are checked before the store is looked at: a bad path
+ *    (KT_EINVAL, then KT_ERESERVED, src before dst) or an attribute name
+ *    starting with the delimiter (KT_ERESERVED) wins over any resolution
+ *    error.
  *  - Versions: the written node, a directory that gains or loses a child
  *    (except through EXCHANGE, which only swaps), and a renamed node must
  *    each show a version never observed before in an earlier step.
@@ -234,6 +243,18 @@ static int canonical(const char *p)
 			return 1;
 		c = e + 1;
 	}
+}
+
+/* The error every function gives for @p p before looking at the store:
+ * KT_EINVAL if it is not canonical, KT_ERESERVED if a name contains the
+ * (default) delimiter, else 0. */
+static int path_err(const char *p)
+{
+	if (!canonical(p))
+		return KT_EINVAL;
+	if (strstr(p, KT_DEFAULT_DELIMITER) != NULL)
+		return KT_ERESERVED;
+	return 0;
 }
 
 /* out = dir + "/" + name[0..len) */
@@ -708,7 +729,10 @@ static const char *const names[] = {"a", "b", "c", "ab", "\xc3\xa6",
 				    "\xe6\x97\xa5\xe6\x9c\xac"};
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
-static const char *const anames[] = {"x", "y", "xy", "\xc3\xbc"};
+/* The last one starts with the delimiter and is only used now and then. */
+static const char *const anames[] = {"x", "y", "xy", "\xc3\xbc",
+				     "x" KT_DEFAULT_DELIMITER,
+				     KT_DEFAULT_DELIMITER "x"};
 #define NANAMES (sizeof(anames) / sizeof(anames[0]))
 
 /* Append @p depth random names, '/'-separated, to @p buf. */
@@ -808,6 +832,12 @@ static const char *const bad_paths[] = {"", "a", "/a/", "//a", "/a//b",
 					"/a/.", "/b/.."};
 #define NBAD (sizeof(bad_paths) / sizeof(bad_paths[0]))
 
+/* Canonical, but with the delimiter in a name. */
+static const char *const reserved_paths[] = {
+	"/a" KT_DEFAULT_DELIMITER, "/" KT_DEFAULT_DELIMITER,
+	"/b/x" KT_DEFAULT_DELIMITER "y", "/" KT_DEFAULT_DELIMITER "/a"};
+#define NRESERVED (sizeof(reserved_paths) / sizeof(reserved_paths[0]))
+
 static void gen_op(mctx *c, op *o)
 {
 	unsigned int r = rn(c, 100);
@@ -819,7 +849,9 @@ static void gen_op(mctx *c, op *o)
 	o->flags = 0;
 	o->null_opts = 0;
 	o->vlen = 0;
-	o->aname = anames[rn(c, NANAMES)];
+	o->aname = anames[rn(c, NANAMES - 1)];
+	if (rn(c, 50) == 0)
+		o->aname = anames[NANAMES - 1];
 	o->p2[0] = '\0';
 	pick_path(c, o->p1);
 	if (r < 24) {
@@ -864,7 +896,8 @@ static void gen_op(mctx *c, op *o)
 		o->null_opts = 1;
 	/* now and then a non-canonical path, which everything rejects */
 	if (rn(c, 50) == 0) {
-		const char *bad = bad_paths[rn(c, NBAD)];
+		const char *bad = rn(c, 3) ? bad_paths[rn(c, NBAD)]
+					   : reserved_paths[rn(c, NRESERVED)];
 		if (o->type == OP_RENAME && rn(c, 2))
 			strcpy(o->p2, bad);
 		else
@@ -1118,8 +1151,8 @@ static int m_resolve(mctx *c, const char *path, int follow, res *r)
 
 	r->node = NULL;
 	r->path[0] = '\0';
-	if (!canonical(path))
-		return r->rc = KT_EINVAL;
+	if (path_err(path) != 0)
+		return r->rc = path_err(path);
 	if (strcmp(path, "/") == 0) {
 		strcpy(r->path, "/");
 		r->node = m_find(&c->m, "/");
@@ -1199,7 +1232,9 @@ static int model_put(mctx *c, const op *o)
 	mnode *n, *tn;
 	char tp[PBUF];
 
-	if (!canonical(o->p1) || strcmp(o->p1, "/") == 0)
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0)
 		return KT_EINVAL;
 	rc = walk_parent(c, o->p1, W_CREATE, &w);
 	if (rc != 0)
@@ -1237,7 +1272,9 @@ static int model_mkdir(mctx *c, const op *o)
 	walk w;
 	mnode *n;
 
-	if (!canonical(o->p1) || strcmp(o->p1, "/") == 0)
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0)
 		return KT_EINVAL;
 	rc = walk_parent(c, o->p1, parents ? W_CREATE : W_STRICT, &w);
 	if (rc != 0)
@@ -1263,7 +1300,9 @@ static int model_symlink(mctx *c, const op *o)
 	walk w;
 	mnode *n;
 
-	if (!canonical(o->p1) || strcmp(o->p1, "/") == 0 || o->p2[0] == '\0')
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0 || o->p2[0] == '\0')
 		return KT_EINVAL;
 	rc = walk_parent(c, o->p1, parents ? W_CREATE : W_STRICT, &w);
 	if (rc != 0)
@@ -1300,7 +1339,9 @@ static int model_delete(mctx *c, const op *o)
 	mnode *n;
 	int rc;
 
-	if (!canonical(o->p1) || strcmp(o->p1, "/") == 0)
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0)
 		return KT_EINVAL;
 	rc = walk_parent(c, o->p1, W_STRICT, &w);
 	if (rc != 0)
@@ -1341,8 +1382,11 @@ static int model_rename(mctx *c, const op *o)
 	mnode *sn, *dn;
 	int rc, exch = (o->flags & KT_RENAME_EXCHANGE) != 0;
 
-	if (!canonical(o->p1) || !canonical(o->p2) ||
-	    strcmp(o->p1, "/") == 0 || strcmp(o->p2, "/") == 0)
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (path_err(o->p2) != 0)
+		return path_err(o->p2);
+	if (strcmp(o->p1, "/") == 0 || strcmp(o->p2, "/") == 0)
 		return KT_EINVAL;
 	rc = walk_parent(c, o->p1, W_STRICT, &ws);
 	if (rc != 0)
@@ -1391,6 +1435,12 @@ static int model_attr(mctx *c, const op *o)
 	res r;
 	mattr *a;
 
+	/* the arguments are checked before the store is looked at */
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strncmp(o->aname, KT_DEFAULT_DELIMITER,
+		    strlen(KT_DEFAULT_DELIMITER)) == 0)
+		return KT_ERESERVED;
 	if (m_resolve(c, o->p1, 1, &r) != 0)
 		return r.rc;
 	if (r.node == NULL)
@@ -2035,7 +2085,7 @@ static void add_checks(mctx *c, const char *path)
 	int follow;
 
 	sl_push_unique(&c->checks, path);
-	if (!canonical(path) || strcmp(path, "/") == 0)
+	if (path_err(path) != 0 || strcmp(path, "/") == 0)
 		return;
 	parent_of(p, path);
 	sl_push_unique(&c->checks, p);
@@ -2165,8 +2215,9 @@ static void run_step(mctx *c)
 			op *o = &c->sub[i];
 			do
 				gen_op(c, o);
-			while (!canonical(o->p1) ||
-			       (o->type == OP_RENAME && !canonical(o->p2)) ||
+			while (path_err(o->p1) != 0 ||
+			       (o->type == OP_RENAME && path_err(o->p2) != 0) ||
+			       strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
 			       (o->type == OP_SYMLINK && o->p2[0] == '\0'));
 			/* puts mostly succeed, so that whole batches do */
 			if (rn(c, 2) && o->type != OP_PUT) {
@@ -2277,6 +2328,8 @@ static void check_coverage(mctx *c)
 		{OP_ATTR_SET, KT_ELOOP}, {OP_ATTR_DELETE, 0},
 		{OP_ATTR_DELETE, KT_ENOATTR}, {OP_BATCH, 0},
 		{OP_BATCH, KT_ENOTFOUND}, {OP_BATCH, KT_EEXISTS},
+		{OP_PUT, KT_ERESERVED}, {OP_ATTR_SET, KT_ERESERVED},
+		{OP_RENAME, KT_ELOOP}, {OP_DELETE, KT_ENOTDIR},
 	};
 	size_t i;
 
