@@ -322,6 +322,9 @@ typedef struct mnode {
 	uint64_t ver;       /* last observed version */
 	int vstate;         /* V_*: what the next observed version must be */
 	unsigned long mark; /* check_all: epoch in which find reported it */
+	uint32_t mode;      /* the default mode it was made with; 0 once an
+			       item became item+dir or the reverse, where
+			       keytree.h does not say */
 } mnode;
 
 typedef struct model {
@@ -388,6 +391,8 @@ static void m_node_free(mnode *n)
 
 static void m_set_value(mnode *n, const void *v, size_t len)
 {
+	if (!(n->kind & KT_KIND_ITEM))
+		n->mode = 0;
 	free(n->val);
 	n->val = xmemdup(v, len);
 	n->vlen = len;
@@ -1203,6 +1208,9 @@ static mnode *m_create(mctx *c, const char *path, unsigned int kind)
 {
 	mnode *n = m_new(&c->m, path, kind);
 
+	/* the defaults of kt_create_options */
+	n->mode = kind == KT_KIND_ITEM ? 0644 : kind == KT_KIND_DIR ? 0755
+								    : 0777;
 	dirty_parent(c, path);
 	touch(c, path);
 	return n;
@@ -1220,6 +1228,7 @@ static void apply_plan(mctx *c)
 		} else {
 			mnode *n = m_find(&c->m, p);
 			n->kind |= KT_KIND_DIR;
+			n->mode = 0;
 			dirty(c, n);
 		}
 	}
@@ -1290,6 +1299,7 @@ static int model_mkdir(mctx *c, const op *o)
 	if (n->kind & KT_KIND_DIR)
 		return parents ? 0 : KT_EEXISTS;
 	n->kind |= KT_KIND_DIR;
+	n->mode = 0;
 	dirty(c, n);
 	return 0;
 }
@@ -1618,6 +1628,14 @@ static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
 			 call, path, kindname(st->kind), kindname(n->kind),
 			 n->path);
 	cmp_id(c, call, n, st->id);
+	if (n->mode != 0 && st->mode != n->mode)
+		mismatch(c, "%s(\"%s\"): mode %o, expected %o (node \"%s\")",
+			 call, path, (unsigned)st->mode, (unsigned)n->mode,
+			 n->path);
+	if (st->uid != (uint32_t)geteuid() || st->gid != (uint32_t)getegid())
+		mismatch(c, "%s(\"%s\"): owner %u:%u, expected %u:%u", call,
+			 path, (unsigned)st->uid, (unsigned)st->gid,
+			 (unsigned)geteuid(), (unsigned)getegid());
 	if (st->nattrs != n->nattrs)
 		mismatch(c, "%s(\"%s\"): nattrs %u, expected %zu", call, path,
 			 (unsigned)st->nattrs, n->nattrs);
