@@ -81,7 +81,8 @@ static void populate(kt_store *s)
 	ok(kt_put(s, "/big", big, big_len, NULL));
 	put_str(s, "/sparse", "start");
 	ok(kt_write(s, "/sparse", "end", 3, (uint64_t)1 << 36));
-	ok(kt_truncate(s, "/sparse", (uint64_t)1 << 30));
+	/* Cut back to 1 MiB: kt_assert_rejected's digest reads values. */
+	ok(kt_truncate(s, "/sparse", (uint64_t)1 << 20));
 	ok(kt_attr_set(s, "/item", "user.a", "1", 1, 0));
 	ok(kt_attr_set(s, "/item", "user.b", big, 65536, 0));
 	ok(kt_attr_set(s, "/dir", "user.dir", "d", 1, 0));

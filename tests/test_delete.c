@@ -7,6 +7,8 @@
  */
 #include "kt_test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 /* Fail the test unless @p call returns 0, showing the library's message. */
@@ -548,6 +550,76 @@ static void test_delete__no_orphans(void **state)
 	assert_clean(store_of(state));
 }
 
+/* A reader that counts the nodes under /t, over and over, until told to
+ * stop; each count is over one snapshot. */
+typedef struct reader {
+	kt_store *store;
+	atomic_int stop;
+	atomic_size_t reads;
+	size_t full;      /* the count before the delete */
+	size_t partial, last, errors;
+} reader;
+
+static void *count_loop(void *arg)
+{
+	reader *r = arg;
+
+	while (!atomic_load(&r->stop) || atomic_load(&r->reads) == 0) {
+		kt_iter *it = NULL;
+		const kt_entry *e = NULL;
+		size_t n = 0;
+		int rc = kt_find_new(&it, r->store, "/t", KT_FIND_SUBTREE);
+
+		if (rc != 0) {
+			r->errors++;
+			continue;
+		}
+		while ((rc = kt_iter_next(&e, it)) == 0)
+			n++;
+		kt_iter_free(it);
+		if (rc != KT_ITEROVER)
+			r->errors++;
+		else if (n != 0 && n != r->full)
+			r->partial++;
+		r->last = n;
+		atomic_fetch_add(&r->reads, 1);
+	}
+	return NULL;
+}
+
+/* One atomic batch: a reader sees the whole subtree or none of it. */
+static void test_delete__recursive_is_atomic_to_readers(void **state)
+{
+	kt_store *s = store_of(state);
+	reader r;
+	pthread_t th;
+	char path[64];
+	int i;
+
+	for (i = 0; i < 400; i++) {
+		snprintf(path, sizeof(path), "/t/d%d/e%d", i % 20, i);
+		put_str(s, path, "v");
+	}
+	memset(&r, 0, sizeof(r));
+	atomic_init(&r.stop, 0);
+	atomic_init(&r.reads, 0);
+	r.store = s;
+	r.full = 1 + 20 + 400;
+	assert_int_equal(pthread_create(&th, NULL, count_loop, &r), 0);
+	while (atomic_load(&r.reads) < 3)
+		pause_a_little();
+	ok(kt_delete(s, "/t", KT_DELETE_RECURSIVE));
+	pause_a_little();
+	atomic_store(&r.stop, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(r.errors, 0);
+	if (r.partial != 0)
+		fail_msg("%zu of %zu reads saw part of the subtree", r.partial,
+			 (size_t)atomic_load(&r.reads));
+	assert_int_equal(r.last, 0);
+	assert_clean(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -559,6 +631,7 @@ int main(void)
 		T(test_delete__through_intermediate_link),
 		T(test_delete__dir_with_children_is_enotempty),
 		T(test_delete__recursive_removes_subtree),
+		T(test_delete__recursive_is_atomic_to_readers),
 		T(test_delete__recursive_item_and_empty),
 		T(test_delete__one_component_path),
 		T(test_delete__prune_removes_empty_ancestors),

@@ -6,6 +6,8 @@
  */
 #include "kt_test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 /* Fail the test unless @p call returns 0, showing the library's message. */
@@ -556,6 +558,92 @@ static void test_rename__invalid_paths(void **state)
 			   KT_EINVAL, "");
 }
 
+/* A reader that counts, in one snapshot of the whole store, the nodes
+ * under /src and under /dst/moved, until told to stop. */
+typedef struct reader {
+	kt_store *store;
+	atomic_int stop;
+	atomic_size_t reads;
+	size_t full;      /* nodes in the moved subtree */
+	size_t torn, errors;
+	size_t last_src, last_dst;
+} reader;
+
+static int under(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	return strncmp(path, top, n) == 0 &&
+	       (path[n] == '\0' || path[n] == '/');
+}
+
+static void *count_loop(void *arg)
+{
+	reader *r = arg;
+
+	while (!atomic_load(&r->stop) || atomic_load(&r->reads) == 0) {
+		kt_iter *it = NULL;
+		const kt_entry *e = NULL;
+		size_t src = 0, dst = 0;
+		int rc = kt_find_new(&it, r->store, "/", 0);
+
+		if (rc != 0) {
+			r->errors++;
+			continue;
+		}
+		while ((rc = kt_iter_next(&e, it)) == 0) {
+			src += under(e->name, "/src");
+			dst += under(e->name, "/dst/moved");
+		}
+		kt_iter_free(it);
+		if (rc != KT_ITEROVER)
+			r->errors++;
+		else if (!(src == r->full && dst == 0) &&
+			 !(src == 0 && dst == r->full))
+			r->torn++;
+		r->last_src = src;
+		r->last_dst = dst;
+		atomic_fetch_add(&r->reads, 1);
+	}
+	return NULL;
+}
+
+/* One atomic write: a reader sees the subtree at src or at dst, whole. */
+static void test_rename__subtree_move_is_atomic_to_readers(void **state)
+{
+	kt_store *s = store_of(state);
+	struct timespec ts = {0, 2 * 1000 * 1000};
+	reader r;
+	pthread_t th;
+	char path[64];
+	int i;
+
+	for (i = 0; i < 400; i++) {
+		snprintf(path, sizeof(path), "/src/d%d/e%d", i % 20, i);
+		put_str(s, path, "v");
+	}
+	ok(kt_mkdir(s, "/dst", NULL));
+	memset(&r, 0, sizeof(r));
+	atomic_init(&r.stop, 0);
+	atomic_init(&r.reads, 0);
+	r.store = s;
+	r.full = 1 + 20 + 400;
+	assert_int_equal(pthread_create(&th, NULL, count_loop, &r), 0);
+	while (atomic_load(&r.reads) < 3)
+		nanosleep(&ts, NULL);
+	ok(kt_rename(s, "/src", "/dst/moved", 0));
+	nanosleep(&ts, NULL);
+	atomic_store(&r.stop, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(r.errors, 0);
+	if (r.torn != 0)
+		fail_msg("%zu of %zu reads saw a torn move", r.torn,
+			 (size_t)atomic_load(&r.reads));
+	assert_int_equal(r.last_src, 0);
+	assert_int_equal(r.last_dst, r.full);
+	assert_clean(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -577,6 +665,7 @@ int main(void)
 		T(test_rename__exchange_file_and_dir),
 		T(test_rename__exchange_needs_both),
 		T(test_rename__subtree_moves_whole),
+		T(test_rename__subtree_move_is_atomic_to_readers),
 		T(test_rename__moved_node_ctime),
 		T(test_rename__missing_src_or_dst_parent),
 		T(test_rename__root_is_rejected),
