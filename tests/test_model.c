@@ -2243,12 +2243,21 @@ static void run_step(mctx *c)
 				o->flags = 0;
 				rand_value(c, o);
 			}
-			/* act on what the operation before made */
-			if (i > 0 && rn(c, 3) == 0 &&
-			    strcmp(c->sub[i - 1].p1, "/") != 0)
-				strcpy(rn(c, 2) && o->type == OP_RENAME ? o->p2
-									: o->p1,
-				       c->sub[i - 1].p1);
+			/* act on what the operation before made (or moved
+			 * away, or below it) */
+			if (i > 0 && rn(c, 2) == 0) {
+				const op *b = &c->sub[i - 1];
+				char *to = rn(c, 2) && o->type == OP_RENAME
+						   ? o->p2
+						   : o->p1;
+				strcpy(to, b->type == OP_RENAME && rn(c, 3)
+						   ? b->p2
+						   : b->p1);
+				if (rn(c, 3) == 0 && strlen(to) + 16 < PBUF) {
+					strcat(to, "/");
+					strcat(to, names[rn(c, NNAMES)]);
+				}
+			}
 		}
 	} else {
 		gen_op(c, &c->o);
@@ -2488,6 +2497,7 @@ static void test_model__link_hops(void **state)
 		set_op(c, OP_DELETE, p, NULL, 0);
 		snprintf(p, sizeof(p), "/h%d/l0", k);
 		set_op(c, OP_ATTR_SET, p, NULL, 0);
+		set_op(c, OP_PUT, p, NULL, 0);
 		snprintf(p, sizeof(p), "/h%d/l%d", k, k - 1);
 		set_op(c, OP_DELETE, p, NULL, 0);
 		/* now the chain ends in a dangling link */
@@ -2496,6 +2506,7 @@ static void test_model__link_hops(void **state)
 	}
 	assert_int_equal(c->count[OP_ATTR_SET][0], 4);
 	assert_int_equal(c->count[OP_ATTR_SET][-KT_ELOOP], 2);
+	assert_int_equal(c->count[OP_PUT][-KT_ELOOP], 2);
 	check_all(c);
 	ctx_free(c);
 }
