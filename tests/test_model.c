@@ -2367,6 +2367,10 @@ static void check_coverage(mctx *c)
 				 c->step);
 }
 
+/* The context of the running test, released by model_teardown when a
+ * failure jumped out of the test. */
+static struct mctx *live_ctx;
+
 /* A model holding only the root, for the fixture's empty store. */
 static mctx *ctx_new(kt_test_fixture *f)
 {
@@ -2376,6 +2380,7 @@ static mctx *ctx_new(kt_test_fixture *f)
 
 	assert_non_null(c);
 	c->f = f;
+	live_ctx = c;
 	c->seed = c->rng = DEFAULT_SEED;
 	c->o.val = malloc(BIGVAL);
 	assert_non_null(c->o.val);
@@ -2405,6 +2410,7 @@ static void ctx_free(mctx *c)
 	for (i = 0; i < 4; i++)
 		free(c->sub[i].val);
 	free(c);
+	live_ctx = NULL;
 }
 
 static void test_model__random_ops(void **state)
@@ -2511,15 +2517,20 @@ static void test_model__link_hops(void **state)
 	ctx_free(c);
 }
 
+static int model_teardown(void **state)
+{
+	if (live_ctx != NULL)
+		ctx_free(live_ctx);
+	return kt_test_teardown(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_model__link_hops,
-						kt_test_setup,
-						kt_test_teardown),
+						kt_test_setup, model_teardown),
 		cmocka_unit_test_setup_teardown(test_model__random_ops,
-						kt_test_setup,
-						kt_test_teardown),
+						kt_test_setup, model_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
