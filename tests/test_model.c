@@ -2233,7 +2233,7 @@ static void run_step(mctx *c)
 			op *o = &c->sub[i];
 			do
 				gen_op(c, o);
-			while (path_err(o->p1) != 0 ||
+			while (path_err(o->p1) != 0 || strcmp(o->p1, "/") == 0 ||
 			       (o->type == OP_RENAME && path_err(o->p2) != 0) ||
 			       strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
 			       (o->type == OP_SYMLINK && o->p2[0] == '\0'));
@@ -2250,13 +2250,14 @@ static void run_step(mctx *c)
 				char *to = rn(c, 2) && o->type == OP_RENAME
 						   ? o->p2
 						   : o->p1;
-				strcpy(to, b->type == OP_RENAME && rn(c, 3)
+				strcpy(p1, b->type == OP_RENAME && rn(c, 3)
 						   ? b->p2
 						   : b->p1);
-				if (rn(c, 3) == 0 && strlen(to) + 16 < PBUF) {
-					strcat(to, "/");
-					strcat(to, names[rn(c, NNAMES)]);
+				if (rn(c, 3) == 0 && strlen(p1) + 16 < PBUF) {
+					strcat(p1, "/");
+					strcat(p1, names[rn(c, NNAMES)]);
 				}
+				strcpy(to, p1);
 			}
 		}
 	} else {
