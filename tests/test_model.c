@@ -92,11 +92,11 @@
 
 #include "kt_test.h"
 
-#define DEFAULT_OPS 20000UL
+#define DEFAULT_OPS  20000UL
 #define DEFAULT_SEED 0x6b657974726565ULL /* "keytree" */
-#define CHECK_EVERY 500UL
-#define PBUF 4352
-#define BIGVAL 20000
+#define CHECK_EVERY  500UL
+#define PBUF	     4352
+#define BIGVAL	     20000
 
 /* ------------------------------------------------------------------------
  * Small containers */
@@ -315,14 +315,14 @@ typedef struct mnode {
 	unsigned int kind;
 	unsigned char *val; /* ITEM: the value */
 	size_t vlen;
-	char *target;       /* LINK: the target */
-	mattr *attrs;       /* sorted by name */
+	char *target; /* LINK: the target */
+	mattr *attrs; /* sorted by name */
 	size_t nattrs;
-	uint64_t id;        /* 0 until first observed */
-	uint64_t ver;       /* last observed version */
-	int vstate;         /* V_*: what the next observed version must be */
+	uint64_t id;	    /* 0 until first observed */
+	uint64_t ver;	    /* last observed version */
+	int vstate;	    /* V_*: what the next observed version must be */
 	unsigned long mark; /* check_all: epoch in which find reported it */
-	uint32_t mode;      /* the default mode it was made with; 0 once an
+	uint32_t mode;	    /* the default mode it was made with; 0 once an
 			       item became item+dir or the reverse, where
 			       keytree.h does not say */
 } mnode;
@@ -435,8 +435,8 @@ static int m_has_children(const model *m, const char *path)
  * (allocated; caller frees the array only). */
 static size_t m_children(const model *m, const char *path, mnode ***out)
 {
-	size_t lo, hi, i, n = 0, pl = strcmp(path, "/") == 0 ? 1
-							     : strlen(path) + 1;
+	size_t lo, hi, i, n = 0,
+			  pl = strcmp(path, "/") == 0 ? 1 : strlen(path) + 1;
 	mnode **v;
 
 	m_desc_range(m, path, &lo, &hi);
@@ -532,8 +532,8 @@ static void m_clone(model *dst, const model *src)
 		assert_non_null(n->attrs);
 		for (k = 0; k < s->nattrs; k++) {
 			n->attrs[k].name = xstrdup(s->attrs[k].name);
-			n->attrs[k].val = xmemdup(s->attrs[k].val,
-						  s->attrs[k].len);
+			n->attrs[k].val =
+				xmemdup(s->attrs[k].val, s->attrs[k].len);
 			n->attrs[k].len = s->attrs[k].len;
 		}
 		dst->v[i] = n;
@@ -598,12 +598,21 @@ static void m_attr_delete(mnode *n, const char *name)
 /* ------------------------------------------------------------------------
  * The test's state */
 
-enum { OP_PUT, OP_MKDIR, OP_SYMLINK, OP_DELETE, OP_RENAME, OP_ATTR_SET,
-       OP_ATTR_DELETE, OP_BATCH, OP__COUNT };
+enum {
+	OP_PUT,
+	OP_MKDIR,
+	OP_SYMLINK,
+	OP_DELETE,
+	OP_RENAME,
+	OP_ATTR_SET,
+	OP_ATTR_DELETE,
+	OP_BATCH,
+	OP__COUNT
+};
 
 static const char *const op_names[OP__COUNT] = {
-	"put", "mkdir", "symlink", "delete", "rename", "attr_set",
-	"attr_delete", "batch"};
+	"put",	  "mkdir",    "symlink",     "delete",
+	"rename", "attr_set", "attr_delete", "batch"};
 
 #define NRC 21 /* result codes 0 .. -20 counted per operation */
 
@@ -625,10 +634,10 @@ typedef struct mctx {
 	unsigned long step;
 	int verbose;
 	char desc[PBUF * 2 + 256]; /* the current step, for messages */
-	int step_failed;           /* the current step's op was rejected */
-	strlist plan;    /* walk_parent: "c<path>" create, "v<path>" convert */
+	int step_failed;	   /* the current step's op was rejected */
+	strlist plan;	 /* walk_parent: "c<path>" create, "v<path>" convert */
 	strlist touched; /* real paths of nodes the step created or wrote */
-	strlist checks;  /* paths compared after the step */
+	strlist checks;	 /* paths compared after the step */
 	u64set versions; /* versions observed in earlier steps */
 	u64set step_versions;
 	unsigned long epoch;
@@ -658,9 +667,9 @@ static void mismatch(mctx *c, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	fail_msg("model mismatch at step %lu (replay: KT_MODEL_SEED=%llu "
-		 "KT_MODEL_OPS=%lu)\n  op: %s\n  %s", c->step,
-		 (unsigned long long)c->seed, c->step + 1,
-		 c->desc, buf);
+		 "KT_MODEL_OPS=%lu)\n  op: %s\n  %s",
+		 c->step, (unsigned long long)c->seed, c->step + 1, c->desc,
+		 buf);
 }
 
 static const char *rcname(int rc)
@@ -668,21 +677,36 @@ static const char *rcname(int rc)
 	static char buf[32];
 
 	switch (rc) {
-	case 0: return "0";
-	case KT_ENOTFOUND: return "KT_ENOTFOUND";
-	case KT_EEXISTS: return "KT_EEXISTS";
-	case KT_ENOTDIR: return "KT_ENOTDIR";
-	case KT_EISDIR: return "KT_EISDIR";
-	case KT_ENOTEMPTY: return "KT_ENOTEMPTY";
-	case KT_ELOOP: return "KT_ELOOP";
-	case KT_EINVAL: return "KT_EINVAL";
-	case KT_ENAMETOOLONG: return "KT_ENAMETOOLONG";
-	case KT_ERESERVED: return "KT_ERESERVED";
-	case KT_ENOMEM: return "KT_ENOMEM";
-	case KT_ECORRUPT: return "KT_ECORRUPT";
-	case KT_EIO: return "KT_EIO";
-	case KT_ENOATTR: return "KT_ENOATTR";
-	case KT_ITEROVER: return "KT_ITEROVER";
+	case 0:
+		return "0";
+	case KT_ENOTFOUND:
+		return "KT_ENOTFOUND";
+	case KT_EEXISTS:
+		return "KT_EEXISTS";
+	case KT_ENOTDIR:
+		return "KT_ENOTDIR";
+	case KT_EISDIR:
+		return "KT_EISDIR";
+	case KT_ENOTEMPTY:
+		return "KT_ENOTEMPTY";
+	case KT_ELOOP:
+		return "KT_ELOOP";
+	case KT_EINVAL:
+		return "KT_EINVAL";
+	case KT_ENAMETOOLONG:
+		return "KT_ENAMETOOLONG";
+	case KT_ERESERVED:
+		return "KT_ERESERVED";
+	case KT_ENOMEM:
+		return "KT_ENOMEM";
+	case KT_ECORRUPT:
+		return "KT_ECORRUPT";
+	case KT_EIO:
+		return "KT_EIO";
+	case KT_ENOATTR:
+		return "KT_ENOATTR";
+	case KT_ITEROVER:
+		return "KT_ITEROVER";
 	default:
 		snprintf(buf, sizeof(buf), "%d", rc);
 		return buf;
@@ -691,9 +715,9 @@ static const char *rcname(int rc)
 
 static const char *kindname(unsigned int k)
 {
-	static const char *const names[8] = {"none", "item", "dir", "item+dir",
-					     "link", "link+item", "link+dir",
-					     "link+item+dir"};
+	static const char *const names[8] = {
+		"none", "item",	     "dir",	 "item+dir",
+		"link", "link+item", "link+dir", "link+item+dir"};
 	return k < 8 ? names[k] : "bad-kind";
 }
 
@@ -730,12 +754,15 @@ static unsigned int rn(mctx *c, unsigned int n)
 
 /* "a" is a prefix of "ab"; "æ" (C3 A6) shares its last byte with the
  * default delimiter (C2 A6); "日本" is multi-byte and sorts last. */
-static const char *const names[] = {"a", "b", "c", "ab", "\xc3\xa6",
-				    "\xe6\x97\xa5\xe6\x9c\xac"};
+static const char *const names[] = {
+	"a", "b", "c", "ab", "\xc3\xa6", "\xe6\x97\xa5\xe6\x9c\xac"};
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 /* The last one starts with the delimiter and is only used now and then. */
-static const char *const anames[] = {"x", "y", "xy", "\xc3\xbc",
+static const char *const anames[] = {"x",
+				     "y",
+				     "xy",
+				     "\xc3\xbc",
 				     "x" KT_DEFAULT_DELIMITER,
 				     KT_DEFAULT_DELIMITER "x"};
 #define NANAMES (sizeof(anames) / sizeof(anames[0]))
@@ -766,7 +793,8 @@ static void rand_path(mctx *c, char *buf)
 static void pick_path(mctx *c, char *buf)
 {
 	if (c->m.n > 1 && rn(c, 100) < 45) {
-		const char *p = c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
+		const char *p =
+			c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
 		if (strlen(p) + 16 < PBUF) {
 			strcpy(buf, p);
 			if (rn(c, 4) == 0) {
@@ -812,7 +840,8 @@ static void rand_target(mctx *c, const char *link, char *buf)
 		else
 			strcpy(buf, link);
 	} else if (c->m.n > 1) {
-		const char *p = c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
+		const char *p =
+			c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
 		if (strlen(p) < 200)
 			strcpy(buf, p);
 		else
@@ -832,9 +861,9 @@ static void rand_value(mctx *c, op *o)
 		o->val[i] = (unsigned char)rn(c, 256);
 }
 
-static const char *const bad_paths[] = {"", "a", "/a/", "//a", "/a//b",
-					"/a/./b", "/a/../b", "/.", "/..",
-					"/a/.", "/b/.."};
+static const char *const bad_paths[] = {"",	 "a",	   "/a/",     "//a",
+					"/a//b", "/a/./b", "/a/../b", "/.",
+					"/..",	 "/a/.",   "/b/.."};
 #define NBAD (sizeof(bad_paths) / sizeof(bad_paths[0]))
 
 /* Canonical, but with the delimiter in a name. */
@@ -847,9 +876,13 @@ static void gen_op(mctx *c, op *o)
 {
 	unsigned int r = rn(c, 100);
 	static const unsigned int del_flags[] = {
-		0, KT_DELETE_RECURSIVE, KT_DELETE_PRUNE,
-		KT_DELETE_RECURSIVE | KT_DELETE_PRUNE, KT_DELETE_ITEM,
-		KT_DELETE_ITEM | KT_DELETE_PRUNE, KT_DELETE_RECURSIVE};
+		0,
+		KT_DELETE_RECURSIVE,
+		KT_DELETE_PRUNE,
+		KT_DELETE_RECURSIVE | KT_DELETE_PRUNE,
+		KT_DELETE_ITEM,
+		KT_DELETE_ITEM | KT_DELETE_PRUNE,
+		KT_DELETE_RECURSIVE};
 
 	o->flags = 0;
 	o->null_opts = 0;
@@ -876,15 +909,16 @@ static void gen_op(mctx *c, op *o)
 	} else if (r < 60) {
 		o->type = OP_DELETE;
 		o->flags = del_flags[rn(c, sizeof(del_flags) /
-					   sizeof(del_flags[0]))];
+						   sizeof(del_flags[0]))];
 		if (rn(c, 300) == 0)
 			strcpy(o->p1, "/");
 	} else if (r < 76) {
 		o->type = OP_RENAME;
 		pick_path(c, o->p2);
 		r = rn(c, 10);
-		o->flags = r < 6 ? 0 : r < 8 ? KT_RENAME_NOREPLACE
-					     : KT_RENAME_EXCHANGE;
+		o->flags = r < 6   ? 0
+			   : r < 8 ? KT_RENAME_NOREPLACE
+				   : KT_RENAME_EXCHANGE;
 		if (rn(c, 50) == 0)
 			strcpy(o->p2, o->p1);
 	} else if (r < 91) {
@@ -919,43 +953,46 @@ static void describe_op(char *desc, size_t cap, const op *o)
 
 	switch (o->type) {
 	case OP_PUT:
-		snprintf(desc, cap,
-			 "kt_put(\"%s\", len %zu [%s], %s)", o->p1, o->vlen,
-			 hexs(hx, sizeof(hx), o->val, o->vlen),
-			 o->flags ? "KT_CREATE_EXCL" : o->null_opts ? "NULL"
-								      : "0");
+		snprintf(desc, cap, "kt_put(\"%s\", len %zu [%s], %s)", o->p1,
+			 o->vlen, hexs(hx, sizeof(hx), o->val, o->vlen),
+			 o->flags	? "KT_CREATE_EXCL"
+			 : o->null_opts ? "NULL"
+					: "0");
 		break;
 	case OP_MKDIR:
 	case OP_SYMLINK:
-		fl = o->flags ? "KT_CREATE_PARENTS" : o->null_opts ? "NULL"
-								   : "0";
+		fl = o->flags	    ? "KT_CREATE_PARENTS"
+		     : o->null_opts ? "NULL"
+				    : "0";
 		if (o->type == OP_MKDIR)
-			snprintf(desc, cap,
-				 "kt_mkdir(\"%s\", %s)", o->p1, fl);
+			snprintf(desc, cap, "kt_mkdir(\"%s\", %s)", o->p1, fl);
 		else
 			snprintf(desc, cap,
-				 "kt_symlink(\"%s\", target \"%s\", %s)",
-				 o->p1, o->p2, fl);
+				 "kt_symlink(\"%s\", target \"%s\", %s)", o->p1,
+				 o->p2, fl);
 		break;
 	case OP_DELETE:
-		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s)",
-			 o->p1, o->flags ? "" : "0",
+		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s)", o->p1,
+			 o->flags ? "" : "0",
 			 o->flags & KT_DELETE_RECURSIVE ? "RECURSIVE " : "",
 			 o->flags & KT_DELETE_PRUNE ? "PRUNE " : "",
 			 o->flags & KT_DELETE_ITEM ? "ITEM " : "");
 		break;
 	case OP_RENAME:
-		snprintf(desc, cap,
-			 "kt_rename(\"%s\", \"%s\", %s)", o->p1, o->p2,
-			 o->flags == KT_RENAME_NOREPLACE ? "NOREPLACE"
-			 : o->flags == KT_RENAME_EXCHANGE ? "EXCHANGE" : "0");
+		snprintf(desc, cap, "kt_rename(\"%s\", \"%s\", %s)", o->p1,
+			 o->p2,
+			 o->flags == KT_RENAME_NOREPLACE  ? "NOREPLACE"
+			 : o->flags == KT_RENAME_EXCHANGE ? "EXCHANGE"
+							  : "0");
 		break;
 	case OP_ATTR_SET:
 		snprintf(desc, cap,
 			 "kt_attr_set(\"%s\", \"%s\", len %zu [%s], %s)", o->p1,
-			 o->aname, o->vlen, hexs(hx, sizeof(hx), o->val, o->vlen),
-			 o->flags == KT_ATTR_CREATE ? "CREATE"
-			 : o->flags == KT_ATTR_REPLACE ? "REPLACE" : "0");
+			 o->aname, o->vlen,
+			 hexs(hx, sizeof(hx), o->val, o->vlen),
+			 o->flags == KT_ATTR_CREATE    ? "CREATE"
+			 : o->flags == KT_ATTR_REPLACE ? "REPLACE"
+						       : "0");
 		break;
 	default:
 		snprintf(desc, cap, "kt_attr_delete(\"%s\", \"%s\")", o->p1,
@@ -1081,7 +1118,7 @@ typedef struct walk {
 	int hops;
 	char parent[PBUF]; /* real path of the parent directory */
 	char path[PBUF];   /* parent + last name */
-	mnode *node;       /* the node there (not followed), or NULL */
+	mnode *node;	   /* the node there (not followed), or NULL */
 } walk;
 
 /* Walk the components of the canonical path @p path (not "/") but the
@@ -1144,7 +1181,7 @@ static int walk_parent(mctx *c, const char *path, int mode, walk *w)
 struct res {
 	int rc;
 	char path[PBUF]; /* real path of the final component */
-	mnode *node;     /* node there, or NULL */
+	mnode *node;	 /* node there, or NULL */
 };
 
 /* Resolve a path as a reader does: following links in the middle
@@ -1209,8 +1246,9 @@ static mnode *m_create(mctx *c, const char *path, unsigned int kind)
 	mnode *n = m_new(&c->m, path, kind);
 
 	/* the defaults of kt_create_options */
-	n->mode = kind == KT_KIND_ITEM ? 0644 : kind == KT_KIND_DIR ? 0755
-								    : 0777;
+	n->mode = kind == KT_KIND_ITEM	? 0644
+		  : kind == KT_KIND_DIR ? 0755
+					: 0777;
 	dirty_parent(c, path);
 	touch(c, path);
 	return n;
@@ -1498,13 +1536,20 @@ static int model_batch(mctx *c)
 static int model_apply(mctx *c, const op *o)
 {
 	switch (o->type) {
-	case OP_BATCH: return model_batch(c);
-	case OP_PUT: return model_put(c, o);
-	case OP_MKDIR: return model_mkdir(c, o);
-	case OP_SYMLINK: return model_symlink(c, o);
-	case OP_DELETE: return model_delete(c, o);
-	case OP_RENAME: return model_rename(c, o);
-	default: return model_attr(c, o);
+	case OP_BATCH:
+		return model_batch(c);
+	case OP_PUT:
+		return model_put(c, o);
+	case OP_MKDIR:
+		return model_mkdir(c, o);
+	case OP_SYMLINK:
+		return model_symlink(c, o);
+	case OP_DELETE:
+		return model_delete(c, o);
+	case OP_RENAME:
+		return model_rename(c, o);
+	default:
+		return model_attr(c, o);
 	}
 }
 
@@ -1598,8 +1643,10 @@ static void expect_rc(mctx *c, const char *call, const char *path, int want,
 {
 	if (got == want) {
 		if (got < 0 && kt_errmsg()[0] == '\0')
-			mismatch(c, "%s(\"%s\") failed with %s but kt_errmsg() "
-				 "is empty", call, path, rcname(got));
+			mismatch(c,
+				 "%s(\"%s\") failed with %s but kt_errmsg() "
+				 "is empty",
+				 call, path, rcname(got));
 		return;
 	}
 	mismatch(c, "%s(\"%s\"): expected %s, got %s (%s)%s%s%s", call, path,
@@ -1614,9 +1661,10 @@ static void cmp_id(mctx *c, const char *call, mnode *n, uint64_t id)
 	if (n->id == 0)
 		n->id = id;
 	else if (n->id != id)
-		mismatch(c, "%s: node \"%s\" has id %llu, expected %llu (ids "
-			 "are kept across rename and conversion)", call,
-			 n->path, (unsigned long long)id,
+		mismatch(c,
+			 "%s: node \"%s\" has id %llu, expected %llu (ids "
+			 "are kept across rename and conversion)",
+			 call, n->path, (unsigned long long)id,
 			 (unsigned long long)n->id);
 }
 
@@ -1648,18 +1696,22 @@ static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
 		mismatch(c, "%s(\"%s\"): size %llu, expected %zu", call, path,
 			 (unsigned long long)st->size, n->vlen);
 	if ((n->kind & KT_KIND_LINK) && st->size != strlen(n->target))
-		mismatch(c, "%s(\"%s\"): size %llu, expected %zu (link "
-			 "target)", call, path, (unsigned long long)st->size,
+		mismatch(c,
+			 "%s(\"%s\"): size %llu, expected %zu (link "
+			 "target)",
+			 call, path, (unsigned long long)st->size,
 			 strlen(n->target));
 	if (n->vstate != V_KNOWN && u64_has(&c->versions, st->version))
-		mismatch(c, "%s(\"%s\"): version %llu of %s node \"%s\" was "
-			 "seen before (versions are never reused)", call, path,
-			 (unsigned long long)st->version,
+		mismatch(c,
+			 "%s(\"%s\"): version %llu of %s node \"%s\" was "
+			 "seen before (versions are never reused)",
+			 call, path, (unsigned long long)st->version,
 			 n->vstate == V_NEW ? "new" : "written", n->path);
 	if (n->vstate == V_DIRTY && st->version == n->ver)
-		mismatch(c, "%s(\"%s\"): version %llu unchanged after a write "
-			 "of \"%s\"", call, path,
-			 (unsigned long long)st->version, n->path);
+		mismatch(c,
+			 "%s(\"%s\"): version %llu unchanged after a write "
+			 "of \"%s\"",
+			 call, path, (unsigned long long)st->version, n->path);
 	n->ver = st->version;
 	n->vstate = V_KNOWN;
 	u64_add(&c->step_versions, st->version);
@@ -1702,10 +1754,13 @@ static void cmp_page(mctx *c, const char *path, mnode **ch, size_t n)
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		if (k == nwant || e->name_len != strlen(want[k]) ||
 		    memcmp(e->name, want[k], e->name_len) != 0) {
-			snprintf(msg, sizeof(msg), "entry %zu is \"%.*s\", "
-				 "expected %s%s%s", k, (int)e->name_len,
-				 e->name, k < nwant ? "\"" : "the end",
-				 k < nwant ? want[k] : "", k < nwant ? "\"" : "");
+			snprintf(msg, sizeof(msg),
+				 "entry %zu is \"%.*s\", "
+				 "expected %s%s%s",
+				 k, (int)e->name_len, e->name,
+				 k < nwant ? "\"" : "the end",
+				 k < nwant ? want[k] : "",
+				 k < nwant ? "\"" : "");
 			break;
 		}
 		k++;
@@ -1718,9 +1773,11 @@ static void cmp_page(mctx *c, const char *path, mnode **ch, size_t n)
 			 nwant);
 	free(want);
 	if (msg[0] != '\0')
-		mismatch(c, "kt_iter_new(\"%s\", after \"%s\", limit %zu, "
-			 "%s): %s", path, lo.after ? lo.after : "(none)",
-			 lo.limit, lo.reverse ? "reverse" : "forward", msg);
+		mismatch(c,
+			 "kt_iter_new(\"%s\", after \"%s\", limit %zu, "
+			 "%s): %s",
+			 path, lo.after ? lo.after : "(none)", lo.limit,
+			 lo.reverse ? "reverse" : "forward", msg);
 }
 
 static void cmp_listing(mctx *c, const char *path, mnode *dir)
@@ -1740,7 +1797,8 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		const char *nm = i < n ? strrchr(ch[i]->path, '/') + 1 : NULL;
 		if (nm == NULL) {
-			snprintf(msg, sizeof(msg), "extra entry \"%.*s\" "
+			snprintf(msg, sizeof(msg),
+				 "extra entry \"%.*s\" "
 				 "(directory \"%s\" has %zu children)",
 				 (int)e->name_len, e->name, dir->path, n);
 			break;
@@ -1748,10 +1806,11 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 		if (e->name_len != strlen(nm) ||
 		    memcmp(e->name, nm, e->name_len) != 0 ||
 		    e->kind != ch[i]->kind) {
-			snprintf(msg, sizeof(msg), "entry %zu is \"%.*s\" %s, "
-				 "expected \"%s\" %s", i, (int)e->name_len,
-				 e->name, kindname(e->kind), nm,
-				 kindname(ch[i]->kind));
+			snprintf(msg, sizeof(msg),
+				 "entry %zu is \"%.*s\" %s, "
+				 "expected \"%s\" %s",
+				 i, (int)e->name_len, e->name,
+				 kindname(e->kind), nm, kindname(ch[i]->kind));
 			break;
 		}
 		cmp_id(c, "kt_iter_next", ch[i], e->id);
@@ -1762,8 +1821,10 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 		snprintf(msg, sizeof(msg), "kt_iter_next: %s (%s)", rcname(rc),
 			 kt_errmsg());
 	if (msg[0] == '\0' && i != n)
-		snprintf(msg, sizeof(msg), "%zu entries, expected %zu; missing "
-			 "\"%s\"", i, n, ch[i]->path);
+		snprintf(msg, sizeof(msg),
+			 "%zu entries, expected %zu; missing "
+			 "\"%s\"",
+			 i, n, ch[i]->path);
 	if (msg[0] == '\0')
 		cmp_page(c, path, ch, n);
 	free(ch);
@@ -1789,13 +1850,15 @@ static void cmp_attrs(mctx *c, const char *path, mnode *n)
 		    e->value_len != a->len ||
 		    (a->len && memcmp(e->value, a->val, a->len) != 0)) {
 			char got[PBUF];
-			snprintf(got, sizeof(got), "%.*s=[%s]", (int)e->name_len,
-				 e->name, hexs(h1, sizeof(h1), e->value,
-					       e->value_len));
+			snprintf(got, sizeof(got), "%.*s=[%s]",
+				 (int)e->name_len, e->name,
+				 hexs(h1, sizeof(h1), e->value, e->value_len));
 			kt_iter_free(it);
-			mismatch(c, "kt_attr_iter_new(\"%s\"): attribute %zu is "
-				 "%s, expected %s%s%s%s", path, i, got,
-				 a ? a->name : "(none)", a ? "=[" : "",
+			mismatch(c,
+				 "kt_attr_iter_new(\"%s\"): attribute %zu is "
+				 "%s, expected %s%s%s%s",
+				 path, i, got, a ? a->name : "(none)",
+				 a ? "=[" : "",
 				 a ? hexs(h2, sizeof(h2), a->val, a->len) : "",
 				 a ? "]" : "");
 		}
@@ -1806,9 +1869,10 @@ static void cmp_attrs(mctx *c, const char *path, mnode *n)
 		expect_rc(c, "kt_iter_next (attributes)", path, KT_ITEROVER, rc,
 			  NULL);
 	if (i != n->nattrs)
-		mismatch(c, "kt_attr_iter_new(\"%s\"): %zu attributes, expected "
-			 "%zu; missing \"%s\"", path, i, n->nattrs,
-			 n->attrs[i].name);
+		mismatch(c,
+			 "kt_attr_iter_new(\"%s\"): %zu attributes, expected "
+			 "%zu; missing \"%s\"",
+			 path, i, n->nattrs, n->attrs[i].name);
 }
 
 /* Compare everything a reader can see at @p path. */
@@ -1843,9 +1907,10 @@ static void check_path(mctx *c, const char *path)
 		cmp_stat(c, "kt_stat", path, rf.node, &st);
 
 	/* kt_readlink */
-	want = rl.rc ? rl.rc
-	       : rl.node == NULL ? KT_ENOTFOUND
-	       : (rl.node->kind & KT_KIND_LINK) ? 0 : KT_EINVAL;
+	want = rl.rc				? rl.rc
+	       : rl.node == NULL		? KT_ENOTFOUND
+	       : (rl.node->kind & KT_KIND_LINK) ? 0
+						: KT_EINVAL;
 	rc = kt_readlink(&t, &len, s, path);
 	expect_rc(c, "kt_readlink", path, want, rc, &rl);
 	if (rc == 0 && (len != strlen(rl.node->target) ||
@@ -1853,15 +1918,18 @@ static void check_path(mctx *c, const char *path)
 		char got[PBUF];
 		snprintf(got, sizeof(got), "%s", t);
 		kt_free(t);
-		mismatch(c, "kt_readlink(\"%s\"): \"%s\" (len %zu), expected "
-			 "\"%s\"", path, got, len, rl.node->target);
+		mismatch(c,
+			 "kt_readlink(\"%s\"): \"%s\" (len %zu), expected "
+			 "\"%s\"",
+			 path, got, len, rl.node->target);
 	}
 	kt_free(t);
 
 	/* kt_get */
-	want = rf.rc ? rf.rc
-	       : rf.node == NULL ? KT_ENOTFOUND
-	       : (rf.node->kind & KT_KIND_ITEM) ? 0 : KT_EISDIR;
+	want = rf.rc				? rf.rc
+	       : rf.node == NULL		? KT_ENOTFOUND
+	       : (rf.node->kind & KT_KIND_ITEM) ? 0
+						: KT_EISDIR;
 	rc = kt_get(&v, &len, s, path);
 	expect_rc(c, "kt_get", path, want, rc, &rf);
 	if (rc == 0 && (len != rf.node->vlen ||
@@ -1869,17 +1937,20 @@ static void check_path(mctx *c, const char *path)
 			((char *)v)[len] != '\0')) {
 		hexs(h1, sizeof(h1), v, len);
 		kt_free(v);
-		mismatch(c, "kt_get(\"%s\"): value [%s] (len %zu), expected [%s] "
-			 "(len %zu) of \"%s\"", path, h1, len,
+		mismatch(c,
+			 "kt_get(\"%s\"): value [%s] (len %zu), expected [%s] "
+			 "(len %zu) of \"%s\"",
+			 path, h1, len,
 			 hexs(h2, sizeof(h2), rf.node->val, rf.node->vlen),
 			 rf.node->vlen, rf.node->path);
 	}
 	kt_free(v);
 
 	/* kt_iter_new: the listing */
-	want = rf.rc ? rf.rc
-	       : rf.node == NULL ? KT_ENOTFOUND
-	       : (rf.node->kind & KT_KIND_DIR) ? 0 : KT_ENOTDIR;
+	want = rf.rc			       ? rf.rc
+	       : rf.node == NULL	       ? KT_ENOTFOUND
+	       : (rf.node->kind & KT_KIND_DIR) ? 0
+					       : KT_ENOTDIR;
 	if (want == 0) {
 		cmp_listing(c, path, rf.node);
 	} else {
@@ -2009,14 +2080,18 @@ static void check_all(mctx *c)
 		pn = m_find(&c->m, pp);
 		if (pn != NULL && pn->mark != c->epoch) {
 			kt_iter_free(it);
-			mismatch(c, "kt_find_new(\"/\"): \"%s\" came before its "
-				 "parent", p);
+			mismatch(c,
+				 "kt_find_new(\"/\"): \"%s\" came before its "
+				 "parent",
+				 p);
 		}
 		if (e->kind != mn->kind) {
 			unsigned int k = e->kind;
 			kt_iter_free(it);
-			mismatch(c, "kt_find_new(\"/\"): \"%s\" is %s, expected %s",
-				 p, kindname(k), kindname(mn->kind));
+			mismatch(
+				c,
+				"kt_find_new(\"/\"): \"%s\" is %s, expected %s",
+				p, kindname(k), kindname(mn->kind));
 		}
 		cmp_id(c, "kt_find_new", mn, e->id);
 		mn->mark = c->epoch;
@@ -2027,9 +2102,10 @@ static void check_all(mctx *c)
 		expect_rc(c, "kt_iter_next (find)", "/", KT_ITEROVER, rc, NULL);
 	for (i = 0; i < c->m.n; i++)
 		if (c->m.v[i]->mark != c->epoch)
-			mismatch(c, "kt_find_new(\"/\"): %zu nodes, expected %zu; "
-				 "missing \"%s\"", n, c->m.n - 1,
-				 c->m.v[i]->path);
+			mismatch(c,
+				 "kt_find_new(\"/\"): %zu nodes, expected %zu; "
+				 "missing \"%s\"",
+				 n, c->m.n - 1, c->m.v[i]->path);
 
 	for (i = 0; i < c->m.n; i++)
 		check_path(c, c->m.v[i]->path);
@@ -2043,9 +2119,10 @@ static void check_all(mctx *c)
 		for (k = i + 1; k < c->m.n; k++)
 			if (ids[i] == ids[k]) {
 				free(ids);
-				mismatch(c, "nodes \"%s\" and \"%s\" share id "
-					 "%llu", c->m.v[i]->path,
-					 c->m.v[k]->path,
+				mismatch(c,
+					 "nodes \"%s\" and \"%s\" share id "
+					 "%llu",
+					 c->m.v[i]->path, c->m.v[k]->path,
 					 (unsigned long long)c->m.v[i]->id);
 			}
 	}
@@ -2060,9 +2137,9 @@ static void check_all(mctx *c)
 		if (!(d->kind & KT_KIND_DIR))
 			continue;
 		if (strcmp(d->path, "/") != 0)
-			cmp_find(c, d->path, i % 2 ? KT_FIND_ITEMS |
-							  KT_FIND_SUBTREE
-						      : KT_FIND_SUBTREE);
+			cmp_find(c, d->path,
+				 i % 2 ? KT_FIND_ITEMS | KT_FIND_SUBTREE
+				       : KT_FIND_SUBTREE);
 		join(p, d->path, names[rn(c, NNAMES)]);
 		cmp_find(c, p, i % 2 ? KT_FIND_ITEMS : 0);
 	}
@@ -2132,8 +2209,10 @@ static void check_errmsg(mctx *c, const op *o)
 	if (msg[0] == '\0')
 		mismatch(c, "failed but kt_errmsg() is empty");
 	if (strstr(msg, num) == NULL)
-		mismatch(c, "kt_errmsg() '%s' does not say that operation %s "
-			 "failed", msg, num);
+		mismatch(c,
+			 "kt_errmsg() '%s' does not say that operation %s "
+			 "failed",
+			 msg, num);
 	if (strstr(msg, o->p1) == NULL &&
 	    (o->type != OP_RENAME || strstr(msg, o->p2) == NULL))
 		mismatch(c, "kt_errmsg() '%s' does not name \"%s\"", msg,
@@ -2186,18 +2265,20 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 			    sn[i].lver != after[i].lver ||
 			    sn[i].src != after[i].src ||
 			    sn[i].sver != after[i].sver)
-				mismatch(c, "rejected with %s but \"%s\" "
-					 "changed: lstat %s version %llu -> %s "
-					 "%llu, stat %s version %llu -> %s %llu",
-					 rcname(got), c->checks.v[i],
-					 rcname(sn[i].lrc),
-					 (unsigned long long)sn[i].lver,
-					 rcname(after[i].lrc),
-					 (unsigned long long)after[i].lver,
-					 rcname(sn[i].src),
-					 (unsigned long long)sn[i].sver,
-					 rcname(after[i].src),
-					 (unsigned long long)after[i].sver);
+				mismatch(
+					c,
+					"rejected with %s but \"%s\" "
+					"changed: lstat %s version %llu -> %s "
+					"%llu, stat %s version %llu -> %s %llu",
+					rcname(got), c->checks.v[i],
+					rcname(sn[i].lrc),
+					(unsigned long long)sn[i].lver,
+					rcname(after[i].lrc),
+					(unsigned long long)after[i].lver,
+					rcname(sn[i].src),
+					(unsigned long long)sn[i].sver,
+					rcname(after[i].src),
+					(unsigned long long)after[i].sver);
 	}
 	for (i = 0; i < c->touched.n; i++)
 		sl_push_unique(&c->checks, c->touched.v[i]);
@@ -2233,7 +2314,8 @@ static void run_step(mctx *c)
 			op *o = &c->sub[i];
 			do
 				gen_op(c, o);
-			while (path_err(o->p1) != 0 || strcmp(o->p1, "/") == 0 ||
+			while (path_err(o->p1) != 0 ||
+			       strcmp(o->p1, "/") == 0 ||
 			       (o->type == OP_RENAME && path_err(o->p2) != 0) ||
 			       strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
 			       (o->type == OP_SYMLINK && o->p2[0] == '\0'));
@@ -2341,23 +2423,43 @@ static void check_coverage(mctx *c)
 	static const struct {
 		int type, rc;
 	} need[] = {
-		{OP_PUT, 0}, {OP_PUT, KT_ENOTFOUND}, {OP_PUT, KT_ENOTDIR},
-		{OP_PUT, KT_ELOOP}, {OP_PUT, KT_EEXISTS}, {OP_PUT, KT_EINVAL},
-		{OP_MKDIR, 0}, {OP_MKDIR, KT_EEXISTS}, {OP_MKDIR, KT_ENOTFOUND},
-		{OP_MKDIR, KT_ENOTDIR}, {OP_SYMLINK, 0},
-		{OP_SYMLINK, KT_EEXISTS}, {OP_DELETE, 0},
-		{OP_DELETE, KT_ENOTEMPTY}, {OP_DELETE, KT_EISDIR},
-		{OP_DELETE, KT_EINVAL}, {OP_DELETE, KT_ENOTFOUND},
-		{OP_RENAME, 0}, {OP_RENAME, KT_EEXISTS},
-		{OP_RENAME, KT_ENOTDIR}, {OP_RENAME, KT_EISDIR},
-		{OP_RENAME, KT_ENOTEMPTY}, {OP_RENAME, KT_EINVAL},
-		{OP_RENAME, KT_ENOTFOUND}, {OP_ATTR_SET, 0},
-		{OP_ATTR_SET, KT_EEXISTS}, {OP_ATTR_SET, KT_ENOATTR},
-		{OP_ATTR_SET, KT_ELOOP}, {OP_ATTR_DELETE, 0},
-		{OP_ATTR_DELETE, KT_ENOATTR}, {OP_BATCH, 0},
-		{OP_BATCH, KT_ENOTFOUND}, {OP_BATCH, KT_EEXISTS},
-		{OP_PUT, KT_ERESERVED}, {OP_ATTR_SET, KT_ERESERVED},
-		{OP_RENAME, KT_ELOOP}, {OP_DELETE, KT_ENOTDIR},
+		{OP_PUT, 0},
+		{OP_PUT, KT_ENOTFOUND},
+		{OP_PUT, KT_ENOTDIR},
+		{OP_PUT, KT_ELOOP},
+		{OP_PUT, KT_EEXISTS},
+		{OP_PUT, KT_EINVAL},
+		{OP_MKDIR, 0},
+		{OP_MKDIR, KT_EEXISTS},
+		{OP_MKDIR, KT_ENOTFOUND},
+		{OP_MKDIR, KT_ENOTDIR},
+		{OP_SYMLINK, 0},
+		{OP_SYMLINK, KT_EEXISTS},
+		{OP_DELETE, 0},
+		{OP_DELETE, KT_ENOTEMPTY},
+		{OP_DELETE, KT_EISDIR},
+		{OP_DELETE, KT_EINVAL},
+		{OP_DELETE, KT_ENOTFOUND},
+		{OP_RENAME, 0},
+		{OP_RENAME, KT_EEXISTS},
+		{OP_RENAME, KT_ENOTDIR},
+		{OP_RENAME, KT_EISDIR},
+		{OP_RENAME, KT_ENOTEMPTY},
+		{OP_RENAME, KT_EINVAL},
+		{OP_RENAME, KT_ENOTFOUND},
+		{OP_ATTR_SET, 0},
+		{OP_ATTR_SET, KT_EEXISTS},
+		{OP_ATTR_SET, KT_ENOATTR},
+		{OP_ATTR_SET, KT_ELOOP},
+		{OP_ATTR_DELETE, 0},
+		{OP_ATTR_DELETE, KT_ENOATTR},
+		{OP_BATCH, 0},
+		{OP_BATCH, KT_ENOTFOUND},
+		{OP_BATCH, KT_EEXISTS},
+		{OP_PUT, KT_ERESERVED},
+		{OP_ATTR_SET, KT_ERESERVED},
+		{OP_RENAME, KT_ELOOP},
+		{OP_DELETE, KT_ENOTDIR},
 	};
 	size_t i;
 
@@ -2435,8 +2537,8 @@ static void test_model__random_ops(void **state)
 		run_step(c);
 		if ((c->step + 1) % CHECK_EVERY == 0)
 			check_all(c);
-		if (reopen_every > 0 && c->step % reopen_every ==
-					    reopen_every / 2) {
+		if (reopen_every > 0 &&
+		    c->step % reopen_every == reopen_every / 2) {
 			reopen(c);
 		}
 		end_step(c);
