@@ -595,16 +595,13 @@ static void test_item__put_on_dir_makes_item_dir(void **state)
 static void test_item__put_on_root(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_statbuf a = stat_of(f->store, "/");
 
-	/* The root is a directory like any other: nothing in the header
-	 * exempts it from "an existing directory there becomes an item and
-	 * directory at once". */
-	put_str(f->store, "/", "root value");
-	assert_int_equal(stat_of(f->store, "/").kind,
-			 KT_KIND_ITEM | KT_KIND_DIR);
-	assert_int_equal(stat_of(f->store, "/").id, a.id);
-	assert_str(f->store, "/", "root value");
+	/* The header exempts the root: it is a directory and holds no
+	 * value. */
+	kt_assert_rejected(f->store, kt_put(f->store, "/", "root value", 10,
+					    NULL),
+			   KT_EINVAL, "root");
+	assert_int_equal(stat_of(f->store, "/").kind, KT_KIND_DIR);
 }
 
 static void test_item__get_errors(void **state)

@@ -293,7 +293,8 @@ typedef struct kt_create_options {
  * Write the whole value of the item at @p path, creating it and any missing
  * ancestors.  An existing directory there becomes an item and directory at
  * once; an existing item keeps its id, mode and owner.  Ancestors that are
- * items become items and directories.  Follows links in every component,
+ * items become items and directories.  The root is a directory and cannot
+ * hold a value (KT_EINVAL).  Follows links in every component,
  * the last included; a dangling link fails with KT_ENOTFOUND.
  *
  * @param value  @p len bytes; may be NULL when len is 0

@@ -309,8 +309,8 @@ int kt_attr_get(void **value, size_t *len, kt_store *st, const char *path,
 	kt__res r;
 	int rc;
 
-	if (value == NULL || len == NULL)
-		return kt__err(KT_EINVAL, "attr_get: value or len is NULL");
+	if (value == NULL || len == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "attr_get: NULL argument");
 	*value = NULL;
 	*len = 0;
 	if (name == NULL || name[0] == '\0')
@@ -319,6 +319,10 @@ int kt_attr_get(void **value, size_t *len, kt_store *st, const char *path,
 		return kt__err(KT_ENAMETOOLONG, "attr_get: attribute name of "
 			       "%zu bytes is over the limit of %d",
 			       strlen(name), KT_NAME_MAX);
+	if (strncmp(name, st->delim.s, st->delim.len) == 0)
+		return kt__err(KT_ERESERVED, "attr_get '%s': attribute name "
+			       "'%s' starts with the reserved delimiter",
+			       SHOW(a, path), SHOW(b, name));
 	if ((rc = lookup(&r, &rd, path, 1, "attr_get")) != 0)
 		return rc;
 	kt__part_attr(part, r.node.id);

@@ -602,17 +602,20 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 	int rc, sdir, ddir;
 
 	memset(&d, 0, sizeof(d));
+	/* Both parents are resolved before the source's absence counts, as
+	 * in POSIX: a bad destination directory wins over a missing
+	 * source. */
 	rc = kt__resolve(&s, &rd, op->path, 0, "rename");
 	if (rc != 0)
 		return rc;
+	rc = kt__resolve(&d, &rd, op->path2, 0, "rename");
+	if (rc != 0)
+		goto out;
 	if (!s.exists) {
 		rc = kt__err(KT_ENOTFOUND, "rename '%s': no such node",
 			     SHOW(a, op->path));
 		goto out;
 	}
-	rc = kt__resolve(&d, &rd, op->path2, 0, "rename");
-	if (rc != 0)
-		goto out;
 	if (is_root(&s) || is_root(&d)) {
 		rc = kt__err(KT_EINVAL, "rename '%s' to '%s': the root cannot "
 			     "be moved or replaced", SHOW(a, op->path),
@@ -908,7 +911,9 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 				       "0x%x", SHOW(a, op->path), op->flags);
 		break;
 	case KT__OP_ATTR_DELETE:
-		return check_attr_name(st, op);
+		if ((rc = check_attr_name(st, op)) != 0)
+			return rc;
+		break;
 	case KT__OP_SETATTR:
 		if (op->sa.mask & ~0x7fu)
 			return kt__err(KT_EINVAL, "setattr '%s': unknown mask "

@@ -345,9 +345,11 @@ int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how)
 			}
 			c->ov[c->nov++] = i;
 		}
-		sorting = rd->tx;
-		qsort(c->ov, c->nov, sizeof(*c->ov), ov_cmp);
-		sorting = NULL;
+		if (c->nov > 1) {
+			sorting = rd->tx;
+			qsort(c->ov, c->nov, sizeof(*c->ov), ov_cmp);
+			sorting = NULL;
+		}
 	}
 	rc = r->ops->scan(&c->ec, r, rd->snap, how);
 	if (rc != 0) {
