@@ -622,6 +622,17 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 			     SHOW(b, op->path2));
 		goto out;
 	}
+	if (!d.exists && (op->flags & KT_RENAME_EXCHANGE)) {
+		rc = kt__err(KT_ENOTFOUND, "rename '%s': exchange needs an "
+			     "existing '%s'", SHOW(a, op->path),
+			     SHOW(b, op->path2));
+		goto out;
+	}
+	if (d.exists && (op->flags & KT_RENAME_NOREPLACE)) {
+		rc = kt__err(KT_EEXISTS, "rename '%s': '%s' exists",
+			     SHOW(a, op->path), SHOW(b, op->path2));
+		goto out;
+	}
 	if (s.path.len == d.path.len &&
 	    memcmp(s.path.p, d.path.p, s.path.len) == 0)
 		goto out; /* the same node: nothing to do */
@@ -636,12 +647,7 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 		goto out;
 	}
 	if (op->flags & KT_RENAME_EXCHANGE) {
-		if (!d.exists)
-			rc = kt__err(KT_ENOTFOUND, "rename '%s': exchange "
-				     "needs an existing '%s'",
-				     SHOW(a, op->path), SHOW(b, op->path2));
-		else
-			rc = exchange(tx, &s, &d);
+		rc = exchange(tx, &s, &d);
 		goto out;
 	}
 	if (d.exists) {
