@@ -520,6 +520,9 @@ KT_EXTERN int kt_batch_attr_set(kt_batch *batch, const char *path,
 				size_t len, unsigned int flags);
 KT_EXTERN int kt_batch_attr_delete(kt_batch *batch, const char *path,
 				   const char *name);
+KT_EXTERN int kt_batch_setattr(kt_batch *batch, const char *path,
+			       const kt_setattr_args *args,
+			       unsigned int flags);
 
 /** Apply and commit every recorded operation.  On failure nothing is
  * written, the return is the failing operation's code, and kt_errmsg()
@@ -532,8 +535,22 @@ KT_EXTERN void kt_batch_free(kt_batch *batch);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */
-/** @name Checking */
+/** @name Checking and statistics */
 /**@{*/
+
+/** What kt_stats() counts. */
+typedef struct kt_store_stats {
+	uint64_t items;       /**< nodes that are items (incl. item+dir) */
+	uint64_t dirs;        /**< nodes that are directories, the root too */
+	uint64_t links;       /**< symbolic links */
+	uint64_t value_bytes; /**< sum of value sizes (logical, holes too) */
+	uint64_t attrs;       /**< attributes */
+	uint64_t rows;        /**< rows of every kind in the storage engine */
+	uint64_t row_bytes;   /**< bytes of keys and values in those rows */
+} kt_store_stats;
+
+/** Count the store's contents in one scan over a snapshot. */
+KT_EXTERN int kt_stats(kt_store_stats *out, kt_store *store);
 
 /** Called by kt_check() for each violation found; @p what describes it,
  * naming the row.  Return non-zero to stop checking. */
@@ -553,6 +570,19 @@ typedef int (*kt_check_cb)(const char *what, void *payload);
  */
 KT_EXTERN int kt_check(size_t *nviolations, kt_store *store, kt_check_cb cb,
 		       void *payload);
+
+/**
+ * Repair what kt_check() finds, in one atomic batch: index rows that point
+ * at nothing or disagree with their node are removed or rewritten; nodes
+ * without an index row are linked back into their parent when the parent
+ * is a directory, and removed with their subtree when it is not or is
+ * missing; counts are recomputed; block and attribute rows of no node are
+ * removed.  @p cb is called once per repair made.
+ * @param nfixed  receives the number of repairs (may be NULL)
+ * @return 0 (the store now passes kt_check), or an error.
+ */
+KT_EXTERN int kt_repair(size_t *nfixed, kt_store *store, kt_check_cb cb,
+			void *payload);
 /**@}*/
 
 #ifdef __cplusplus

@@ -531,3 +531,16 @@ int kt_batch_commit(kt_batch *b)
 	pthread_mutex_unlock(&st->wlock);
 	return rc;
 }
+
+int kt_batch_setattr(kt_batch *b, const char *path,
+		     const kt_setattr_args *args, unsigned int flags)
+{
+	kt__op op;
+
+	if (args == NULL)
+		return kt__err(KT_EINVAL, "batch_setattr: args is NULL");
+	op_init(&op, KT__OP_SETATTR, path);
+	op.sa = *args;
+	op.flags = flags;
+	return batch_add(b, &op);
+}

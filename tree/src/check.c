@@ -413,3 +413,47 @@ int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
 			       c.bad, c.bad == 1 ? "" : "s");
 	return 0;
 }
+
+int kt_stats(kt_store_stats *out, kt_store *st)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	int rc;
+
+	if (out == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "stats: NULL argument");
+	memset(out, 0, sizeof(*out));
+	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
+		return rc;
+	memset(&how, 0, sizeof(how));
+	how.flags = KT__SCAN_PREFIX; /* the empty prefix: every row */
+	rc = kt__rd_scan(&cur, &rd, &how);
+	while (rc == 0 && (rc = kt__mcur_next(cur, &row)) == 0) {
+		out->rows++;
+		out->row_bytes += row.part.len + 1 + row.sort.len +
+				  row.value.len;
+		if (row.part.len >= 6 &&
+		    memcmp(row.part.p, KT__PART_ATTR, 6) == 0) {
+			out->attrs++;
+		} else if (row.sort.len == 0 &&
+			   (row.part.len == 0 || row.part.p[0] != '/')) {
+			kt__node n = {0};
+			if ((rc = kt__node_decode_hdr(&n, row.value.p,
+						      row.value.len)) != 0)
+				break;
+			if (n.kind & KT_KIND_ITEM) {
+				out->items++;
+				out->value_bytes += n.size;
+			}
+			if (n.kind & KT_KIND_DIR)
+				out->dirs++;
+			if (n.kind & KT_KIND_LINK)
+				out->links++;
+		}
+	}
+	kt__mcur_free(cur);
+	st->rows->ops->snapshot_free(st->rows, rd.snap);
+	return rc == KT_ITEROVER ? 0 : rc;
+}

@@ -177,6 +177,9 @@ int kt__value_set(kt__tx *tx, kt__node *n, const void *data, size_t len);
 int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
 		    uint64_t off);
 int kt__value_truncate(kt__tx *tx, kt__node *n, uint64_t size);
+/* Drop blocks that lie past the end of n's value (all of them when the
+ * value is inline or absent), and bytes past the end in the last one. */
+int kt__value_trim(kt__tx *tx, const kt__node *n);
 /* Delete every block and attribute row of node n. */
 int kt__node_drop_data(kt__tx *tx, const kt__node *n);
 

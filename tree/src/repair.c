@@ -1,0 +1,427 @@
+/*
+ * repair.c - kt_repair: bring a damaged store back to a state that passes
+ * kt_check, in one atomic batch, losing as little as possible.
+ *
+ * It reads every path row once, then, parents before children (the row
+ * order guarantees it: a node's partition key is a prefix of its
+ * descendants'):
+ *   - a node row that does not decode, or whose parent is missing or not a
+ *     directory, is removed (its descendants follow, as their parent is
+ *     then missing);
+ *   - a node without an index row is linked back into its parent;
+ * then every index row that points at nothing is removed and one that
+ * disagrees with its node is rewritten; counts are recomputed; block and
+ * attribute rows of no live node, and blocks past the end of a value, are
+ * removed; the counter row is raised above every id and version in use.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tree.h"
+
+typedef struct fixer {
+	kt__tx tx;
+	kt__rd rd;
+	kt_check_cb cb;
+	void *payload;
+	size_t fixed;
+	uint64_t max_id, max_ver;
+	uint64_t *live; /* ids of surviving nodes, unsorted until the end */
+	size_t nlive, caplive;
+} fixer;
+
+static int live_add(fixer *f, uint64_t id)
+{
+	if (f->nlive == f->caplive) {
+		size_t nc = f->caplive ? f->caplive * 2 : 256;
+		uint64_t *n = realloc(f->live, nc * sizeof(*n));
+		if (n == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		f->live = n;
+		f->caplive = nc;
+	}
+	f->live[f->nlive++] = id;
+	return 0;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void fixed(fixer *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void fixed(fixer *f, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	f->fixed++;
+	if (f->cb == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	f->cb(msg, f->payload);
+}
+
+/* Every row under a partition prefix, copied. */
+typedef struct rows {
+	kt__buf *part, *sort, *val;
+	size_t n, cap;
+} rows;
+
+static void rows_free(rows *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		kt__buf_free(&r->part[i]);
+		kt__buf_free(&r->sort[i]);
+		kt__buf_free(&r->val[i]);
+	}
+	free(r->part);
+	free(r->sort);
+	free(r->val);
+}
+
+static int rows_load(rows *r, kt__rd *rd, const char *prefix, size_t plen)
+{
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	int rc;
+
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(prefix, plen);
+	how.flags = KT__SCAN_PREFIX;
+	if ((rc = kt__rd_scan(&c, rd, &how)) != 0)
+		return rc;
+	while ((rc = kt__mcur_next(c, &row)) == 0) {
+		if (r->n == r->cap) {
+			size_t nc = r->cap ? r->cap * 2 : 256;
+			kt__buf *a = realloc(r->part, nc * sizeof(*a));
+			if (a != NULL)
+				r->part = a;
+			a = a ? realloc(r->sort, nc * sizeof(*a)) : NULL;
+			if (a != NULL)
+				r->sort = a;
+			a = a ? realloc(r->val, nc * sizeof(*a)) : NULL;
+			if (a == NULL) {
+				rc = kt__err(KT_ENOMEM, "out of memory");
+				break;
+			}
+			r->val = a;
+			r->cap = nc;
+		}
+		memset(&r->part[r->n], 0, sizeof(kt__buf));
+		memset(&r->sort[r->n], 0, sizeof(kt__buf));
+		memset(&r->val[r->n], 0, sizeof(kt__buf));
+		r->n++;
+		if ((rc = kt__buf_set(&r->part[r->n - 1], row.part.p,
+				      row.part.len)) != 0 ||
+		    (rc = kt__buf_set(&r->sort[r->n - 1], row.sort.p,
+				      row.sort.len)) != 0 ||
+		    (rc = kt__buf_set(&r->val[r->n - 1], row.value.p,
+				      row.value.len)) != 0)
+			break;
+	}
+	kt__mcur_free(c);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+/* Remove one row by (part, sort). */
+static int drop(fixer *f, const kt__buf *part, const kt__buf *sort)
+{
+	return kt__tx_del(&f->tx, kt__slb(part), kt__slb(sort));
+}
+
+static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
+{
+	kt_store *st = f->tx.st;
+	kt__buf path = {0}, ip = {0}, iv = {0};
+	kt__node n = {0}, parent = {0};
+	unsigned int kind;
+	uint64_t id;
+	size_t pl;
+	int rc;
+
+	if (kt__dec_node(&path, &st->delim, part->p, part->len) != 0 ||
+	    kt__node_decode(&n, val->p, val->len) != 0) {
+		fixed(f, "removed a node row that does not decode (%zu-byte "
+		      "key)", part->len);
+		rc = kt__tx_del(&f->tx, kt__slb(part), kt__sl("", 0));
+		goto out;
+	}
+	if (n.id > f->max_id)
+		f->max_id = n.id;
+	if (n.version > f->max_ver)
+		f->max_ver = n.version;
+	if (path.len == 1) {
+		rc = 0;
+		goto out;
+	}
+	pl = kt__parent_len(path.p, path.len);
+	rc = kt__node_get(&parent, &f->rd, pl ? path.p : "/", pl ? pl : 1);
+	if (rc == KT_ENOTFOUND || rc == KT_ECORRUPT ||
+	    (rc == 0 && !(parent.kind & KT_KIND_DIR))) {
+		fixed(f, "removed node '%s': its parent is %s", path.p,
+		      rc == 0 ? "not a directory" : "missing");
+		rc = kt__tx_del(&f->tx, kt__slb(part), kt__sl("", 0));
+		if (rc == 0)
+			rc = kt__node_drop_data(&f->tx, &n);
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	rc = kt__enc_index(&ip, &st->delim, path.p, pl);
+	if (rc == 0)
+		rc = kt__rd_get(&f->rd, kt__slb(&ip),
+				kt__sl(path.p + pl + 1, path.len - pl - 1),
+				&iv);
+	if (rc == KT_ENOTFOUND ||
+	    (rc == 0 && (kt__index_decode(&kind, &id, iv.p, iv.len) != 0 ||
+			 kind != n.kind || id != n.id))) {
+		fixed(f, "%s the index row of '%s'",
+		      rc == 0 ? "rewrote" : "restored", path.p);
+		rc = kt__index_put(&f->tx, path.p, path.len, &n);
+	}
+out:
+	kt__node_free(&n);
+	kt__node_free(&parent);
+	kt__buf_free(&path);
+	kt__buf_free(&ip);
+	kt__buf_free(&iv);
+	return rc;
+}
+
+static int fix_index(fixer *f, const kt__buf *part, const kt__buf *sort)
+{
+	kt__buf np = {0}, nv = {0};
+	int rc;
+
+	rc = kt__buf_add(&np, part->p, part->len);
+	if (rc == 0)
+		rc = kt__buf_add(&np, sort->p, sort->len);
+	if (rc == 0)
+		rc = kt__rd_get(&f->rd, kt__slb(&np), kt__sl("", 0), &nv);
+	if (rc == KT_ENOTFOUND) {
+		fixed(f, "removed an index row naming '%s', which has no node",
+		      sort->p);
+		rc = drop(f, part, sort);
+	}
+	kt__buf_free(&np);
+	kt__buf_free(&nv);
+	return rc;
+}
+
+/* Count rows of a partition (dirs: how many index rows have DIR). */
+static int count(fixer *f, kt__slice part, size_t *n, size_t *dirs)
+{
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	int rc;
+
+	*n = *dirs = 0;
+	memset(&how, 0, sizeof(how));
+	how.part = part;
+	if ((rc = kt__rd_scan(&c, &f->rd, &how)) != 0)
+		return rc;
+	while ((rc = kt__mcur_next(c, &row)) == 0) {
+		(*n)++;
+		if (row.value.len == KT__INDEX_LEN &&
+		    ((unsigned char)row.value.p[0] & KT_KIND_DIR))
+			(*dirs)++;
+	}
+	kt__mcur_free(c);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+/* Recount a surviving node's children and attributes; trim blocks. */
+static int fix_counts(fixer *f, const kt__buf *part)
+{
+	kt_store *st = f->tx.st;
+	kt__buf path = {0}, ip = {0}, v = {0};
+	kt__node n = {0};
+	char ap[32];
+	size_t cnt, dirs;
+	int rc, dirty = 0;
+
+	rc = kt__rd_get(&f->rd, kt__slb(part), kt__sl("", 0), &v);
+	if (rc == KT_ENOTFOUND) {
+		rc = 0; /* removed above */
+		goto out;
+	}
+	if (rc != 0 || (rc = kt__node_decode(&n, v.p, v.len)) != 0 ||
+	    (rc = kt__dec_node(&path, &st->delim, part->p, part->len)) != 0)
+		goto out;
+	if ((rc = kt__enc_index(&ip, &st->delim, path.p, path.len)) != 0 ||
+	    (rc = count(f, kt__slb(&ip), &cnt, &dirs)) != 0)
+		goto out;
+	if (dirs != n.nsubdirs) {
+		fixed(f, "'%s': nsubdirs %u -> %zu", path.p, n.nsubdirs, dirs);
+		n.nsubdirs = (uint32_t)dirs;
+		dirty = 1;
+	}
+	kt__part_attr(ap, n.id);
+	if ((rc = count(f, kt__sl(ap, strlen(ap)), &cnt, &dirs)) != 0)
+		goto out;
+	if (cnt != n.nattrs) {
+		fixed(f, "'%s': nattrs %u -> %zu", path.p, n.nattrs, cnt);
+		n.nattrs = (uint32_t)cnt;
+		dirty = 1;
+	}
+	if (dirty)
+		rc = kt__node_put(&f->tx, path.p, path.len, &n);
+	if (rc == 0)
+		rc = kt__value_trim(&f->tx, &n);
+	if (rc == 0)
+		rc = live_add(f, n.id);
+out:
+	kt__node_free(&n);
+	kt__buf_free(&path);
+	kt__buf_free(&ip);
+	kt__buf_free(&v);
+	return rc;
+}
+
+/* A missing or unreadable root is made again, empty; everything below it
+ * is then linked back by fix_node. */
+static int fix_root(fixer *f)
+{
+	kt__node n = {0};
+	int rc = kt__node_get(&n, &f->rd, "/", 1);
+
+	if (rc == 0 && (n.kind & KT_KIND_DIR) && !(n.kind & KT_KIND_ITEM)) {
+		if (n.id > f->max_id)
+			f->max_id = n.id;
+		if (n.version > f->max_ver)
+			f->max_ver = n.version;
+	} else if (rc == 0 || rc == KT_ENOTFOUND || rc == KT_ECORRUPT) {
+		kt__node_free(&n);
+		memset(&n, 0, sizeof(n));
+		fixed(f, "made a new root directory (the old one was %s)",
+		      rc == KT_ENOTFOUND ? "missing" : "damaged");
+		n.kind = KT_KIND_DIR;
+		n.mode = 0755;
+		n.uid = f->tx.own.uid;
+		n.gid = f->tx.own.gid;
+		n.atime = n.mtime = n.ctime = f->tx.now;
+		/* A fresh id above anything in use comes later; take one
+		 * from the top of the counter range now. */
+		rc = kt__tx_alloc_id(&f->tx, &n.id);
+		if (rc == 0)
+			rc = kt__node_put(&f->tx, "/", 1, &n);
+	}
+	kt__node_free(&n);
+	return rc;
+}
+
+/* Remove block and attribute rows whose node id is not live. */
+static int fix_orphans(fixer *f, const rows *r)
+{
+	size_t i, bl = strlen(KT__PART_BLK), al = strlen(KT__PART_ATTR);
+	uint64_t last = 0;
+	int rc = 0;
+
+	qsort(f->live, f->nlive, sizeof(*f->live), u64_cmp);
+	for (i = 0; i < r->n && rc == 0; i++) {
+		const kt__buf *p = &r->part[i];
+		size_t pl = 0;
+		char hex[17];
+		uint64_t id;
+		if (p->len == bl + 16 && memcmp(p->p, KT__PART_BLK, bl) == 0)
+			pl = bl;
+		else if (p->len == al + 16 &&
+			 memcmp(p->p, KT__PART_ATTR, al) == 0)
+			pl = al;
+		else
+			continue;
+		memcpy(hex, p->p + pl, 16);
+		hex[16] = '\0';
+		id = strtoull(hex, NULL, 16);
+		if (bsearch(&id, f->live, f->nlive, sizeof(id), u64_cmp))
+			continue;
+		if (id != last)
+			fixed(f, "removed %s rows of node id %llu, which does "
+			      "not exist", pl == bl ? "block" : "attribute",
+			      (unsigned long long)id);
+		last = id;
+		rc = drop(f, p, &r->sort[i]);
+	}
+	return rc;
+}
+
+int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
+{
+	fixer f;
+	rows r = {0};
+	size_t i;
+	int rc;
+
+	if (nfixed != NULL)
+		*nfixed = 0;
+	if (st == NULL)
+		return kt__err(KT_EINVAL, "repair: store is NULL");
+	if (st->read_only)
+		return kt__err(KT_EREADONLY, "repair: the store was opened "
+			       "read-only");
+	memset(&f, 0, sizeof(f));
+	f.cb = cb;
+	f.payload = payload;
+	pthread_mutex_lock(&st->wlock);
+	kt__tx_init(&f.tx, st);
+	f.rd.st = st;
+	f.rd.tx = &f.tx;
+	rc = rows_load(&r, &f.rd, "", 0);
+	if (rc == 0)
+		rc = fix_root(&f);
+	for (i = 0; i < r.n && rc == 0; i++) {
+		const kt__buf *p = &r.part[i];
+		if (p->len == 0 || p->p[0] == '/')
+			continue; /* root, meta, block and attribute rows */
+		if (r.sort[i].len == 0)
+			rc = fix_node(&f, p, &r.val[i]);
+	}
+	for (i = 0; i < r.n && rc == 0; i++) {
+		const kt__buf *p = &r.part[i];
+		if ((p->len > 0 && p->p[0] == '/') || r.sort[i].len == 0)
+			continue;
+		rc = fix_index(&f, p, &r.sort[i]);
+	}
+	for (i = 0; i < r.n && rc == 0; i++) {
+		const kt__buf *p = &r.part[i];
+		if ((p->len == 0 || p->p[0] != '/') && r.sort[i].len == 0)
+			rc = fix_counts(&f, p);
+	}
+	if (rc == 0)
+		rc = fix_orphans(&f, &r);
+	if (rc == 0 && f.max_id >= f.tx.id_limit) {
+		fixed(&f, "raised the id counter above %llu",
+		      (unsigned long long)f.max_id);
+		f.tx.next_id = f.max_id + 1;
+		f.tx.id_limit = f.max_id + 1;
+		f.tx.alloc_dirty = 1;
+	}
+	if (rc == 0 && f.max_ver >= f.tx.ver_limit) {
+		fixed(&f, "raised the version counter above %llu",
+		      (unsigned long long)f.max_ver);
+		f.tx.next_ver = f.max_ver + 1;
+		f.tx.ver_limit = f.max_ver + 1;
+		f.tx.alloc_dirty = 1;
+	}
+	if (rc == 0)
+		rc = kt__tx_commit(&f.tx);
+	kt__tx_free(&f.tx);
+	pthread_mutex_unlock(&st->wlock);
+	rows_free(&r);
+	free(f.live);
+	if (nfixed != NULL)
+		*nfixed = f.fixed;
+	return rc;
+}
