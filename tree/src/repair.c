@@ -399,6 +399,11 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 		if ((p->len == 0 || p->p[0] != '/') && r.sort[i].len == 0)
 			rc = fix_counts(&f, p);
 	}
+	if (rc == 0) {
+		/* The root again, in case it was made anew above. */
+		kt__buf none = {0};
+		rc = fix_counts(&f, &none);
+	}
 	if (rc == 0)
 		rc = fix_orphans(&f, &r);
 	if (rc == 0 && f.max_id >= f.tx.id_limit) {
