@@ -502,24 +502,44 @@ KT_EXTERN int kt_find_new(kt_iter **out, kt_store *store, const char *prefix,
  * atomic write: all of them or none.  Arguments are copied when recorded. */
 /**@{*/
 
+/** Start an empty batch on @p store.  Release it with kt_batch_free(). */
 KT_EXTERN int kt_batch_new(kt_batch **out, kt_store *store);
+
+/** Record a kt_put().  The path, value and options are checked for syntax
+ * and limits now (KT_EINVAL, KT_ENAMETOOLONG, KT_ERESERVED, KT_ETOOBIG,
+ * KT_EREADONLY); everything that depends on the store's contents is checked
+ * when the batch commits. */
 KT_EXTERN int kt_batch_put(kt_batch *batch, const char *path,
 			   const void *value, size_t len,
 			   const kt_create_options *opts);
+
+/** Record a kt_mkdir(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_mkdir(kt_batch *batch, const char *path,
 			     const kt_create_options *opts);
+
+/** Record a kt_symlink(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_symlink(kt_batch *batch, const char *link,
 			       const char *target,
 			       const kt_create_options *opts);
+
+/** Record a kt_delete(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_delete(kt_batch *batch, const char *path,
 			      unsigned int flags);
+
+/** Record a kt_rename(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_rename(kt_batch *batch, const char *src,
 			      const char *dst, unsigned int flags);
+
+/** Record a kt_attr_set(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_attr_set(kt_batch *batch, const char *path,
 				const char *name, const void *value,
 				size_t len, unsigned int flags);
+
+/** Record a kt_attr_delete(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_attr_delete(kt_batch *batch, const char *path,
 				   const char *name);
+
+/** Record a kt_setattr(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_setattr(kt_batch *batch, const char *path,
 			       const kt_setattr_args *args,
 			       unsigned int flags);
