@@ -261,17 +261,6 @@ int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n)
 	return kt__parent_touch(tx, p, len, +1);
 }
 
-void kt__owner_default(kt__owner *o, const kt_create_options *opts)
-{
-	if (opts != NULL && (opts->flags & KT_CREATE_OWNER)) {
-		o->uid = opts->uid;
-		o->gid = opts->gid;
-	} else {
-		o->uid = (uint32_t)geteuid();
-		o->gid = (uint32_t)getegid();
-	}
-}
-
 int kt__make_dir(kt__tx *tx, const char *p, size_t len, uint32_t mode,
 		 const kt__owner *own, kt__node *out)
 {

@@ -946,7 +946,8 @@ int kt__op_apply(kt__tx *tx, const kt__op *op)
 		tx->own.uid = op->opts.uid;
 		tx->own.gid = op->opts.gid;
 	} else {
-		kt__owner_default(&tx->own, NULL);
+		tx->own.uid = tx->st->euid;
+		tx->own.gid = tx->st->egid;
 	}
 	switch (op->type) {
 	case KT__OP_PUT: return op_put(tx, op);

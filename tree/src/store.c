@@ -71,7 +71,8 @@ static int write_initial(kt_store *st)
 	memcpy(h + 21, st->delim.s, st->delim.len);
 
 	kt__tx_init(&tx, st);
-	kt__owner_default(&own, NULL);
+	own.uid = st->euid;
+	own.gid = st->egid;
 	root.kind = KT_KIND_DIR;
 	root.mode = 0755;
 	root.uid = own.uid;
@@ -205,6 +206,8 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 	if (st == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	pthread_mutex_init(&st->wlock, NULL);
+	st->euid = (uint32_t)geteuid();
+	st->egid = (uint32_t)getegid();
 	st->sync = opts->sync != 0;
 	lo.create = creating;
 	lo.cache_size = opts->cache_size;

@@ -25,6 +25,7 @@
 
 struct kt_store {
 	kt__rows *rows;
+	uint32_t euid, egid; /* the process's, read once at open */
 	kt__delim delim;
 	int read_only;
 	int sync;
@@ -83,7 +84,8 @@ typedef struct kt__txw {
 	char *val;
 	size_t vlen;
 	int del;
-	int dead; /* superseded by a later write of the same key */
+	int dead;  /* superseded by a later write of the same key */
+	int clean; /* a cached engine read, not a write */
 } kt__txw;
 
 /* Owner given to new nodes. */
@@ -96,6 +98,7 @@ typedef struct kt__tx {
 	kt__owner own; /* owner of nodes this transaction makes */
 	kt__txw *w;
 	size_t nw, capw;
+	size_t nreal; /* entries that are writes, not cached reads */
 	size_t *hash; /* open addressing: index+1 into w, 0 = empty */
 	size_t hcap;
 	int64_t now;
@@ -150,8 +153,6 @@ int kt__resolve(kt__res *r, kt__rd *rd, const char *path, unsigned int flags,
 		const char *op);
 void kt__res_free(kt__res *r);
 
-/* Node creation defaults. */
-void kt__owner_default(kt__owner *o, const kt_create_options *opts);
 
 /* Make a new directory node at real path p whose parent exists (writers).
  * Updates the parent. */

@@ -18,7 +18,8 @@ void kt__tx_init(kt__tx *tx, kt_store *st)
 	memset(tx, 0, sizeof(*tx));
 	tx->st = st;
 	tx->now = kt__now();
-	kt__owner_default(&tx->own, NULL);
+	tx->own.uid = st->euid;
+	tx->own.gid = st->egid;
 	tx->next_id = st->next_id;
 	tx->id_limit = st->id_limit;
 	tx->next_ver = st->next_ver;
@@ -92,14 +93,14 @@ static int hash_grow(kt__tx *tx)
 }
 
 static int tx_write(kt__tx *tx, kt__slice part, kt__slice sort,
-		    kt__slice val, int del)
+		    kt__slice val, int del, int clean)
 {
 	size_t klen = part.len + 1 + sort.len;
 	size_t *slot;
 	kt__txw *w;
 	int rc;
 
-	if (tx->st->read_only)
+	if (tx->st->read_only && !clean)
 		return kt__err(KT_EREADONLY, "the store was opened read-only");
 	if ((tx->nw + 1) * 2 > tx->hcap && (rc = hash_grow(tx)) != 0)
 		return rc;
@@ -130,6 +131,9 @@ static int tx_write(kt__tx *tx, kt__slice part, kt__slice sort,
 		memcpy(w->val, val.p, val.len);
 	w->vlen = val.len;
 	w->del = del;
+	w->clean = clean;
+	if (!clean)
+		tx->nreal++;
 	/* A rewrite supersedes the earlier write and moves to the end, so
 	 * the emission order stays the visibility order. */
 	slot = hash_slot(tx, w->key, klen);
@@ -142,12 +146,12 @@ static int tx_write(kt__tx *tx, kt__slice part, kt__slice sort,
 
 int kt__tx_put(kt__tx *tx, kt__slice part, kt__slice sort, kt__slice val)
 {
-	return tx_write(tx, part, sort, val, 0);
+	return tx_write(tx, part, sort, val, 0, 0);
 }
 
 int kt__tx_del(kt__tx *tx, kt__slice part, kt__slice sort)
 {
-	return tx_write(tx, part, sort, kt__sl("", 0), 1);
+	return tx_write(tx, part, sort, kt__sl("", 0), 1, 0);
 }
 
 static int alloc_row(kt__tx *tx)
@@ -186,7 +190,7 @@ int kt__tx_commit(kt__tx *tx)
 	size_t i, n = 0;
 	int rc;
 
-	if (tx->nw == 0)
+	if (tx->nreal == 0)
 		return 0;
 	/* The raised counter limit goes first: no row may carry an id or
 	 * version beyond what is persisted. */
@@ -205,7 +209,7 @@ int kt__tx_commit(kt__tx *tx)
 	}
 	for (i = 0; i + (tx->alloc_dirty ? 1 : 0) < tx->nw; i++) {
 		kt__txw *w = &tx->w[i];
-		if (w->dead)
+		if (w->dead || w->clean)
 			continue;
 		wv[n].part = kt__sl(w->key, w->plen);
 		wv[n].sort = kt__sl(w->key + w->plen + 1, w->klen - w->plen - 1);
@@ -229,6 +233,7 @@ int kt__tx_commit(kt__tx *tx)
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 {
 	kt__rows *r = rd->st->rows;
+	int rc;
 
 	if (rd->tx != NULL && rd->tx->nw > 0) {
 		char kb[512];
@@ -251,7 +256,17 @@ int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 			return kt__buf_set(out, w->val, w->vlen);
 		}
 	}
-	return r->ops->get(r, rd->snap, part, sort, out);
+	rc = r->ops->get(r, rd->snap, part, sort, out);
+	/* Remember what the engine said: operations read the same rows
+	 * (a parent, say) more than once. */
+	if (rd->tx != NULL && (rc == 0 || rc == KT_ENOTFOUND)) {
+		int crc = tx_write(rd->tx, part, sort,
+				   rc == 0 ? kt__slb(out) : kt__sl("", 0),
+				   rc == KT_ENOTFOUND, 1);
+		if (crc != 0)
+			return crc;
+	}
+	return rc;
 }
 
 struct kt__mcur {
@@ -331,7 +346,7 @@ int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how)
 	if (rd->tx != NULL) {
 		for (i = 0; i < rd->tx->nw; i++) {
 			kt__txw *w = &rd->tx->w[i];
-			if (w->dead || !ov_in(w, how))
+			if (w->dead || w->clean || !ov_in(w, how))
 				continue;
 			if (c->nov % 64 == 0) {
 				size_t *n = realloc(c->ov, (c->nov + 64) *
