@@ -31,7 +31,7 @@ typedef struct kt_test_fixture {
 	kt_store *store;
 } kt_test_fixture;
 
-static int kt_test__rm_cb(const char *p, const struct stat *sb, int type,
+static inline int kt_test__rm_cb(const char *p, const struct stat *sb, int type,
 			  struct FTW *ftw)
 {
 	(void)sb;
@@ -41,12 +41,12 @@ static int kt_test__rm_cb(const char *p, const struct stat *sb, int type,
 }
 
 /* Remove a directory tree; used by teardown. */
-static void kt_test_rmtree(const char *dir)
+static inline void kt_test_rmtree(const char *dir)
 {
 	nftw(dir, kt_test__rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static int kt_test_setup(void **state)
+static inline int kt_test_setup(void **state)
 {
 	kt_test_fixture *f = calloc(1, sizeof(*f));
 	const char *tmp = getenv("TMPDIR");
@@ -72,7 +72,7 @@ static int kt_test_setup(void **state)
 	return 0;
 }
 
-static int kt_test_teardown(void **state)
+static inline int kt_test_teardown(void **state)
 {
 	kt_test_fixture *f = *state;
 	size_t bad = 0;
@@ -94,7 +94,7 @@ static int kt_test_teardown(void **state)
 }
 
 /* Close and reopen the fixture's store. */
-static void kt_test_reopen(kt_test_fixture *f)
+static inline void kt_test_reopen(kt_test_fixture *f)
 {
 	kt_close(f->store);
 	f->store = NULL;
@@ -107,7 +107,7 @@ typedef struct kt_test_str {
 	size_t len, cap;
 } kt_test_str;
 
-static void kt_test_str_add(kt_test_str *s, const void *data, size_t len)
+static inline void kt_test_str_add(kt_test_str *s, const void *data, size_t len)
 {
 	if (s->len + len + 1 > s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256;
@@ -122,7 +122,10 @@ static void kt_test_str_add(kt_test_str *s, const void *data, size_t len)
 	s->p[s->len] = '\0';
 }
 
-static void kt_test_str_addf(kt_test_str *s, const char *fmt, ...)
+static inline void kt_test_str_addf(kt_test_str *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static inline void kt_test_str_addf(kt_test_str *s, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -136,7 +139,7 @@ static void kt_test_str_addf(kt_test_str *s, const char *fmt, ...)
 }
 
 /* Append @p len bytes as hex, so binary values keep the digest a string. */
-static void kt_test_str_hex(kt_test_str *s, const void *data, size_t len)
+static inline void kt_test_str_hex(kt_test_str *s, const void *data, size_t len)
 {
 	const unsigned char *b = data;
 	char h[3];
@@ -149,7 +152,7 @@ static void kt_test_str_hex(kt_test_str *s, const void *data, size_t len)
 }
 
 /* Append one node's state (metadata, value, link target, attributes). */
-static void kt_test_digest_node(kt_test_str *s, kt_store *st, const char *path)
+static inline void kt_test_digest_node(kt_test_str *s, kt_store *st, const char *path)
 {
 	kt_statbuf sb;
 	kt_iter *it = NULL;
@@ -195,7 +198,7 @@ static void kt_test_digest_node(kt_test_str *s, kt_store *st, const char *path)
 
 /* A string describing everything visible in the store: every node with its
  * metadata, value, link target and attributes.  Free with free(). */
-static char *kt_test_digest(kt_store *st)
+static inline char *kt_test_digest(kt_store *st)
 {
 	kt_test_str s = {0};
 	kt_iter *it = NULL;

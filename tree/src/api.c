@@ -26,8 +26,10 @@ static void op_opts(kt__op *op, const kt_create_options *opts)
 	}
 }
 
-int kt_put(kt_store *st, const char *path, const void *value, size_t len,
-	   const kt_create_options *opts)
+/* Describe each operation once; the single calls run it, the batch calls
+ * record it. */
+static kt__op op_put(const char *path, const void *value, size_t len,
+		     const kt_create_options *opts)
 {
 	kt__op op;
 
@@ -35,51 +37,50 @@ int kt_put(kt_store *st, const char *path, const void *value, size_t len,
 	op.data = value;
 	op.len = len;
 	op_opts(&op, opts);
-	return kt__op_run(st, &op);
+	return op;
 }
 
-int kt_mkdir(kt_store *st, const char *path, const kt_create_options *opts)
+static kt__op op_mkdir(const char *path, const kt_create_options *opts)
 {
 	kt__op op;
 
 	op_init(&op, KT__OP_MKDIR, path);
 	op_opts(&op, opts);
-	return kt__op_run(st, &op);
+	return op;
 }
 
-int kt_symlink(kt_store *st, const char *link, const char *target,
-	       const kt_create_options *opts)
+static kt__op op_symlink(const char *link, const char *target,
+			 const kt_create_options *opts)
 {
 	kt__op op;
 
 	op_init(&op, KT__OP_SYMLINK, link);
 	op.path2 = target;
 	op_opts(&op, opts);
-	return kt__op_run(st, &op);
+	return op;
 }
 
-int kt_delete(kt_store *st, const char *path, unsigned int flags)
+static kt__op op_delete(const char *path, unsigned int flags)
 {
 	kt__op op;
 
 	op_init(&op, KT__OP_DELETE, path);
 	op.flags = flags;
-	return kt__op_run(st, &op);
+	return op;
 }
 
-int kt_rename(kt_store *st, const char *src, const char *dst,
-	      unsigned int flags)
+static kt__op op_rename(const char *src, const char *dst, unsigned int flags)
 {
 	kt__op op;
 
 	op_init(&op, KT__OP_RENAME, src);
 	op.path2 = dst;
 	op.flags = flags;
-	return kt__op_run(st, &op);
+	return op;
 }
 
-int kt_attr_set(kt_store *st, const char *path, const char *name,
-		const void *value, size_t len, unsigned int flags)
+static kt__op op_attr_set(const char *path, const char *name,
+			  const void *value, size_t len, unsigned int flags)
 {
 	kt__op op;
 
@@ -88,15 +89,79 @@ int kt_attr_set(kt_store *st, const char *path, const char *name,
 	op.data = value;
 	op.len = len;
 	op.flags = flags;
-	return kt__op_run(st, &op);
+	return op;
 }
 
-int kt_attr_delete(kt_store *st, const char *path, const char *name)
+static kt__op op_attr_delete(const char *path, const char *name)
 {
 	kt__op op;
 
 	op_init(&op, KT__OP_ATTR_DELETE, path);
 	op.path2 = name;
+	return op;
+}
+
+static kt__op op_setattr(const char *path, const kt_setattr_args *args,
+			 unsigned int flags)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_SETATTR, path);
+	op.sa = *args;
+	op.flags = flags;
+	return op;
+}
+
+int kt_put(kt_store *st, const char *path, const void *value, size_t len,
+	   const kt_create_options *opts)
+{
+	kt__op op = op_put(path, value, len, opts);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_mkdir(kt_store *st, const char *path, const kt_create_options *opts)
+{
+	kt__op op = op_mkdir(path, opts);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_symlink(kt_store *st, const char *link, const char *target,
+	       const kt_create_options *opts)
+{
+	kt__op op = op_symlink(link, target, opts);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_delete(kt_store *st, const char *path, unsigned int flags)
+{
+	kt__op op = op_delete(path, flags);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_rename(kt_store *st, const char *src, const char *dst,
+	      unsigned int flags)
+{
+	kt__op op = op_rename(src, dst, flags);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_attr_set(kt_store *st, const char *path, const char *name,
+		const void *value, size_t len, unsigned int flags)
+{
+	kt__op op = op_attr_set(path, name, value, len, flags);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_attr_delete(kt_store *st, const char *path, const char *name)
+{
+	kt__op op = op_attr_delete(path, name);
+
 	return kt__op_run(st, &op);
 }
 
@@ -128,9 +193,7 @@ int kt_setattr(kt_store *st, const char *path, const kt_setattr_args *args,
 
 	if (args == NULL)
 		return kt__err(KT_EINVAL, "setattr: args is NULL");
-	op_init(&op, KT__OP_SETATTR, path);
-	op.sa = *args;
-	op.flags = flags;
+	op = op_setattr(path, args, flags);
 	return kt__op_run(st, &op);
 }
 
@@ -428,75 +491,65 @@ static int batch_add(kt_batch *b, const kt__op *op)
 int kt_batch_put(kt_batch *b, const char *path, const void *value,
 		 size_t len, const kt_create_options *opts)
 {
-	kt__op op;
+	kt__op op = op_put(path, value, len, opts);
 
-	op_init(&op, KT__OP_PUT, path);
-	op.data = value;
-	op.len = len;
-	op_opts(&op, opts);
 	return batch_add(b, &op);
 }
 
 int kt_batch_mkdir(kt_batch *b, const char *path,
 		   const kt_create_options *opts)
 {
-	kt__op op;
+	kt__op op = op_mkdir(path, opts);
 
-	op_init(&op, KT__OP_MKDIR, path);
-	op_opts(&op, opts);
 	return batch_add(b, &op);
 }
 
 int kt_batch_symlink(kt_batch *b, const char *link, const char *target,
 		     const kt_create_options *opts)
 {
-	kt__op op;
+	kt__op op = op_symlink(link, target, opts);
 
-	op_init(&op, KT__OP_SYMLINK, link);
-	op.path2 = target;
-	op_opts(&op, opts);
 	return batch_add(b, &op);
 }
 
 int kt_batch_delete(kt_batch *b, const char *path, unsigned int flags)
 {
-	kt__op op;
+	kt__op op = op_delete(path, flags);
 
-	op_init(&op, KT__OP_DELETE, path);
-	op.flags = flags;
 	return batch_add(b, &op);
 }
 
 int kt_batch_rename(kt_batch *b, const char *src, const char *dst,
 		    unsigned int flags)
 {
-	kt__op op;
+	kt__op op = op_rename(src, dst, flags);
 
-	op_init(&op, KT__OP_RENAME, src);
-	op.path2 = dst;
-	op.flags = flags;
 	return batch_add(b, &op);
 }
 
 int kt_batch_attr_set(kt_batch *b, const char *path, const char *name,
 		      const void *value, size_t len, unsigned int flags)
 {
-	kt__op op;
+	kt__op op = op_attr_set(path, name, value, len, flags);
 
-	op_init(&op, KT__OP_ATTR_SET, path);
-	op.path2 = name;
-	op.data = value;
-	op.len = len;
-	op.flags = flags;
 	return batch_add(b, &op);
 }
 
 int kt_batch_attr_delete(kt_batch *b, const char *path, const char *name)
 {
+	kt__op op = op_attr_delete(path, name);
+
+	return batch_add(b, &op);
+}
+
+int kt_batch_setattr(kt_batch *b, const char *path,
+		     const kt_setattr_args *args, unsigned int flags)
+{
 	kt__op op;
 
-	op_init(&op, KT__OP_ATTR_DELETE, path);
-	op.path2 = name;
+	if (args == NULL)
+		return kt__err(KT_EINVAL, "batch_setattr: args is NULL");
+	op = op_setattr(path, args, flags);
 	return batch_add(b, &op);
 }
 
@@ -532,15 +585,3 @@ int kt_batch_commit(kt_batch *b)
 	return rc;
 }
 
-int kt_batch_setattr(kt_batch *b, const char *path,
-		     const kt_setattr_args *args, unsigned int flags)
-{
-	kt__op op;
-
-	if (args == NULL)
-		return kt__err(KT_EINVAL, "batch_setattr: args is NULL");
-	op_init(&op, KT__OP_SETATTR, path);
-	op.sa = *args;
-	op.flags = flags;
-	return batch_add(b, &op);
-}
