@@ -261,29 +261,32 @@ int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n)
 	return kt__parent_touch(tx, p, len, +1);
 }
 
-int kt__make_dir(kt__tx *tx, const char *p, size_t len, uint32_t mode,
-		 const kt__owner *own, kt__node *out)
+int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
+		  uint32_t mode, const void *data, size_t dlen)
 {
 	kt__node n = {0};
 	int rc;
 
-	n.kind = KT_KIND_DIR;
+	n.kind = kind;
 	n.mode = mode;
-	n.uid = own->uid;
-	n.gid = own->gid;
+	n.uid = tx->own.uid;
+	n.gid = tx->own.gid;
 	n.atime = n.mtime = n.ctime = tx->now;
-	if ((rc = kt__tx_alloc_id(tx, &n.id)) != 0)
-		return rc;
-	/* Node first, then the index row that makes it visible. */
-	if ((rc = kt__node_put(tx, p, len, &n)) != 0 ||
-	    (rc = kt__index_put(tx, p, len, &n)) != 0 ||
-	    (rc = kt__parent_touch(tx, p, len, +1)) != 0) {
-		kt__node_free(&n);
-		return rc;
+	rc = kt__tx_alloc_id(tx, &n.id);
+	if (rc == 0 && kind == KT_KIND_ITEM) {
+		rc = kt__value_set(tx, &n, data, dlen);
+	} else if (rc == 0 && kind == KT_KIND_LINK) {
+		n.size = dlen;
+		rc = kt__buf_set(&n.payload, data, dlen);
 	}
-	if (out != NULL)
-		*out = n;
-	else
-		kt__node_free(&n);
-	return 0;
+	/* Node first, then the index row that makes it visible. */
+	if (rc == 0)
+		rc = kt__node_put(tx, p, len, &n);
+	if (rc == 0)
+		rc = kt__index_put(tx, p, len, &n);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, p, len,
+				      kind == KT_KIND_DIR ? +1 : 0);
+	kt__node_free(&n);
+	return rc;
 }

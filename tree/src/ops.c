@@ -390,20 +390,8 @@ static int op_put(kt__tx *tx, const kt__op *op)
 			rc = kt__index_put(tx, r.path.p, r.path.len, &r.node);
 		goto out;
 	}
-	r.node.kind = KT_KIND_ITEM;
-	r.node.mode = create_mode(op, 0644);
-	r.node.uid = tx->own.uid;
-	r.node.gid = tx->own.gid;
-	r.node.atime = r.node.mtime = r.node.ctime = tx->now;
-	rc = kt__tx_alloc_id(tx, &r.node.id);
-	if (rc == 0)
-		rc = kt__value_set(tx, &r.node, op->data, op->len);
-	if (rc == 0)
-		rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
-	if (rc == 0)
-		rc = kt__index_put(tx, r.path.p, r.path.len, &r.node);
-	if (rc == 0)
-		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+	rc = kt__make_node(tx, r.path.p, r.path.len, KT_KIND_ITEM,
+			   create_mode(op, 0644), op->data, op->len);
 out:
 	kt__res_free(&r);
 	return rc;
@@ -435,8 +423,8 @@ static int op_mkdir(kt__tx *tx, const kt__op *op)
 			rc = kt__item_to_dir(tx, r.path.p, r.path.len, &r.node);
 		}
 	} else {
-		rc = kt__make_dir(tx, r.path.p, r.path.len,
-				  create_mode(op, 0755), &tx->own, NULL);
+		rc = kt__make_node(tx, r.path.p, r.path.len, KT_KIND_DIR,
+				   create_mode(op, 0755), NULL, 0);
 	}
 	kt__res_free(&r);
 	return rc;
@@ -460,22 +448,8 @@ static int op_symlink(kt__tx *tx, const kt__op *op)
 			     "exists there", SHOW(a, op->path));
 		goto out;
 	}
-	r.node.kind = KT_KIND_LINK;
-	r.node.mode = create_mode(op, 0777);
-	r.node.uid = tx->own.uid;
-	r.node.gid = tx->own.gid;
-	r.node.atime = r.node.mtime = r.node.ctime = tx->now;
-	r.node.size = strlen(op->path2);
-	rc = kt__tx_alloc_id(tx, &r.node.id);
-	if (rc == 0)
-		rc = kt__buf_set(&r.node.payload, op->path2,
-				 (size_t)r.node.size);
-	if (rc == 0)
-		rc = kt__node_put(tx, r.path.p, r.path.len, &r.node);
-	if (rc == 0)
-		rc = kt__index_put(tx, r.path.p, r.path.len, &r.node);
-	if (rc == 0)
-		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+	rc = kt__make_node(tx, r.path.p, r.path.len, KT_KIND_LINK,
+			   create_mode(op, 0777), op->path2, strlen(op->path2));
 out:
 	kt__res_free(&r);
 	return rc;

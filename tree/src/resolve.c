@@ -177,8 +177,8 @@ static int walk_run(kt__res *r, kt__rd *rd, walk *w, const char *path,
 					       kt__show(a, sizeof(a), path,
 							strlen(path)),
 					       w->cur.p);
-			rc = kt__make_dir(rd->tx, w->cur.p, w->cur.len, 0755,
-					  &rd->tx->own, NULL);
+			rc = kt__make_node(rd->tx, w->cur.p, w->cur.len,
+					   KT_KIND_DIR, 0755, NULL, 0);
 			if (rc != 0)
 				return rc;
 			continue;

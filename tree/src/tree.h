@@ -154,10 +154,12 @@ int kt__resolve(kt__res *r, kt__rd *rd, const char *path, unsigned int flags,
 void kt__res_free(kt__res *r);
 
 
-/* Make a new directory node at real path p whose parent exists (writers).
- * Updates the parent. */
-int kt__make_dir(kt__tx *tx, const char *p, size_t len, uint32_t mode,
-		 const kt__owner *own, kt__node *out);
+/* Make a new node of @p kind at real path p, whose parent is a directory
+ * (writers): an item with value data, a link with target data, or an
+ * empty directory.  Owner and times come from the transaction; the parent
+ * is updated. */
+int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
+		  uint32_t mode, const void *data, size_t dlen);
 
 /* Add or change the index row of node n at real path p, in its parent. */
 int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n);
