@@ -1,0 +1,1238 @@
+/*
+ * test_format.c - the on-disk format (docs/FORMAT.md) seen from outside:
+ * each test closes its store, opens the LevelDB directory directly, reads or
+ * writes rows by the documented layout, and checks how the library reacts.
+ *
+ * - The rows of a small store are exactly those FORMAT.md shows.
+ * - Directories that are not keytree stores, headers from a newer format,
+ *   damaged headers and a foreign delimiter are refused with exact codes
+ *   and messages that name what is wrong.
+ * - Each kind of damage kt_check must find is found, named, and undone by
+ *   kt_repair without losing the data that should survive.
+ * - On a healthy store kt_check is clean and kt_repair changes nothing.
+ */
+#include "kt_test.h"
+
+#include <leveldb/c.h>
+
+#define D    KT_DEFAULT_DELIMITER /* "\xc2\xa6" */
+#define DLEN 2
+
+/* Fail the test unless @p call returns 0, showing the library's message. */
+#define ok(call)                                                               \
+	do {                                                                   \
+		int ok__rc = (call);                                           \
+		if (ok__rc != 0)                                               \
+			fail_msg("%s: %d (%s)", #call, ok__rc, kt_errmsg());   \
+	} while (0)
+
+/* Fail unless @p call returns @p code and kt_errmsg() contains @p needle. */
+#define fails_naming(call, code, needle)                                       \
+	do {                                                                   \
+		int fn__rc = (call);                                           \
+		if (fn__rc != (code))                                          \
+			fail_msg("%s: got %d (%s), want %d", #call, fn__rc,    \
+				 kt_errmsg(), (int)(code));                    \
+		if (strstr(kt_errmsg(), (needle)) == NULL)                     \
+			fail_msg("%s: message '%s' does not name '%s'", #call, \
+				 kt_errmsg(), (needle));                       \
+	} while (0)
+
+static kt_test_fixture *fix(void **state)
+{
+	return *state;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Raw LevelDB access. */
+
+/* A row key: partition || 0x00 || sort. */
+typedef struct rkey {
+	char p[1024];
+	size_t len;
+} rkey;
+
+static void rkey_add(rkey *k, const void *p, size_t len)
+{
+	assert_true(k->len + len <= sizeof(k->p));
+	memcpy(k->p + k->len, p, len);
+	k->len += len;
+}
+
+/* Append E(path): every '/' becomes the delimiter; "/" gives nothing. */
+static void rkey_enc(rkey *k, const char *path)
+{
+	const char *s;
+
+	if (strcmp(path, "/") == 0)
+		return;
+	for (s = path; *s; s++) {
+		if (*s == '/')
+			rkey_add(k, D, DLEN);
+		else
+			rkey_add(k, s, 1);
+	}
+}
+
+/* The key of the node row of @p path: E(path) || 0x00. */
+static rkey node_key(const char *path)
+{
+	rkey k = {{0}, 0};
+
+	rkey_enc(&k, path);
+	rkey_add(&k, "", 1);
+	return k;
+}
+
+/* The key of the index row of @p path: E(parent) || D || 0x00 || name. */
+static rkey index_key(const char *path)
+{
+	rkey k = {{0}, 0};
+	const char *slash = strrchr(path, '/');
+	char parent[512];
+
+	assert_non_null(slash);
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	rkey_enc(&k, parent[0] ? parent : "/");
+	rkey_add(&k, D, DLEN);
+	rkey_add(&k, "", 1);
+	rkey_add(&k, slash + 1, strlen(slash + 1));
+	return k;
+}
+
+/* The key of block @p b of node @p id: "/blk/<16 hex>" 0x00 u64be(b). */
+static rkey block_key(uint64_t id, uint64_t b)
+{
+	rkey k = {{0}, 0};
+	char part[40];
+	unsigned char be[8];
+	int i;
+
+	snprintf(part, sizeof(part), "/blk/%016llx", (unsigned long long)id);
+	rkey_add(&k, part, strlen(part) + 1);
+	for (i = 7; i >= 0; i--, b >>= 8)
+		be[i] = (unsigned char)b;
+	rkey_add(&k, be, 8);
+	return k;
+}
+
+/* The key of attribute @p name of node @p id. */
+static rkey attr_key(uint64_t id, const char *name)
+{
+	rkey k = {{0}, 0};
+	char part[40];
+
+	snprintf(part, sizeof(part), "/attr/%016llx", (unsigned long long)id);
+	rkey_add(&k, part, strlen(part) + 1);
+	rkey_add(&k, name, strlen(name));
+	return k;
+}
+
+static rkey meta_key(const char *sort)
+{
+	rkey k = {{0}, 0};
+
+	rkey_add(&k, "/meta", 6);
+	rkey_add(&k, sort, strlen(sort));
+	return k;
+}
+
+static leveldb_t *ldb_open(const char *dir, int create)
+{
+	leveldb_options_t *o = leveldb_options_create();
+	char *err = NULL;
+	leveldb_t *db;
+
+	leveldb_options_set_create_if_missing(o, create);
+	db = leveldb_open(o, dir, &err);
+	leveldb_options_destroy(o);
+	if (err != NULL)
+		fail_msg("leveldb_open %s: %s", dir, err);
+	return db;
+}
+
+static void ldb_put(leveldb_t *db, const rkey *k, const void *v, size_t vlen)
+{
+	leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+	char *err = NULL;
+
+	leveldb_put(db, wo, k->p, k->len, v, vlen, &err);
+	leveldb_writeoptions_destroy(wo);
+	if (err != NULL)
+		fail_msg("leveldb_put: %s", err);
+}
+
+static void ldb_del(leveldb_t *db, const rkey *k)
+{
+	leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+	char *err = NULL;
+
+	leveldb_delete(db, wo, k->p, k->len, &err);
+	leveldb_writeoptions_destroy(wo);
+	if (err != NULL)
+		fail_msg("leveldb_delete: %s", err);
+}
+
+/* The value of row @p k (malloc'd), or NULL when absent. */
+static unsigned char *ldb_get(leveldb_t *db, const rkey *k, size_t *vlen)
+{
+	leveldb_readoptions_t *ro = leveldb_readoptions_create();
+	char *err = NULL, *v;
+
+	v = leveldb_get(db, ro, k->p, k->len, vlen, &err);
+	leveldb_readoptions_destroy(ro);
+	if (err != NULL)
+		fail_msg("leveldb_get: %s", err);
+	return (unsigned char *)v;
+}
+
+/* Every row of the database as one hex string, to compare states. */
+static char *ldb_dump(leveldb_t *db)
+{
+	leveldb_readoptions_t *ro = leveldb_readoptions_create();
+	leveldb_iterator_t *it = leveldb_create_iterator(db, ro);
+	kt_test_str s = {0};
+
+	for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it);
+	     leveldb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = leveldb_iter_key(it, &kl);
+		const char *v = leveldb_iter_value(it, &vl);
+		kt_test_str_hex(&s, k, kl);
+		kt_test_str_add(&s, "=", 1);
+		kt_test_str_hex(&s, v, vl);
+		kt_test_str_add(&s, "\n", 1);
+	}
+	leveldb_iter_destroy(it);
+	leveldb_readoptions_destroy(ro);
+	if (s.p == NULL)
+		kt_test_str_add(&s, "", 0);
+	return s.p;
+}
+
+/* Close the fixture's store and open its LevelDB directory directly. */
+static leveldb_t *raw_begin(kt_test_fixture *f)
+{
+	kt_close(f->store);
+	f->store = NULL;
+	return ldb_open(f->path, 0);
+}
+
+/* Close the raw database and reopen the store. */
+static void raw_end(kt_test_fixture *f, leveldb_t *db)
+{
+	leveldb_close(db);
+	kt_test_reopen(f);
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+/* Rewrite the u32 at @p off of the node row of @p path. */
+static void node_patch32(leveldb_t *db, const char *path, size_t off,
+			 uint32_t v)
+{
+	rkey k = node_key(path);
+	size_t vl = 0;
+	unsigned char *row = ldb_get(db, &k, &vl);
+
+	assert_non_null(row);
+	assert_true(vl >= 74 && off + 4 <= 74);
+	put_le32(row + off, v);
+	ldb_put(db, &k, row, vl);
+	leveldb_free(row);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Store contents. */
+
+static void put_str(kt_store *s, const char *path, const char *value)
+{
+	int rc = kt_put(s, path, value, strlen(value), NULL);
+
+	if (rc != 0)
+		fail_msg("put %s: %d (%s)", path, rc, kt_errmsg());
+}
+
+static uint64_t id_of(kt_store *s, const char *path)
+{
+	kt_statbuf sb;
+
+	ok(kt_lstat(&sb, s, path));
+	return sb.id;
+}
+
+static void assert_value(kt_store *s, const char *path, const char *want)
+{
+	void *v = NULL;
+	size_t len = 0;
+
+	ok(kt_get(&v, &len, s, path));
+	assert_int_equal(len, strlen(want));
+	assert_memory_equal(v, want, len);
+	kt_free(v);
+}
+
+/* 1 if @p name is a child of directory @p dir, else 0. */
+static int listed(kt_store *s, const char *dir, const char *name)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	int rc, found = 0;
+
+	ok(kt_iter_new(&it, s, dir, NULL));
+	while ((rc = kt_iter_next(&e, it)) == 0)
+		if (strcmp(e->name, name) == 0)
+			found = 1;
+	assert_int_equal(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	return found;
+}
+
+#define BIG_LEN 40000u
+
+/* A 40000-byte value: block 0 data, block 1 a hole, block 2 data. */
+static unsigned char *big_value(void)
+{
+	unsigned char *b = calloc(1, BIG_LEN);
+	size_t i;
+
+	assert_non_null(b);
+	for (i = 0; i < 100; i++)
+		b[i] = (unsigned char)('a' + i % 26);
+	for (i = 35000; i < BIG_LEN; i++)
+		b[i] = (unsigned char)i;
+	return b;
+}
+
+/* The store the damage tests start from. */
+static void populate(kt_store *s)
+{
+	unsigned char *big = big_value();
+
+	put_str(s, "/d/item", "hello");
+	ok(kt_attr_set(s, "/d/item", "colour", "blue", 4, 0));
+	put_str(s, "/d/sub/leaf", "leaf value");
+	ok(kt_attr_set(s, "/d/sub/leaf", "k", "v", 1, 0));
+	put_str(s, "/p/c", "child of p");
+	ok(kt_attr_set(s, "/p/c", "a", "1", 1, 0));
+	put_str(s, "/keep", "kept");
+	ok(kt_put(s, "/big", big, BIG_LEN, NULL));
+	ok(kt_symlink(s, "/ln", "/d/item", NULL));
+	free(big);
+}
+
+/* ------------------------------------------------------------------------ */
+/* kt_check and kt_repair. */
+
+/* What a kt_check or kt_repair callback was told.  A fixed buffer, so
+ * that a failing assertion (which leaves the test by longjmp) leaks
+ * nothing. */
+typedef struct calls {
+	size_t n;
+	char all[8192]; /* every text, one per line, truncated when full */
+	size_t len;
+} calls;
+
+static int record_cb(const char *what, void *payload)
+{
+	calls *c = payload;
+	int w;
+
+	c->n++;
+	w = snprintf(c->all + c->len, sizeof(c->all) - c->len, "%s\n", what);
+	if (w > 0)
+		c->len += (size_t)w < sizeof(c->all) - c->len
+				  ? (size_t)w
+				  : sizeof(c->all) - c->len - 1;
+	return 0;
+}
+
+/* kt_check must find violations, return KT_ECORRUPT, and one of its texts
+ * must contain every needle (NULL-terminated list). */
+static void assert_check_finds(kt_store *s, const char *needle, ...)
+{
+	calls c = {0, {0}, 0};
+	size_t n = 0;
+	int rc = kt_check(&n, s, record_cb, &c);
+	va_list ap;
+	const char *nd;
+	char *line, *save = NULL, text[sizeof(c.all)];
+	int hit = 0;
+
+	if (rc != KT_ECORRUPT || n == 0 || c.n != n)
+		fail_msg("kt_check: %d (%s), %zu violations, %zu callbacks", rc,
+			 kt_errmsg(), n, c.n);
+	assert_non_null(strstr(kt_errmsg(), "violation"));
+	memcpy(text, c.all, sizeof(text));
+	for (line = strtok_r(text, "\n", &save); line && !hit;
+	     line = strtok_r(NULL, "\n", &save)) {
+		hit = 1;
+		va_start(ap, needle);
+		for (nd = needle; nd != NULL; nd = va_arg(ap, const char *))
+			if (strstr(line, nd) == NULL)
+				hit = 0;
+		va_end(ap);
+	}
+	if (!hit)
+		fail_msg("no violation names '%s' (and the rest); got:\n%s",
+			 needle, c.all);
+}
+
+static void assert_clean(kt_store *s)
+{
+	calls c = {0, {0}, 0};
+	size_t n = 12345;
+	int rc = kt_check(&n, s, record_cb, &c);
+
+	if (rc != 0 || n != 0 || c.n != 0)
+		fail_msg("kt_check: %d (%s), %zu violations:\n%s", rc,
+			 kt_errmsg(), n, c.all);
+}
+
+/* kt_repair must succeed, after which the store passes kt_check.  Returns
+ * the number of repairs it reported, which the caller checks last with
+ * assert_reported(), after what survived. */
+static size_t repair_and_check(kt_store *s)
+{
+	calls c = {0, {0}, 0};
+	size_t n = 0;
+
+	ok(kt_repair(&n, s, record_cb, &c));
+	assert_int_equal(c.n, n);
+	assert_clean(s);
+	return n;
+}
+
+/* Every repair is counted and reported through the callback. */
+static void assert_reported(size_t nfixed)
+{
+	if (nfixed == 0)
+		fail_msg("kt_repair fixed the store but reported 0 repairs");
+}
+
+/* What must survive every damage test: the nodes not damaged. */
+static void assert_survivors(kt_store *s)
+{
+	unsigned char *big = big_value();
+	void *v = NULL;
+	size_t len = 0;
+	char *t = NULL;
+
+	assert_value(s, "/keep", "kept");
+	assert_value(s, "/d/sub/leaf", "leaf value");
+	ok(kt_get(&v, &len, s, "/big"));
+	assert_int_equal(len, BIG_LEN);
+	assert_memory_equal(v, big, BIG_LEN);
+	kt_free(v);
+	ok(kt_readlink(&t, &len, s, "/ln"));
+	assert_string_equal(t, "/d/item");
+	kt_free(t);
+	assert_true(listed(s, "/", "keep"));
+	assert_true(listed(s, "/d/sub", "leaf"));
+	free(big);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The rows are those docs/FORMAT.md describes. */
+
+static void test_format__rows_as_documented(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_store *s = f->store;
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	const char *alice = "{\"name\":\"Alice\"}";
+	const char *target = "/Accounts/123456/Links/xyzpdq";
+	const unsigned char hdr[] = "keytree\0\x01\0\0\0\0\x40\0\0\0\x10\0\0"
+				    "\x02\xc2\xa6";
+	uint64_t acct, item, ln, big, root;
+	unsigned char *v, *bigv = big_value();
+	leveldb_t *db;
+	rkey k;
+	size_t vl;
+
+	co.flags = KT_CREATE_PARENTS;
+	ok(kt_put(s, "/Accounts/123456", alice, strlen(alice), NULL));
+	put_str(s, "/Accounts/123456/Links/xyzpdq", "x");
+	ok(kt_symlink(s, "/Links/xyzpdq", target, &co));
+	ok(kt_put(s, "/big", bigv, BIG_LEN, NULL));
+	root = id_of(s, "/");
+	acct = id_of(s, "/Accounts/123456");
+	item = id_of(s, "/Accounts/123456/Links/xyzpdq");
+	ln = id_of(s, "/Links/xyzpdq");
+	big = id_of(s, "/big");
+	db = raw_begin(f);
+
+	/* Header: magic, format, block, inline limit, delimiter. */
+	k = meta_key("header");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, sizeof(hdr) - 1);
+	assert_memory_equal(v, hdr, vl);
+	leveldb_free(v);
+
+	/* Counters: two u64 limits above every id and version in use. */
+	k = meta_key("alloc");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 16);
+	assert_true(le64(v) > big && le64(v) > ln);
+	leveldb_free(v);
+
+	/* The root: empty partition, a directory with two subdirectories. */
+	k = node_key("/");
+	assert_int_equal(k.len, 1);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 74);
+	assert_int_equal(v[0], 1);
+	assert_int_equal(v[1], KT_KIND_DIR);
+	assert_int_equal(le64(v + 2), root);
+	assert_int_equal(le32(v + 62), 2); /* Accounts, Links */
+	leveldb_free(v);
+
+	/* Item and directory at once, value inline after the 74 bytes. */
+	k = node_key("/Accounts/123456");
+	assert_int_equal(k.len, 2 * DLEN + 8 + 6 + 1);
+	assert_memory_equal(k.p,
+			    "\xc2\xa6"
+			    "Accounts\xc2\xa6"
+			    "123456\0",
+			    k.len);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 74 + strlen(alice));
+	assert_int_equal(v[1], KT_KIND_ITEM | KT_KIND_DIR);
+	assert_int_equal(le64(v + 2), acct);
+	assert_int_equal(le32(v + 10), 0755);
+	assert_int_equal(le64(v + 22), strlen(alice));
+	assert_int_equal(le32(v + 62), 1); /* Links */
+	assert_int_equal(le32(v + 66), 0);
+	assert_int_equal(le32(v + 70), 0); /* reserved */
+	assert_memory_equal(v + 74, alice, strlen(alice));
+	leveldb_free(v);
+
+	/* Its index row in the parent's index partition: kind, id. */
+	k = index_key("/Accounts/123456");
+	assert_memory_equal(k.p,
+			    "\xc2\xa6"
+			    "Accounts\xc2\xa6\0"
+			    "123456",
+			    k.len);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 9);
+	assert_int_equal(v[0], KT_KIND_ITEM | KT_KIND_DIR);
+	assert_int_equal(le64(v + 1), acct);
+	leveldb_free(v);
+
+	k = index_key("/Accounts/123456/Links/xyzpdq");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(v[0], KT_KIND_ITEM);
+	assert_int_equal(le64(v + 1), item);
+	leveldb_free(v);
+
+	/* A link: payload is the target verbatim, size its length. */
+	k = node_key("/Links/xyzpdq");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(v[1], KT_KIND_LINK);
+	assert_int_equal(le64(v + 22), strlen(target));
+	assert_int_equal(vl, 74 + strlen(target));
+	assert_memory_equal(v + 74, target, strlen(target));
+	leveldb_free(v);
+
+	/* A large value: no payload, blocks keyed big-endian, hole at 1,
+	 * the last block only as long as the value. */
+	k = node_key("/big");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 74);
+	assert_int_equal(le64(v + 22), BIG_LEN);
+	leveldb_free(v);
+	k = block_key(big, 0);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 16384);
+	assert_memory_equal(v, bigv, 16384);
+	leveldb_free(v);
+	k = block_key(big, 1);
+	assert_null(ldb_get(db, &k, &vl));
+	k = block_key(big, 2);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, BIG_LEN - 2 * 16384);
+	assert_memory_equal(v, bigv + 2 * 16384, vl);
+	leveldb_free(v);
+
+	raw_end(f, db);
+	free(bigv);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Directories that are not (readable) stores. */
+
+static void test_format__foreign_leveldb_is_not_a_store(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store *s = (kt_store *)1;
+	char dir[400];
+	leveldb_t *db;
+	rkey k = {{0}, 0};
+
+	snprintf(dir, sizeof(dir), "%s/foreign", f->dir);
+	db = ldb_open(dir, 1);
+	rkey_add(&k, "user:42", 7);
+	ldb_put(db, &k, "Bob", 3);
+	k.len = 0;
+	rkey_add(&k, "\0\0", 2); /* looks like an empty partition */
+	ldb_put(db, &k, "?", 1);
+	leveldb_close(db);
+
+	fails_naming(kt_open(&s, dir, NULL), KT_ENOTSTORE, dir);
+	assert_null(s);
+	assert_non_null(strstr(kt_errmsg(), "header"));
+	/* Creating does not take it over either. */
+	o.create_if_missing = 1;
+	fails_naming(kt_open(&s, dir, &o), KT_ENOTSTORE, dir);
+	assert_null(s);
+	/* And the foreign rows are untouched. */
+	db = ldb_open(dir, 0);
+	{
+		char *dump = ldb_dump(db);
+		assert_non_null(strstr(dump, "757365723a3432=426f62\n"));
+		assert_null(strstr(dump, "2f6d657461")); /* "/meta" */
+		free(dump);
+	}
+	leveldb_close(db);
+}
+
+/* An empty LevelDB database is a LevelDB database without a keytree
+ * header: not a store (opening never writes one into an existing
+ * database; only a directory that is absent or empty is created). */
+static void test_format__empty_leveldb_is_not_a_store(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_store *s = (kt_store *)1;
+	char dir[400];
+
+	snprintf(dir, sizeof(dir), "%s/empty", f->dir);
+	leveldb_close(ldb_open(dir, 1));
+	fails_naming(kt_open(&s, dir, NULL), KT_ENOTSTORE, dir);
+	assert_null(s);
+	assert_non_null(strstr(kt_errmsg(), "header"));
+}
+
+static void test_format__newer_format_version(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_store *s = (kt_store *)1;
+	leveldb_t *db = raw_begin(f);
+	rkey k = meta_key("header");
+	unsigned char *v;
+	size_t vl;
+
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(le32(v + 8), KT_FORMAT_VERSION);
+	put_le32(v + 8, KT_FORMAT_VERSION + 1);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	leveldb_close(db);
+
+	fails_naming(kt_open(&s, f->path, NULL), KT_EVERSION, "version 2");
+	assert_null(s);
+	assert_non_null(strstr(kt_errmsg(), "up to 1"));
+	assert_non_null(strstr(kt_errmsg(), f->path));
+
+	/* Put it back so that teardown checks a readable store. */
+	db = ldb_open(f->path, 0);
+	v = ldb_get(db, &k, &vl);
+	put_le32(v + 8, KT_FORMAT_VERSION);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+}
+
+static void test_format__damaged_header(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_store *s = (kt_store *)1;
+	leveldb_t *db = raw_begin(f);
+	rkey k = meta_key("header");
+	unsigned char *good, bad[64];
+	size_t gl;
+
+	good = ldb_get(db, &k, &gl);
+	assert_non_null(good);
+	assert_true(gl <= sizeof(bad));
+
+	/* Wrong magic: not a keytree header at all. */
+	memcpy(bad, good, gl);
+	bad[0] = 'K';
+	ldb_put(db, &k, bad, gl);
+	leveldb_close(db);
+	fails_naming(kt_open(&s, f->path, NULL), KT_ENOTSTORE,
+		     "not a keytree header");
+	assert_null(s);
+
+	/* Too short for the fixed fields: not a keytree header either. */
+	db = ldb_open(f->path, 0);
+	ldb_put(db, &k, good, 10);
+	leveldb_close(db);
+	fails_naming(kt_open(&s, f->path, NULL), KT_ENOTSTORE,
+		     "not a keytree header");
+
+	/* Right magic, impossible fields: damaged. */
+	memcpy(bad, good, gl);
+	bad[20] = 0; /* delimiter length */
+	db = ldb_open(f->path, 0);
+	ldb_put(db, &k, bad, gl);
+	leveldb_close(db);
+	fails_naming(kt_open(&s, f->path, NULL), KT_ECORRUPT, "header");
+	assert_non_null(strstr(kt_errmsg(), f->path));
+
+	memcpy(bad, good, gl);
+	put_le32(bad + 16, 1u << 20); /* inline limit above the block */
+	db = ldb_open(f->path, 0);
+	ldb_put(db, &k, bad, gl);
+	leveldb_close(db);
+	fails_naming(kt_open(&s, f->path, NULL), KT_ECORRUPT, "damaged");
+
+	/* A trailing byte after the delimiter. */
+	memcpy(bad, good, gl);
+	bad[gl] = 'x';
+	db = ldb_open(f->path, 0);
+	ldb_put(db, &k, bad, gl + 1);
+	leveldb_close(db);
+	fails_naming(kt_open(&s, f->path, NULL), KT_ECORRUPT, "damaged");
+
+	db = ldb_open(f->path, 0);
+	ldb_put(db, &k, good, gl);
+	leveldb_free(good);
+	raw_end(f, db);
+}
+
+static void test_format__missing_counter_row(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_store *s = (kt_store *)1;
+	leveldb_t *db = raw_begin(f);
+	rkey k = meta_key("alloc");
+	unsigned char *v;
+	size_t vl;
+
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 16);
+	ldb_del(db, &k);
+	leveldb_close(db);
+	fails_naming(kt_open(&s, f->path, NULL), KT_ECORRUPT, "counter row");
+	assert_null(s);
+
+	db = ldb_open(f->path, 0);
+	ldb_put(db, &k, v, 15);
+	leveldb_close(db);
+	fails_naming(kt_open(&s, f->path, NULL), KT_ECORRUPT, "counter row");
+
+	db = ldb_open(f->path, 0);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+}
+
+static void test_format__delimiter_mismatch(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store *s = NULL;
+	char dir[400];
+	leveldb_t *db;
+	rkey k = {{0}, 0};
+	unsigned char *v;
+	size_t vl;
+
+	snprintf(dir, sizeof(dir), "%s/pipe", f->dir);
+	o.create_if_missing = 1;
+	o.delimiter = "|";
+	ok(kt_open(&s, dir, &o));
+	put_str(s, "/a/b", "v");
+	kt_close(s);
+	s = (kt_store *)1;
+
+	/* Asking for the default names both delimiters. */
+	o.create_if_missing = 0;
+	o.delimiter = KT_DEFAULT_DELIMITER;
+	fails_naming(kt_open(&s, dir, &o), KT_EINVAL, "'|'");
+	assert_null(s);
+	assert_non_null(strstr(kt_errmsg(), "'" KT_DEFAULT_DELIMITER "'"));
+	assert_non_null(strstr(kt_errmsg(), dir));
+
+	/* The rows use '|': "|a|" 0x00 "b" is b's index row. */
+	db = ldb_open(dir, 0);
+	rkey_add(&k, "|a|\0b", 5);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 9);
+	assert_int_equal(v[0], KT_KIND_ITEM);
+	leveldb_free(v);
+	leveldb_close(db);
+
+	/* NULL means "whatever the store has". */
+	ok(kt_open(&s, dir, NULL));
+	assert_string_equal(kt_delimiter(s, &vl), "|");
+	assert_int_equal(vl, 1);
+	assert_value(s, "/a/b", "v");
+	assert_clean(s);
+	kt_close(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Damage that kt_check finds and kt_repair undoes. */
+
+static void test_format__index_row_to_nothing(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	unsigned char v[9] = {KT_KIND_ITEM, 0x39, 0x05};
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = index_key("/d/ghost");
+	ldb_put(db, &k, v, sizeof(v));
+	raw_end(f, db);
+
+	assert_true(listed(f->store, "/d", "ghost"));
+	assert_check_finds(f->store, "'/d'", "'ghost'", "points at no node",
+			   NULL);
+	nfix = repair_and_check(f->store);
+	assert_false(listed(f->store, "/d", "ghost"));
+	assert_value(f->store, "/d/item", "hello");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__node_without_index_row(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	uint64_t id;
+	kt_statbuf sb;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	id = id_of(f->store, "/d/item");
+	db = raw_begin(f);
+	k = index_key("/d/item");
+	ldb_del(db, &k);
+	k = index_key("/d/sub"); /* a directory, so /d's count is off too */
+	ldb_del(db, &k);
+	raw_end(f, db);
+
+	assert_false(listed(f->store, "/d", "item"));
+	assert_check_finds(f->store, "'/d/item'", "no index row", "unreachable",
+			   NULL);
+	assert_check_finds(f->store, "'/d/sub'", "no index row", NULL);
+	nfix = repair_and_check(f->store);
+
+	/* Linked back in, with value, attributes and id. */
+	assert_true(listed(f->store, "/d", "item"));
+	assert_true(listed(f->store, "/d", "sub"));
+	assert_value(f->store, "/d/item", "hello");
+	assert_int_equal(id_of(f->store, "/d/item"), id);
+	ok(kt_stat(&sb, f->store, "/d"));
+	assert_int_equal(sb.nsubdirs, 1);
+	ok(kt_stat(&sb, f->store, "/d/item"));
+	assert_int_equal(sb.nattrs, 1);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__node_without_parent(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	kt_statbuf sb;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = node_key("/p");
+	ldb_del(db, &k);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/p/c'", "parent has no node row", NULL);
+	assert_check_finds(f->store, "'/'", "'p'", "points at no node", NULL);
+	nfix = repair_and_check(f->store);
+
+	/* /p/c cannot be placed anywhere: it goes, with its attributes
+	 * (kt_check above would count them as orphans otherwise). */
+	assert_int_equal(kt_stat(&sb, f->store, "/p"), KT_ENOTFOUND);
+	assert_int_equal(kt_stat(&sb, f->store, "/p/c"), KT_ENOTFOUND);
+	assert_false(listed(f->store, "/", "p"));
+	ok(kt_stat(&sb, f->store, "/"));
+	assert_int_equal(sb.nsubdirs, 1); /* /d */
+	assert_value(f->store, "/d/item", "hello");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__index_kind_disagrees(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	kt_statbuf sb;
+	unsigned char *v;
+	leveldb_t *db;
+	size_t vl;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = index_key("/d/item");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(v[0], KT_KIND_ITEM);
+	v[0] = KT_KIND_DIR;
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/d/item'", "index row says kind 2",
+			   "node row kind 1", NULL);
+	nfix = repair_and_check(f->store);
+	ok(kt_stat(&sb, f->store, "/d/item"));
+	assert_int_equal(sb.kind, KT_KIND_ITEM);
+	ok(kt_stat(&sb, f->store, "/d"));
+	assert_int_equal(sb.nsubdirs, 1);
+	assert_value(f->store, "/d/item", "hello");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__index_row_does_not_decode(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = index_key("/d/item");
+	ldb_put(db, &k, "\x01\x02\x03", 3); /* 3 bytes, not 9 */
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/d/item'", "index row does not decode",
+			   NULL);
+	assert_check_finds(f->store, "'/d' -> 'item'", "does not decode", NULL);
+	nfix = repair_and_check(f->store);
+	assert_true(listed(f->store, "/d", "item"));
+	assert_value(f->store, "/d/item", "hello");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__nsubdirs_wrong(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	kt_statbuf sb;
+	leveldb_t *db;
+
+	populate(f->store);
+	db = raw_begin(f);
+	node_patch32(db, "/d", 62, 7);
+	raw_end(f, db);
+
+	ok(kt_stat(&sb, f->store, "/d"));
+	assert_int_equal(sb.nsubdirs, 7);
+	assert_check_finds(f->store, "'/d'", "nsubdirs is 7", NULL);
+	nfix = repair_and_check(f->store);
+	ok(kt_stat(&sb, f->store, "/d"));
+	assert_int_equal(sb.nsubdirs, 1);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__nattrs_wrong(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	kt_statbuf sb;
+	void *v = NULL;
+	size_t len;
+	leveldb_t *db;
+
+	populate(f->store);
+	db = raw_begin(f);
+	node_patch32(db, "/d/item", 66, 5);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/d/item'", "nattrs is 5",
+			   "1 attribute rows", NULL);
+	nfix = repair_and_check(f->store);
+	ok(kt_stat(&sb, f->store, "/d/item"));
+	assert_int_equal(sb.nattrs, 1);
+	ok(kt_attr_get(&v, &len, f->store, "/d/item", "colour"));
+	assert_int_equal(len, 4);
+	assert_memory_equal(v, "blue", 4);
+	kt_free(v);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__block_past_end(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	k = block_key(id_of(f->store, "/big"), 5);
+	db = raw_begin(f);
+	ldb_put(db, &k, "stale", 5);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/big'", "block 5",
+			   "past the end of the 40000-byte value", NULL);
+	nfix = repair_and_check(f->store);
+	db = raw_begin(f);
+	assert_null(ldb_get(db, &k, &(size_t){0}));
+	raw_end(f, db);
+	/* Growing the value now shows zeros, not the stale block. */
+	ok(kt_truncate(f->store, "/big", 6 * 16384));
+	{
+		unsigned char buf[5] = {1, 1, 1, 1, 1};
+		size_t got = 0;
+		ok(kt_read(&got, f->store, "/big", buf, 5, 5 * 16384));
+		assert_int_equal(got, 5);
+		assert_memory_equal(buf, "\0\0\0\0\0", 5);
+	}
+	ok(kt_truncate(f->store, "/big", BIG_LEN));
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__block_of_inline_value(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	k = block_key(id_of(f->store, "/d/item"), 0);
+	db = raw_begin(f);
+	ldb_put(db, &k, "XXXXXXXXXXXX", 12);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/d/item'", "1 block rows", "inline",
+			   NULL);
+	nfix = repair_and_check(f->store);
+	assert_value(f->store, "/d/item", "hello");
+	/* Growing it past the inline limit must not pick the block up. */
+	ok(kt_truncate(f->store, "/d/item", 5000));
+	{
+		unsigned char buf[8];
+		size_t got = 0;
+		ok(kt_read(&got, f->store, "/d/item", buf, 8, 0));
+		assert_int_equal(got, 8);
+		assert_memory_equal(buf, "hello\0\0\0", 8);
+	}
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__attr_of_missing_node(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	const uint64_t ghost = 0xfffff; /* 1048575: far above any id used */
+	kt_statbuf sb;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = attr_key(ghost, "orphan");
+	ldb_put(db, &k, "x", 1);
+	k = block_key(ghost, 3);
+	ldb_put(db, &k, "y", 1);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "attribute rows", "1048575",
+			   "does not exist", NULL);
+	assert_check_finds(f->store, "block rows", "1048575", NULL);
+	nfix = repair_and_check(f->store);
+	db = raw_begin(f);
+	k = attr_key(ghost, "orphan");
+	assert_null(ldb_get(db, &k, &(size_t){0}));
+	raw_end(f, db);
+	ok(kt_stat(&sb, f->store, "/d/item"));
+	assert_int_equal(sb.nattrs, 1);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__node_row_does_not_decode(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix;
+	kt_statbuf sb;
+	unsigned char *v;
+	leveldb_t *db;
+	size_t vl;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = node_key("/d/item");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	ldb_put(db, &k, v, 30); /* cut inside the fixed fields */
+	leveldb_free(v);
+	raw_end(f, db);
+
+	/* Readers report it, naming the node. */
+	fails_naming(kt_stat(&sb, f->store, "/d/item"), KT_ECORRUPT, "/d/item");
+	assert_check_finds(f->store, "'/d/item'", "does not decode", NULL);
+	nfix = repair_and_check(f->store);
+
+	/* Nothing of it can be trusted: node, index row and attributes
+	 * go; everything else stays. */
+	assert_int_equal(kt_stat(&sb, f->store, "/d/item"), KT_ENOTFOUND);
+	assert_false(listed(f->store, "/d", "item"));
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A healthy store. */
+
+static void test_format__healthy_store_untouched_by_repair(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_store *s = f->store;
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	unsigned char *big = big_value();
+	kt_batch *b = NULL;
+	calls c = {0, {0}, 0};
+	char path[64], *before, *after, *raw_before, *raw_after;
+	leveldb_t *db;
+	size_t n = 99;
+	int i;
+
+	populate(s);
+	co.flags = KT_CREATE_PARENTS;
+	for (i = 0; i < 60; i++) {
+		snprintf(path, sizeof(path), "/many/d%d/item%d", i % 7, i);
+		put_str(s, path, path);
+		if (i % 5 == 0)
+			ok(kt_attr_set(s, path, "n", path, strlen(path), 0));
+		if (i % 9 == 0)
+			ok(kt_write(s, path, big, 20000, (uint64_t)i * 100));
+	}
+	ok(kt_mkdir(s, "/empty/dir", &co));
+	ok(kt_symlink(s, "/links/dangling", "/nowhere", &co));
+	ok(kt_put(s, "/sparse", big, BIG_LEN, NULL));
+	ok(kt_truncate(s, "/sparse", 1u << 20));
+	ok(kt_write(s, "/sparse", "end", 3, (1u << 20) - 3));
+	ok(kt_truncate(s, "/sparse", 20000));
+	ok(kt_truncate(s, "/sparse", 100));
+	ok(kt_truncate(s, "/sparse", 30000));
+	ok(kt_rename(s, "/many/d3", "/moved", 0));
+	ok(kt_delete(s, "/many/d4", KT_DELETE_RECURSIVE));
+	ok(kt_delete(s, "/many/d5/item5", KT_DELETE_PRUNE));
+	ok(kt_put(s, "/d", "d is an item too", 16, NULL));
+	ok(kt_delete(s, "/d", KT_DELETE_ITEM));
+	ok(kt_attr_delete(s, "/d/item", "colour"));
+	ok(kt_batch_new(&b, s));
+	ok(kt_batch_put(b, "/batch/a", "1", 1, NULL));
+	ok(kt_batch_rename(b, "/batch/a", "/batch/b", 0));
+	ok(kt_batch_attr_set(b, "/batch/b", "x", "y", 1, 0));
+	ok(kt_batch_delete(b, "/keep", 0));
+	ok(kt_batch_put(b, "/keep", "kept", 4, NULL));
+	ok(kt_batch_commit(b));
+	kt_batch_free(b);
+
+	assert_clean(s);
+	before = kt_test_digest(s);
+	db = raw_begin(f);
+	raw_before = ldb_dump(db);
+	raw_end(f, db);
+	s = f->store;
+
+	ok(kt_repair(&n, s, record_cb, &c));
+	if (n != 0 || c.n != 0)
+		fail_msg("kt_repair on a healthy store made %zu repairs:\n%s",
+			 n, c.all);
+	assert_clean(s);
+	after = kt_test_digest(s);
+	assert_string_equal(before, after);
+	db = raw_begin(f);
+	raw_after = ldb_dump(db);
+	raw_end(f, db);
+	assert_string_equal(raw_before, raw_after);
+	assert_survivors(f->store);
+
+	free(before);
+	free(after);
+	free(raw_before);
+	free(raw_after);
+	free(big);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name)                                                                \
+	cmocka_unit_test_setup_teardown(test_format__##name, kt_test_setup,    \
+					kt_test_teardown)
+		T(rows_as_documented),
+		T(foreign_leveldb_is_not_a_store),
+		T(empty_leveldb_is_not_a_store),
+		T(newer_format_version),
+		T(damaged_header),
+		T(missing_counter_row),
+		T(delimiter_mismatch),
+		T(index_row_to_nothing),
+		T(node_without_index_row),
+		T(node_without_parent),
+		T(index_kind_disagrees),
+		T(index_row_does_not_decode),
+		T(nsubdirs_wrong),
+		T(nattrs_wrong),
+		T(block_past_end),
+		T(block_of_inline_value),
+		T(attr_of_missing_node),
+		T(node_row_does_not_decode),
+		T(healthy_store_untouched_by_repair),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
