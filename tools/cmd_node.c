@@ -1,0 +1,422 @@
+/*
+ * cmd_node.c - the commands that act on one node: put, get (cat), mkdir,
+ * ln, readlink, rm, mv, stat and attr.  Each parses its own options, opens
+ * the store, makes one library call (or a few) and maps its result to an
+ * exit status and a message.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define OPT_HELP {"help", no_argument, NULL, 'h'}
+#define OPT_END {NULL, 0, NULL, 0}
+
+static const struct option help_only[] = {OPT_HELP, OPT_END};
+
+/* Parse a command that has only --help; returns -1 to go on, else the
+ * exit status.  @p stop: stop at the first operand (values may start with
+ * '-'). */
+static int opts_none(int argc, char **argv, int stop)
+{
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, stop ? "+:h" : ":h", help_only,
+				NULL)) != -1) {
+		rc = cli_common_opt(c, argv[0], argv);
+		return rc >= 0 ? rc : CLI_USAGE;
+	}
+	return -1;
+}
+
+/* Check the operand count: between @p min and @p max. */
+static int operands(int argc, char **argv, int min, int max)
+{
+	int n = argc - optind;
+
+	if (n < min)
+		return cli_usage(argv[0], "missing operand");
+	if (n > max)
+		return cli_usage(argv[0], "extra operand '%s'",
+				 argv[optind + max]);
+	return -1;
+}
+
+int cmd_put(int argc, char **argv)
+{
+	kt_store *st = NULL;
+	char *path = NULL, *buf = NULL;
+	const char *value;
+	size_t len;
+	int rc;
+
+	if ((rc = opts_none(argc, argv, 1)) >= 0 ||
+	    (rc = operands(argc, argv, 1, 2)) >= 0)
+		return rc;
+	path = cli_path(argv[optind]);
+	if (argc - optind == 2) {
+		value = argv[optind + 1];
+		len = strlen(value);
+	} else {
+		/* Read stdin before opening: the store stays free while a
+		 * slow producer writes. */
+		if (cli_read_fd(&buf, &len, STDIN_FILENO) != 0) {
+			rc = cli_fail_errno(path, "reading standard input");
+			goto out;
+		}
+		value = buf;
+	}
+	if ((rc = cli_open(&st, 1)) != CLI_OK)
+		goto out;
+	rc = kt_put(st, path, value, len, NULL);
+	rc = rc < 0 ? cli_fail(path, rc) : CLI_OK;
+out:
+	kt_close(st);
+	free(buf);
+	free(path);
+	return rc;
+}
+
+int cmd_get(int argc, char **argv)
+{
+	kt_store *st = NULL;
+	char *path = NULL;
+	void *value = NULL;
+	size_t len = 0;
+	int rc;
+
+	if ((rc = opts_none(argc, argv, 0)) >= 0 ||
+	    (rc = operands(argc, argv, 1, 1)) >= 0)
+		return rc;
+	path = cli_path(argv[optind]);
+	if ((rc = cli_open(&st, 0)) != CLI_OK)
+		goto out;
+	rc = kt_get(&value, &len, st, path);
+	if (rc < 0)
+		rc = cli_fail(path, rc);
+	else if (cli_write_all(STDOUT_FILENO, value, len) != 0)
+		rc = cli_fail_errno("stdout", "write");
+	else
+		rc = CLI_OK;
+out:
+	kt_free(value);
+	kt_close(st);
+	free(path);
+	return rc;
+}
+
+int cmd_mkdir(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{"parents", no_argument, NULL, 'p'}, OPT_HELP, OPT_END};
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	kt_store *st = NULL;
+	char *path;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, ":ph", o, NULL)) != -1) {
+		if (c == 'p')
+			co.flags |= KT_CREATE_PARENTS;
+		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
+			return rc;
+	}
+	if ((rc = operands(argc, argv, 1, 1)) >= 0)
+		return rc;
+	if ((rc = cli_open(&st, 1)) != CLI_OK)
+		return rc;
+	path = cli_path(argv[optind]);
+	rc = kt_mkdir(st, path, &co);
+	rc = rc < 0 ? cli_fail(path, rc) : CLI_OK;
+	kt_close(st);
+	free(path);
+	return rc;
+}
+
+int cmd_ln(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{"symbolic", no_argument, NULL, 's'}, OPT_HELP, OPT_END};
+	kt_store *st = NULL;
+	char *link;
+	int c, rc, sym = 0;
+
+	while ((c = getopt_long(argc, argv, ":sh", o, NULL)) != -1) {
+		if (c == 's')
+			sym = 1;
+		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
+			return rc;
+	}
+	if (!sym)
+		return cli_usage(argv[0], "only symbolic links exist in a "
+					  "store: use 'ln -s TARGET LINK'");
+	if ((rc = operands(argc, argv, 2, 2)) >= 0)
+		return rc;
+	if ((rc = cli_open(&st, 1)) != CLI_OK)
+		return rc;
+	link = cli_path(argv[optind + 1]);
+	rc = kt_symlink(st, link, argv[optind], NULL);
+	rc = rc < 0 ? cli_fail(link, rc) : CLI_OK;
+	kt_close(st);
+	free(link);
+	return rc;
+}
+
+int cmd_readlink(int argc, char **argv)
+{
+	kt_store *st = NULL;
+	char *path, *target = NULL;
+	size_t len = 0;
+	int rc;
+
+	if ((rc = opts_none(argc, argv, 0)) >= 0 ||
+	    (rc = operands(argc, argv, 1, 1)) >= 0)
+		return rc;
+	if ((rc = cli_open(&st, 0)) != CLI_OK)
+		return rc;
+	path = cli_path(argv[optind]);
+	rc = kt_readlink(&target, &len, st, path);
+	if (rc < 0) {
+		rc = cli_fail(path, rc);
+	} else {
+		cli_put_name(stdout, target, len);
+		putchar('\n');
+		rc = CLI_OK;
+	}
+	kt_free(target);
+	kt_close(st);
+	free(path);
+	return rc;
+}
+
+int cmd_rm(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{"recursive", no_argument, NULL, 'r'},
+		{"prune", no_argument, NULL, 'P'}, OPT_HELP, OPT_END};
+	kt_store *st = NULL;
+	unsigned int flags = 0;
+	char *path;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, ":rRh", o, NULL)) != -1) {
+		if (c == 'r' || c == 'R')
+			flags |= KT_DELETE_RECURSIVE;
+		else if (c == 'P')
+			flags |= KT_DELETE_PRUNE;
+		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
+			return rc;
+	}
+	if ((rc = operands(argc, argv, 1, 1)) >= 0)
+		return rc;
+	if ((rc = cli_open(&st, 1)) != CLI_OK)
+		return rc;
+	path = cli_path(argv[optind]);
+	rc = kt_delete(st, path, flags);
+	rc = rc < 0 ? cli_fail(path, rc) : CLI_OK;
+	kt_close(st);
+	free(path);
+	return rc;
+}
+
+int cmd_mv(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{"no-replace", no_argument, NULL, 'n'},
+		{"exchange", no_argument, NULL, 'x'}, OPT_HELP, OPT_END};
+	kt_store *st = NULL;
+	unsigned int flags = 0;
+	char *src, *dst;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
+		if (c == 'n')
+			flags |= KT_RENAME_NOREPLACE;
+		else if (c == 'x')
+			flags |= KT_RENAME_EXCHANGE;
+		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
+			return rc;
+	}
+	if (flags == (KT_RENAME_NOREPLACE | KT_RENAME_EXCHANGE))
+		return cli_usage(argv[0], "--no-replace and --exchange "
+					  "exclude each other");
+	if ((rc = operands(argc, argv, 2, 2)) >= 0)
+		return rc;
+	if ((rc = cli_open(&st, 1)) != CLI_OK)
+		return rc;
+	src = cli_path(argv[optind]);
+	dst = cli_path(argv[optind + 1]);
+	rc = kt_rename(st, src, dst, flags);
+	rc = rc < 0 ? cli_fail(src, rc) : CLI_OK;
+	kt_close(st);
+	free(src);
+	free(dst);
+	return rc;
+}
+
+static void stat_text(const char *path, const kt_statbuf *s,
+		      const char *target, size_t tlen)
+{
+	char m[11], t[64];
+
+	cli_mode_string(m, s->kind, s->mode);
+	fputs("path: ", stdout);
+	cli_put_name(stdout, path, strlen(path));
+	printf("\nkind: %s\n", cli_kind_name(s->kind));
+	if (target != NULL) {
+		fputs("target: ", stdout);
+		cli_put_name(stdout, target, tlen);
+		putchar('\n');
+	}
+	printf("id: %llu\nsize: %llu\nmode: %04o (%s)\nuid: %u\ngid: %u\n",
+	       (unsigned long long)s->id, (unsigned long long)s->size,
+	       (unsigned)s->mode, m, (unsigned)s->uid, (unsigned)s->gid);
+	cli_time_iso(t, sizeof(t), s->atime_ns);
+	printf("atime: %s\n", t);
+	cli_time_iso(t, sizeof(t), s->mtime_ns);
+	printf("mtime: %s\n", t);
+	cli_time_iso(t, sizeof(t), s->ctime_ns);
+	printf("ctime: %s\n", t);
+	printf("version: %llu\n", (unsigned long long)s->version);
+	if (s->kind & KT_KIND_DIR)
+		printf("subdirs: %u\n", (unsigned)s->nsubdirs);
+	printf("attributes: %u\n", (unsigned)s->nattrs);
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{"dereference", no_argument, NULL, 'L'},
+		{"json", no_argument, NULL, 'j'}, OPT_HELP, OPT_END};
+	kt_store *st = NULL;
+	kt_statbuf sb;
+	char *path, *target = NULL;
+	size_t tlen = 0;
+	int c, rc, follow = 0, json = 0;
+	json_t *obj;
+
+	while ((c = getopt_long(argc, argv, ":Lh", o, NULL)) != -1) {
+		if (c == 'L')
+			follow = 1;
+		else if (c == 'j')
+			json = 1;
+		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
+			return rc;
+	}
+	if ((rc = operands(argc, argv, 1, 1)) >= 0)
+		return rc;
+	if ((rc = cli_open(&st, 0)) != CLI_OK)
+		return rc;
+	path = cli_path(argv[optind]);
+	rc = follow ? kt_stat(&sb, st, path) : kt_lstat(&sb, st, path);
+	if (rc == 0 && sb.kind == KT_KIND_LINK)
+		rc = kt_readlink(&target, &tlen, st, path);
+	if (rc < 0) {
+		rc = cli_fail(path, rc);
+		goto out;
+	}
+	if (json) {
+		obj = json_object();
+		json_object_set_new(obj, "path",
+				    cli_json_bytes(path, strlen(path)));
+		cli_json_stat(obj, &sb);
+		if (target != NULL)
+			json_object_set_new(obj, "target",
+					    cli_json_bytes(target, tlen));
+		cli_json_print(obj);
+	} else {
+		stat_text(path, &sb, target, tlen);
+	}
+	rc = CLI_OK;
+out:
+	kt_free(target);
+	kt_close(st);
+	free(path);
+	return rc;
+}
+
+static int attr_ls(kt_store *st, const char *path)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	int rc;
+
+	if ((rc = kt_attr_iter_new(&it, st, path)) < 0)
+		return cli_fail(path, rc);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		cli_put_name(stdout, e->name, e->name_len);
+		putchar('\n');
+	}
+	kt_iter_free(it);
+	return rc == KT_ITEROVER ? CLI_OK : cli_fail(path, rc);
+}
+
+int cmd_attr(int argc, char **argv)
+{
+	static const int nargs[4][2] = {{2, 2}, {2, 3}, {1, 1}, {2, 2}};
+	static const char *const subs[4] = {"get", "set", "ls", "rm"};
+	kt_store *st = NULL;
+	char *path = NULL, *buf = NULL;
+	const char *name, *value;
+	void *got = NULL;
+	size_t len = 0;
+	int rc, sub, n;
+
+	if ((rc = opts_none(argc, argv, 1)) >= 0)
+		return rc;
+	if (optind >= argc)
+		return cli_usage(argv[0], "missing subcommand (get, set, ls "
+					  "or rm)");
+	for (sub = 0; sub < 4; sub++)
+		if (strcmp(argv[optind], subs[sub]) == 0)
+			break;
+	if (sub == 4)
+		return cli_usage(argv[0], "unknown subcommand '%s'",
+				 argv[optind]);
+	optind++;
+	n = argc - optind;
+	if (n < nargs[sub][0])
+		return cli_usage(argv[0], "%s: missing operand", subs[sub]);
+	if (n > nargs[sub][1])
+		return cli_usage(argv[0], "%s: extra operand '%s'", subs[sub],
+				 argv[optind + nargs[sub][1]]);
+	name = n > 1 ? argv[optind + 1] : NULL;
+	value = n > 2 ? argv[optind + 2] : NULL;
+	path = cli_path(argv[optind]);
+	if (sub == 1 && value == NULL) {
+		if (cli_read_fd(&buf, &len, STDIN_FILENO) != 0) {
+			rc = cli_fail_errno(path, "reading standard input");
+			goto out;
+		}
+		value = buf;
+	} else if (value != NULL) {
+		len = strlen(value);
+	}
+	if ((rc = cli_open(&st, sub == 1 || sub == 3)) != CLI_OK)
+		goto out;
+	switch (sub) {
+	case 0:
+		rc = kt_attr_get(&got, &len, st, path, name);
+		if (rc == 0 && cli_write_all(STDOUT_FILENO, got, len) != 0)
+			rc = cli_fail_errno("stdout", "write");
+		break;
+	case 1:
+		rc = kt_attr_set(st, path, name, value, len, 0);
+		break;
+	case 2:
+		rc = attr_ls(st, path);
+		goto out;
+	default:
+		rc = kt_attr_delete(st, path, name);
+		break;
+	}
+	rc = rc < 0 ? cli_fail(path, rc) : rc;
+out:
+	kt_free(got);
+	kt_close(st);
+	free(buf);
+	free(path);
+	return rc;
+}

@@ -1,0 +1,543 @@
+/*
+ * fs.c - import and export: copying a real directory tree into the store
+ * and back, with regular files, directories, symbolic links, permission
+ * bits, owners, access and modification times, and user.* extended
+ * attributes (stored as keytree attributes without the "user." prefix).
+ *
+ * import records its operations in batches of at most IMPORT_BATCH_OPS
+ * operations or IMPORT_BATCH_BYTES value bytes, each committed atomically.
+ * A directory's metadata is recorded after its children, since adding a
+ * child changes the directory's mtime.  Entries that cannot be copied
+ * (special files, names holding the store's delimiter, unreadable files)
+ * are reported and skipped, and the command then exits 1.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define OPT_HELP {"help", no_argument, NULL, 'h'}
+#define OPT_END {NULL, 0, NULL, 0}
+
+#define IMPORT_BATCH_OPS 4096
+#define IMPORT_BATCH_BYTES (64u << 20)
+#define XATTR_USER "user."
+
+typedef struct copier {
+	kt_store *st;
+	kt_batch *b;
+	size_t ops, bytes;
+	const char *delim;
+	cli_progress pr;
+	uint64_t done;
+	int bad;   /* something was skipped: exit 1 at the end */
+	int fatal; /* a commit failed: stop */
+} copier;
+
+static char *real_join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir), nl = strlen(name);
+	char *p = malloc(dl + nl + 2);
+
+	if (p == NULL) {
+		fputs("keytree: out of memory\n", stderr);
+		exit(CLI_FAIL);
+	}
+	memcpy(p, dir, dl);
+	p[dl] = '/';
+	memcpy(p + dl + 1, name, nl + 1);
+	return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* import */
+
+/* Commit the current batch and start another. */
+static int imp_flush(copier *c)
+{
+	int rc = 0;
+
+	if (c->b != NULL && c->ops > 0)
+		rc = kt_batch_commit(c->b);
+	kt_batch_free(c->b);
+	c->b = NULL;
+	c->ops = c->bytes = 0;
+	if (rc < 0) {
+		c->fatal = 1;
+		return cli_fail("import", rc);
+	}
+	if ((rc = kt_batch_new(&c->b, c->st)) < 0) {
+		c->fatal = 1;
+		return cli_fail("import", rc);
+	}
+	return 0;
+}
+
+/* After recording an operation: -1 if it could not be recorded (bad
+ * arguments are reported against @p path), else flush when full. */
+static int imp_added(copier *c, int rc, const char *path, size_t bytes)
+{
+	if (rc < 0) {
+		cli_fail(path, rc);
+		c->bad = 1;
+		return -1;
+	}
+	c->ops++;
+	c->bytes += bytes;
+	if (c->ops >= IMPORT_BATCH_OPS || c->bytes >= IMPORT_BATCH_BYTES)
+		return imp_flush(c) == 0 ? 0 : -1;
+	return 0;
+}
+
+static void imp_xattrs(copier *c, const char *real, const char *path)
+{
+	char *names = NULL, *n, *val = NULL;
+	ssize_t len, vlen;
+
+	len = llistxattr(real, NULL, 0);
+	if (len <= 0)
+		return;
+	names = malloc((size_t)len);
+	if (names == NULL || (len = llistxattr(real, names, (size_t)len)) < 0)
+		goto out;
+	for (n = names; n < names + len; n += strlen(n) + 1) {
+		if (strncmp(n, XATTR_USER, 5) != 0 || n[5] == '\0')
+			continue;
+		vlen = lgetxattr(real, n, NULL, 0);
+		if (vlen < 0 || (val = malloc((size_t)vlen + 1)) == NULL ||
+		    (vlen = lgetxattr(real, n, val, (size_t)vlen)) < 0) {
+			cli_fail_errno(real, n);
+			c->bad = 1;
+		} else if (imp_added(c, kt_batch_attr_set(c->b, path, n + 5,
+							  val, (size_t)vlen, 0),
+				     path, (size_t)vlen) != 0) {
+			free(val);
+			goto out;
+		}
+		free(val);
+		val = NULL;
+	}
+out:
+	free(names);
+}
+
+static int imp_meta(copier *c, const struct stat *sb, const char *path,
+		    unsigned int flags)
+{
+	kt_setattr_args sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.mask = KT_SET_MODE | KT_SET_UID | KT_SET_GID | KT_SET_ATIME |
+		  KT_SET_MTIME;
+	sa.mode = sb->st_mode & 07777;
+	sa.uid = sb->st_uid;
+	sa.gid = sb->st_gid;
+	sa.atime_ns = (int64_t)sb->st_atim.tv_sec * 1000000000 +
+		      sb->st_atim.tv_nsec;
+	sa.mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
+		      sb->st_mtim.tv_nsec;
+	return imp_added(c, kt_batch_setattr(c->b, path, &sa, flags), path, 0);
+}
+
+static int imp_dir(copier *c, const char *real, const char *path);
+
+/* Copy one entry of a real directory. */
+static int imp_entry(copier *c, const char *real, const char *path)
+{
+	kt_create_options parents = KT_CREATE_OPTIONS_INIT;
+	struct stat sb;
+	char *data = NULL, target[4097];
+	size_t len = 0;
+	ssize_t tl;
+	int fd, rc = 0;
+
+	if (lstat(real, &sb) != 0) {
+		c->bad = 1;
+		return cli_fail_errno(real, NULL) * 0;
+	}
+	if (S_ISREG(sb.st_mode)) {
+		fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || cli_read_fd(&data, &len, fd) != 0) {
+			cli_fail_errno(real, NULL);
+			c->bad = 1;
+			if (fd >= 0)
+				close(fd);
+			return 0;
+		}
+		close(fd);
+		rc = imp_added(c, kt_batch_put(c->b, path, data, len, NULL),
+			       path, len);
+		free(data);
+	} else if (S_ISDIR(sb.st_mode)) {
+		parents.flags = KT_CREATE_PARENTS;
+		rc = imp_added(c, kt_batch_mkdir(c->b, path, &parents), path,
+			       0);
+		if (rc == 0)
+			rc = imp_dir(c, real, path);
+	} else if (S_ISLNK(sb.st_mode)) {
+		tl = readlink(real, target, sizeof(target) - 1);
+		if (tl < 0) {
+			c->bad = 1;
+			return cli_fail_errno(real, "readlink") * 0;
+		}
+		target[tl] = '\0';
+		rc = imp_added(c, kt_batch_symlink(c->b, path, target, NULL),
+			       path, (size_t)tl);
+		if (rc == 0)
+			rc = imp_meta(c, &sb, path, KT_NOFOLLOW);
+		cli_progress_update(&c->pr, ++c->done);
+		return c->fatal ? -1 : 0;
+	} else {
+		cli_fail_msg(real, "skipped: not a regular file, directory "
+			     "or symbolic link");
+		c->bad = 1;
+		return 0;
+	}
+	if (rc == 0)
+		imp_xattrs(c, real, path);
+	if (rc == 0 && !c->fatal)
+		rc = imp_meta(c, &sb, path, 0);
+	cli_progress_update(&c->pr, ++c->done);
+	return c->fatal ? -1 : 0;
+}
+
+/* Copy the entries of the real directory @p real to @p path. */
+static int imp_dir(copier *c, const char *real, const char *path)
+{
+	DIR *d = opendir(real);
+	struct dirent *e;
+	char *r, *p;
+	int rc = 0;
+
+	if (d == NULL) {
+		c->bad = 1;
+		return cli_fail_errno(real, NULL) * 0;
+	}
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		r = real_join(real, e->d_name);
+		if (strstr(e->d_name, c->delim) != NULL) {
+			cli_fail_msg(r, "skipped: the name holds the store's "
+				     "delimiter '%s'", c->delim);
+			c->bad = 1;
+		} else {
+			p = cli_join(path, e->d_name, strlen(e->d_name));
+			rc = imp_entry(c, r, p);
+			free(p);
+		}
+		free(r);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Count what import will copy, for the progress line. */
+static uint64_t count_real(const char *real)
+{
+	DIR *d = opendir(real);
+	struct dirent *e;
+	uint64_t n = 0;
+	char *r;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		n++;
+		if (e->d_type == DT_DIR) {
+			r = real_join(real, e->d_name);
+			n += count_real(r);
+			free(r);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option o[] = {OPT_HELP, OPT_END};
+	kt_create_options parents = KT_CREATE_OPTIONS_INIT;
+	copier c;
+	struct stat sb;
+	char *path;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
+		rc = cli_common_opt(opt, argv[0], argv);
+		return rc >= 0 ? rc : CLI_USAGE;
+	}
+	if (argc - optind < 1)
+		return cli_usage(argv[0], "missing DIR");
+	if (argc - optind > 2)
+		return cli_usage(argv[0], "extra operand '%s'",
+				 argv[optind + 2]);
+	if (stat(argv[optind], &sb) != 0)
+		return cli_fail_errno(argv[optind], NULL);
+	if (!S_ISDIR(sb.st_mode))
+		return cli_fail_msg(argv[optind], "not a directory");
+	memset(&c, 0, sizeof(c));
+	if ((rc = cli_open(&c.st, 1)) != CLI_OK)
+		return rc;
+	c.delim = kt_delimiter(c.st, NULL);
+	path = cli_path(argc - optind > 1 ? argv[optind + 1] : "/");
+	cli_progress_start(&c.pr, "import", "files", 0);
+	if (c.pr.on)
+		c.pr.total = count_real(argv[optind]);
+	rc = imp_flush(&c);
+	parents.flags = KT_CREATE_PARENTS;
+	if (rc == 0 && strcmp(path, "/") != 0)
+		rc = imp_added(&c, kt_batch_mkdir(c.b, path, &parents), path,
+			       0);
+	if (rc == 0)
+		rc = imp_dir(&c, argv[optind], path);
+	if (rc == 0) {
+		imp_xattrs(&c, argv[optind], path);
+		if (!c.fatal)
+			rc = imp_meta(&c, &sb, path, 0);
+	}
+	if (rc == 0 && !c.fatal)
+		rc = imp_flush(&c);
+	cli_progress_end(&c.pr);
+	kt_batch_free(c.b);
+	kt_close(c.st);
+	free(path);
+	return rc != 0 || c.fatal || c.bad ? CLI_FAIL : CLI_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* export */
+
+static void exp_xattrs(copier *c, const char *path, const char *real)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	char name[KT_NAME_MAX + 8];
+	int rc;
+
+	if ((rc = kt_attr_iter_new(&it, c->st, path)) < 0) {
+		cli_fail(path, rc);
+		c->bad = 1;
+		return;
+	}
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		snprintf(name, sizeof(name), XATTR_USER "%s", e->name);
+		if (lsetxattr(real, name, e->value, e->value_len, 0) != 0) {
+			cli_fail_errno(real, name);
+			c->bad = 1;
+		}
+	}
+	if (rc != KT_ITEROVER) {
+		cli_fail(path, rc);
+		c->bad = 1;
+	}
+	kt_iter_free(it);
+}
+
+/* Mode, owner (when root) and times of a copied node. */
+static void exp_meta(copier *c, const kt_statbuf *sb, const char *real)
+{
+	struct timespec ts[2];
+	int link = sb->kind == KT_KIND_LINK;
+
+	if (geteuid() == 0 && lchown(real, sb->uid, sb->gid) != 0) {
+		cli_fail_errno(real, "chown");
+		c->bad = 1;
+	}
+	if (!link && chmod(real, sb->mode & 07777) != 0) {
+		cli_fail_errno(real, "chmod");
+		c->bad = 1;
+	}
+	ts[0].tv_sec = (time_t)(sb->atime_ns / 1000000000);
+	ts[0].tv_nsec = (long)(sb->atime_ns % 1000000000);
+	ts[1].tv_sec = (time_t)(sb->mtime_ns / 1000000000);
+	ts[1].tv_nsec = (long)(sb->mtime_ns % 1000000000);
+	if (utimensat(AT_FDCWD, real, ts, link ? AT_SYMLINK_NOFOLLOW : 0)) {
+		cli_fail_errno(real, "set times");
+		c->bad = 1;
+	}
+}
+
+static int exp_dir(copier *c, const char *path, const char *real);
+
+static int exp_file(copier *c, const char *path, const char *real)
+{
+	void *value = NULL;
+	size_t len = 0;
+	int fd, rc;
+
+	if ((rc = kt_get(&value, &len, c->st, path)) < 0)
+		return cli_fail(path, rc);
+	fd = open(real, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0 || cli_write_all(fd, value, len) != 0) {
+		rc = cli_fail_errno(real, NULL);
+		if (fd >= 0)
+			close(fd);
+		kt_free(value);
+		return rc;
+	}
+	kt_free(value);
+	if (close(fd) != 0)
+		return cli_fail_errno(real, NULL);
+	exp_xattrs(c, path, real);
+	return 0;
+}
+
+/* Copy the node at @p path to the real path @p real (which is absent). */
+static int exp_node(copier *c, const char *path, const char *real)
+{
+	kt_statbuf sb;
+	char *target = NULL;
+	int rc;
+
+	if ((rc = kt_lstat(&sb, c->st, path)) < 0)
+		return cli_fail(path, rc);
+	if (sb.kind == KT_KIND_LINK) {
+		if ((rc = kt_readlink(&target, NULL, c->st, path)) < 0)
+			return cli_fail(path, rc);
+		rc = symlink(target, real);
+		kt_free(target);
+		if (rc != 0)
+			return cli_fail_errno(real, NULL);
+	} else if (sb.kind & KT_KIND_DIR) {
+		if (sb.kind & KT_KIND_ITEM) {
+			cli_fail_msg(path, "both an item and a directory: "
+				     "exported as a directory without its "
+				     "value");
+			c->bad = 1;
+		}
+		if (mkdir(real, 0700) != 0)
+			return cli_fail_errno(real, NULL);
+		if ((rc = exp_dir(c, path, real)) != 0)
+			return rc;
+		exp_xattrs(c, path, real);
+	} else if ((rc = exp_file(c, path, real)) != 0) {
+		return rc;
+	}
+	/* Last, when the children are in place: chmod could make the
+	 * directory unwritable, and writing children changes mtime. */
+	exp_meta(c, &sb, real);
+	cli_progress_update(&c->pr, ++c->done);
+	return 0;
+}
+
+/* Copy the children of the directory at @p path into @p real. */
+static int exp_dir(copier *c, const char *path, const char *real)
+{
+	kt_list_options lo = KT_LIST_OPTIONS_INIT;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	char *p, *r, name[KT_NAME_MAX + 1];
+	int rc;
+
+	if ((rc = kt_iter_new(&it, c->st, path, &lo)) < 0)
+		return cli_fail(path, rc);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		memcpy(name, e->name, e->name_len);
+		name[e->name_len] = '\0';
+		p = cli_join(path, name, e->name_len);
+		r = real_join(real, name);
+		rc = exp_node(c, p, r);
+		free(p);
+		free(r);
+		if (rc != 0)
+			break;
+	}
+	kt_iter_free(it);
+	if (rc == KT_ITEROVER)
+		return 0;
+	return rc > 0 ? rc : cli_fail(path, rc);
+}
+
+static uint64_t count_store(kt_store *st, const char *path)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	uint64_t n = 0;
+
+	if (kt_find_new(&it, st, path, 0) < 0)
+		return 0;
+	while (kt_iter_next(&e, it) == 0)
+		n++;
+	kt_iter_free(it);
+	return n;
+}
+
+/* Make sure @p dir is an empty directory, creating it if absent. */
+static int exp_target(const char *dir)
+{
+	DIR *d;
+	struct dirent *e;
+	int used = 0;
+
+	if (mkdir(dir, 0700) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return cli_fail_errno(dir, NULL);
+	if ((d = opendir(dir)) == NULL)
+		return cli_fail_errno(dir, NULL);
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
+			used = 1;
+	closedir(d);
+	return used ? cli_fail_msg(dir, "not empty: export writes only into "
+				   "an absent or empty directory")
+		    : 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option o[] = {OPT_HELP, OPT_END};
+	copier c;
+	kt_statbuf sb;
+	char *path;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
+		rc = cli_common_opt(opt, argv[0], argv);
+		return rc >= 0 ? rc : CLI_USAGE;
+	}
+	if (argc - optind < 2)
+		return cli_usage(argv[0], "missing operand");
+	if (argc - optind > 2)
+		return cli_usage(argv[0], "extra operand '%s'",
+				 argv[optind + 2]);
+	memset(&c, 0, sizeof(c));
+	if ((rc = cli_open(&c.st, 0)) != CLI_OK)
+		return rc;
+	path = cli_path(argv[optind]);
+	if ((rc = kt_stat(&sb, c.st, path)) < 0) {
+		rc = cli_fail(path, rc);
+		goto out;
+	}
+	if (!(sb.kind & KT_KIND_DIR)) {
+		rc = cli_fail_msg(path, "not a directory");
+		goto out;
+	}
+	if ((rc = exp_target(argv[optind + 1])) != 0)
+		goto out;
+	cli_progress_start(&c.pr, "export", "nodes", 0);
+	if (c.pr.on)
+		c.pr.total = count_store(c.st, path);
+	rc = exp_dir(&c, path, argv[optind + 1]);
+	if (rc == 0) {
+		exp_xattrs(&c, path, argv[optind + 1]);
+		exp_meta(&c, &sb, argv[optind + 1]);
+	}
+	cli_progress_end(&c.pr);
+	rc = rc != 0 || c.bad ? CLI_FAIL : CLI_OK;
+out:
+	kt_close(c.st);
+	free(path);
+	return rc;
+}

@@ -1,0 +1,230 @@
+/*
+ * main.c - the keytree command: global options (-s STORE, --help,
+ * --version), the command table with each command's help text, and the
+ * usage-error format shared by every command.
+ *
+ * Exit statuses: 0 success, 1 the operation failed, 2 a usage error.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct cli_command {
+	const char *name;
+	cli_cmd_fn fn;
+	const char *synopsis;
+	const char *help; /* options and description */
+} cli_command;
+
+static const cli_command commands[] = {
+	{"init", cmd_init, "init [--delimiter C]",
+	 "Create a new, empty store at STORE; fails if one exists.\n"
+	 "\n"
+	 "  --delimiter C  the reserved delimiter character (default '\xc2\xa6')\n"},
+	{"put", cmd_put, "put PATH [VALUE]",
+	 "Write the value of the item at PATH, creating it and any missing\n"
+	 "ancestors.  Without VALUE the value is read from standard input,\n"
+	 "byte for byte.\n"},
+	{"get", cmd_get, "get PATH",
+	 "Write the value of the item at PATH to standard output exactly,\n"
+	 "following links.  'cat' is an alias.\n"},
+	{"cat", cmd_get, "cat PATH", "An alias of 'get'.\n"},
+	{"ls", cmd_ls, "ls [-l] [-R] [--after NAME] [--limit N] [--reverse] "
+		       "[--json] [PATH]",
+	 "List the children of the directory at PATH (default /), one per line,\n"
+	 "in byte order of name.\n"
+	 "\n"
+	 "  -l, --long     kind and mode, size, mtime; links as 'name -> target'\n"
+	 "  -R, --recursive  list every directory below PATH too\n"
+	 "  --after NAME   start after this name (paging)\n"
+	 "  --limit N      at most N entries (per directory with -R)\n"
+	 "  --reverse      descending order\n"
+	 "  --json         one JSON object per entry\n"},
+	{"tree", cmd_tree, "tree [PATH]",
+	 "Draw the subtree at PATH (default /) like tree(1).\n"},
+	{"find", cmd_find, "find [--json] PREFIX",
+	 "Print every node whose path starts with PREFIX at a component start\n"
+	 "(\"/a/b\" finds /a/b, /a/b/c and /a/bc), one path per line.\n"
+	 "\n"
+	 "  --json   one JSON object per node\n"},
+	{"mkdir", cmd_mkdir, "mkdir [-p] PATH",
+	 "Make a directory.\n"
+	 "\n"
+	 "  -p, --parents  make missing ancestors; no error if it exists\n"},
+	{"ln", cmd_ln, "ln -s TARGET LINK",
+	 "Make a symbolic link LINK whose target is TARGET, stored verbatim.\n"
+	 "Only symbolic links exist in a store, so -s is required.\n"},
+	{"readlink", cmd_readlink, "readlink PATH",
+	 "Print the target of the link at PATH.\n"},
+	{"rm", cmd_rm, "rm [-r] [--prune] PATH",
+	 "Remove the node at PATH (a link itself, not its target).\n"
+	 "\n"
+	 "  -r, --recursive  remove the whole subtree, atomically\n"
+	 "  --prune          then remove ancestors left empty\n"},
+	{"mv", cmd_mv, "mv [--no-replace|--exchange] SRC DST",
+	 "Rename SRC, with its subtree, to DST atomically.\n"
+	 "\n"
+	 "  --no-replace   fail if DST exists\n"
+	 "  --exchange     swap SRC and DST, which must both exist\n"},
+	{"stat", cmd_stat, "stat [-L] [--json] PATH",
+	 "Show the kind, id, size, mode, owner, times, version and attribute\n"
+	 "count of the node at PATH.  A link is shown itself.\n"
+	 "\n"
+	 "  -L, --dereference  follow a link at PATH\n"
+	 "  --json             one JSON object\n"},
+	{"attr", cmd_attr, "attr get|set|ls|rm PATH [NAME [VALUE]]",
+	 "Item attributes.\n"
+	 "\n"
+	 "  attr get PATH NAME          write the value to standard output\n"
+	 "  attr set PATH NAME [VALUE]  set it (VALUE from stdin when absent)\n"
+	 "  attr ls PATH                the names, one per line\n"
+	 "  attr rm PATH NAME           remove it\n"},
+	{"dump", cmd_dump, "dump [PATH]",
+	 "Write the store, or the subtree at PATH, to standard output as JSON\n"
+	 "Lines (see docs/DUMP.md).\n"},
+	{"load", cmd_load, "load",
+	 "Read a dump from standard input into the store in one atomic batch:\n"
+	 "a malformed or truncated dump changes nothing.\n"},
+	{"import", cmd_import, "import DIR [PATH]",
+	 "Copy the real directory tree DIR into the store at PATH (default /):\n"
+	 "files, directories, symbolic links, modes, owners, times and user.*\n"
+	 "extended attributes.\n"},
+	{"export", cmd_export, "export PATH DIR",
+	 "Copy the subtree at PATH out to the real directory DIR, which must\n"
+	 "be absent or empty.\n"},
+	{"check", cmd_check, "check [--repair]",
+	 "Verify every invariant of the store and print each violation.\n"
+	 "Exits 1 if any remain.\n"
+	 "\n"
+	 "  --repair   repair what is found, then check again\n"},
+	{"stats", cmd_stats, "stats [--json]",
+	 "Count the items, directories, links, value bytes, attributes and\n"
+	 "rows of the store.\n"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char *store_dir;
+
+const char *cli_store_dir(void)
+{
+	return store_dir;
+}
+
+static const cli_command *command_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static void main_help(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: keytree [-s STORE] COMMAND [OPTIONS] [ARGS]\n"
+		   "\n"
+		   "A hierarchical tree store on LevelDB.\n"
+		   "\n"
+		   "  -s, --store STORE  the store directory (default "
+		   "$KEYTREE_STORE)\n"
+		   "  -h, --help         this help; 'keytree COMMAND --help' "
+		   "for one command\n"
+		   "  -V, --version      the version\n"
+		   "\n"
+		   "Commands:\n");
+	for (i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %s\n", commands[i].synopsis);
+	fprintf(f, "\nExit status: 0 success, 1 failure, 2 usage error.\n"
+		   "See keytree(1).\n");
+}
+
+int cli_help(const char *name)
+{
+	const cli_command *c = command_find(name);
+
+	if (c == NULL)
+		return CLI_USAGE;
+	printf("usage: keytree [-s STORE] %s\n\n%s", c->synopsis, c->help);
+	return CLI_OK;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "keytree: %s%s", cmd ? cmd : "", cmd ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'keytree %s%s--help'.\n", cmd ? cmd : "",
+		cmd ? " " : "");
+	return CLI_USAGE;
+}
+
+int cli_common_opt(int c, const char *cmd, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	if (c == 'h')
+		return cli_help(cmd);
+	if (c == '?') {
+		if (optopt != 0)
+			return cli_usage(cmd, "unknown option '-%c'", optopt);
+		return cli_usage(cmd, "unknown option '%s'", arg);
+	}
+	if (c == ':')
+		return cli_usage(cmd, "option '%s' needs a value", arg);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"store", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	const cli_command *cmd;
+	int c;
+
+	/* '+': stop at the command; its options are its own. */
+	while ((c = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			store_dir = optarg;
+			break;
+		case 'h':
+			main_help(stdout);
+			return CLI_OK;
+		case 'V':
+			printf("keytree %s (libkeytree %s)\n",
+			       KT_VERSION_STRING, kt_version());
+			return CLI_OK;
+		default:
+			fprintf(stderr, "Try 'keytree --help'.\n");
+			return CLI_USAGE;
+		}
+	}
+	if (optind >= argc)
+		return cli_usage(NULL, "no command given");
+	cmd = command_find(argv[optind]);
+	if (cmd == NULL)
+		return cli_usage(NULL, "unknown command '%s'", argv[optind]);
+	if (store_dir == NULL || store_dir[0] == '\0')
+		store_dir = getenv("KEYTREE_STORE");
+	if (store_dir != NULL && store_dir[0] == '\0')
+		store_dir = NULL;
+	argc -= optind;
+	argv += optind;
+	optind = 0; /* reinitialise getopt for the command */
+	return cmd->fn(argc, argv);
+}
