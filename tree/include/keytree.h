@@ -404,6 +404,45 @@ KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
 /**@}*/
 
 /* ------------------------------------------------------------------------ */
+/** @name Orphans: items unlinked while still in use
+ * A filesystem must keep a file that is unlinked while open readable and
+ * writable until its last close.  kt_orphan_detach() takes an item out of
+ * the tree in one atomic step (its name is gone at once) but keeps the node,
+ * its value and its attributes under its id; the kt_orphan_* calls then
+ * reach it by id until kt_orphan_release() drops it.  Orphans left behind
+ * by a process that died are dropped by the next kt_open() that may write.
+ * kt_check() counts them as live. */
+/**@{*/
+
+/** Detach the item at @p path (not following a link in the last
+ * component) and keep it as an orphan; @p id receives its id.  Only a plain
+ * item can be detached: KT_EISDIR for a directory, KT_EINVAL for a link. */
+KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
+			       const char *path);
+
+/** Metadata of orphan @p id; KT_ENOTFOUND if there is none. */
+KT_EXTERN int kt_orphan_stat(kt_statbuf *st, kt_store *store, uint64_t id);
+
+/** As kt_read(), on orphan @p id. */
+KT_EXTERN int kt_orphan_read(size_t *nread, kt_store *store, uint64_t id,
+			     void *buf, size_t len, uint64_t offset);
+
+/** As kt_write(), on orphan @p id. */
+KT_EXTERN int kt_orphan_write(kt_store *store, uint64_t id, const void *buf,
+			      size_t len, uint64_t offset);
+
+/** As kt_truncate(), on orphan @p id. */
+KT_EXTERN int kt_orphan_truncate(kt_store *store, uint64_t id, uint64_t size);
+
+/** As kt_setattr(), on orphan @p id. */
+KT_EXTERN int kt_orphan_setattr(kt_store *store, uint64_t id,
+				const kt_setattr_args *args);
+
+/** Drop orphan @p id with its value and attributes. */
+KT_EXTERN int kt_orphan_release(kt_store *store, uint64_t id);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
 /** @name Attributes
  * Named binary values on a node.  A name is 1 to KT_NAME_MAX bytes without
  * NUL, and may not start with the store's delimiter (KT_ERESERVED).  All

@@ -99,7 +99,7 @@ static const char *showp(char *buf, size_t sz, const kt__buf *p)
 /* Count rows in partition part; with dirs, count those whose index value
  * has the DIR kind. */
 static int count_part(checker *c, kt__slice part, size_t *n, size_t *dirs,
-		      uint64_t *maxsort)
+		      uint64_t *maxsort, size_t *lastlen)
 {
 	kt__scan how;
 	kt__mcur *cur = NULL;
@@ -123,8 +123,11 @@ static int count_part(checker *c, kt__slice part, size_t *n, size_t *dirs,
 		if (maxsort && row.sort.len == 8) {
 			uint64_t b = kt__get64be(
 				(const unsigned char *)row.sort.p);
-			if (b + 1 > *maxsort)
+			if (b + 1 > *maxsort) {
 				*maxsort = b + 1;
+				if (lastlen)
+					*lastlen = row.value.len;
+			}
 		}
 	}
 	kt__mcur_free(cur);
@@ -137,7 +140,7 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 	kt__buf path = {0}, ipart = {0}, iv = {0}, pv = {0};
 	char a[KT__SHOWSZ], blk[32];
 	kt__node n = {0}, parent = {0};
-	size_t cnt, dirs, plen;
+	size_t cnt, dirs, plen, lastlen = 0;
 	uint64_t maxb;
 	unsigned int ikind;
 	uint64_t iid;
@@ -215,7 +218,7 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 	/* Children. */
 	ipart.len = 0;
 	if ((rc = kt__enc_index(&ipart, &st->delim, path.p, path.len)) != 0 ||
-	    (rc = count_part(c, kt__slb(&ipart), &cnt, &dirs, NULL)) != 0)
+	    (rc = count_part(c, kt__slb(&ipart), &cnt, &dirs, NULL, NULL)) != 0)
 		goto out;
 	if (!(n.kind & KT_KIND_DIR) && cnt > 0)
 		violation(c, "node '%s': not a directory but has %zu children",
@@ -227,7 +230,7 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 	/* Attributes. */
 	kt__part_attr(blk, n.id);
 	if ((rc = count_part(c, kt__sl(blk, strlen(blk)), &cnt, NULL,
-			     NULL)) != 0)
+			     NULL, NULL)) != 0)
 		goto out;
 	if (cnt != n.nattrs)
 		violation(c, "node '%s': nattrs is %u but %zu attribute rows "
@@ -236,7 +239,7 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 	/* Blocks. */
 	kt__part_blk(blk, n.id);
 	if ((rc = count_part(c, kt__sl(blk, strlen(blk)), &cnt, NULL,
-			     &maxb)) != 0)
+			     &maxb, &lastlen)) != 0)
 		goto out;
 	if (cnt > 0 && !((n.kind & KT_KIND_ITEM) && n.size > st->inline_max))
 		violation(c, "node '%s': %zu block rows but the value is "
@@ -245,6 +248,13 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 		violation(c, "node '%s': block %llu lies past the end of the "
 			  "%llu-byte value", showp(a, sizeof(a), &path),
 			  (unsigned long long)(maxb - 1),
+			  (unsigned long long)n.size);
+	else if (cnt > 0 && maxb == (n.size + st->block - 1) / st->block &&
+		 lastlen > n.size - (maxb - 1) * st->block)
+		violation(c, "node '%s': block %llu holds %zu bytes, past the "
+			  "end of the %llu-byte value",
+			  showp(a, sizeof(a), &path),
+			  (unsigned long long)(maxb - 1), lastlen,
 			  (unsigned long long)n.size);
 out:
 	kt__node_free(&n);
@@ -275,8 +285,8 @@ static int check_index(checker *c, kt__slice part, kt__slice sort,
 		return 0;
 	}
 	if (kt__index_decode(&kind, &id, val.p, val.len) != 0) {
-		violation(c, "index row '%s' -> '%s' does not decode",
-			  showp(a, sizeof(a), &dir), sort.p);
+		violation(c, "index row '%s' -> '%.*s' does not decode",
+			  showp(a, sizeof(a), &dir), (int)sort.len, sort.p);
 		kt__buf_free(&dir);
 		return 0;
 	}
@@ -301,6 +311,38 @@ static int check_index(checker *c, kt__slice part, kt__slice sort,
 	kt__buf_free(&np);
 	kt__buf_free(&nv);
 	return rc == KT_ECORRUPT ? 0 : rc;
+}
+
+/* Items detached from the tree while in use (orphan.c) are live: they
+ * must decode, be plain items, and hold ids of their own. */
+static int check_detached(checker *c)
+{
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	int rc;
+
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(KT__PART_ORPHAN, strlen(KT__PART_ORPHAN));
+	if ((rc = kt__rd_scan(&cur, &c->rd, &how)) != 0)
+		return rc;
+	while (!c->stop && (rc = kt__mcur_next(cur, &row)) == 0) {
+		kt__node n = {0};
+		if (row.sort.len != 8 ||
+		    kt__node_decode(&n, row.value.p, row.value.len) != 0 ||
+		    n.kind != KT_KIND_ITEM) {
+			violation(c, "a detached item's row is malformed");
+		} else if ((rc = id_add(c, n.id)) <= 0) {
+			if (rc < 0)
+				break;
+			violation(c, "detached item id %llu is used twice",
+				  (unsigned long long)n.id);
+		}
+		rc = 0;
+		kt__node_free(&n);
+	}
+	kt__mcur_free(cur);
+	return rc == KT_ITEROVER ? 0 : rc;
 }
 
 /* Block and attribute partitions must belong to live nodes. */
@@ -398,6 +440,8 @@ int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
 	kt__mcur_free(cur);
 	if (rc == KT_ITEROVER)
 		rc = 0;
+	if (rc == 0 && !c.stop)
+		rc = check_detached(&c);
 	if (rc == 0 && !c.stop)
 		rc = check_orphans(&c, KT__PART_BLK, "block");
 	if (rc == 0 && !c.stop)

@@ -278,8 +278,11 @@ static int fix_counts(fixer *f, const kt__buf *part)
 	}
 	if (dirty)
 		rc = kt__node_put(&f->tx, path.p, path.len, &n);
-	if (rc == 0)
-		rc = kt__value_trim(&f->tx, &n);
+	if (rc == 0 && (rc = kt__value_trim(&f->tx, &n)) == 1) {
+		fixed(f, "'%s': removed value blocks past the end of its "
+		      "value", path.p);
+		rc = 0;
+	}
 	if (rc == 0)
 		rc = live_add(f, n.id);
 out:
@@ -398,6 +401,12 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 		const kt__buf *p = &r.part[i];
 		if ((p->len == 0 || p->p[0] != '/') && r.sort[i].len == 0)
 			rc = fix_counts(&f, p);
+		/* Detached items keep their data. */
+		if (p->len == strlen(KT__PART_ORPHAN) &&
+		    memcmp(p->p, KT__PART_ORPHAN, p->len) == 0 &&
+		    r.sort[i].len == 8)
+			rc = live_add(&f, kt__get64be((const unsigned char *)
+							      r.sort[i].p));
 	}
 	if (rc == 0) {
 		/* The root again, in case it was made anew above. */

@@ -214,6 +214,12 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 	rc = kt__leveldb_open(&st->rows, dir, &lo);
 	if (rc == KT_ENOTFOUND)
 		rc = kt__err(KT_ENOTFOUND, "open '%s': no store there", dir);
+	/* A database with no rows at all is a creation that was cut short
+	 * (LevelDB had made its files, the first batch never landed):
+	 * finish it when asked to create. */
+	if (rc == 0 && !creating && opts->create_if_missing &&
+	    st->rows->ops->empty(st->rows) == 1)
+		creating = 1;
 	if (rc == 0 && creating) {
 		const char *d = opts->delimiter ? opts->delimiter
 						: KT_DEFAULT_DELIMITER;
@@ -232,6 +238,9 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 	}
 	if (rc == 0)
 		rc = read_header(st, dir, opts->delimiter);
+	/* Orphans belonged to open files of a process that is gone. */
+	if (rc == 0 && !opts->read_only)
+		rc = kt__orphans_drop_all(st);
 	if (rc != 0) {
 		kt_close(st);
 		return rc;

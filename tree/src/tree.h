@@ -16,6 +16,7 @@
 #define KT__PART_META "/meta"
 #define KT__PART_BLK "/blk/"   /* + 16 hex digits of the node id */
 #define KT__PART_ATTR "/attr/" /* + 16 hex digits of the node id */
+#define KT__PART_ORPHAN "/orphan" /* sort key: the id, 8 bytes big-endian */
 
 /* Ids and versions are handed out from counters whose persisted limit is
  * raised KT__ALLOC_CHUNK at a time, in the same batch as the first row
@@ -181,11 +182,15 @@ int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
 		    uint64_t off);
 int kt__value_truncate(kt__tx *tx, kt__node *n, uint64_t size);
 /* Drop blocks that lie past the end of n's value (all of them when the
- * value is inline or absent), and bytes past the end in the last one. */
+ * value is inline or absent), and bytes past the end in the last one.
+ * Returns 1 if anything was cut, 0 if nothing was, or an error. */
 int kt__value_trim(kt__tx *tx, const kt__node *n);
 /* Delete every block and attribute row of node n. */
 int kt__node_drop_data(kt__tx *tx, const kt__node *n);
 
 int64_t kt__now(void);
+
+/* Drop every orphan (at open: their users are gone). */
+int kt__orphans_drop_all(kt_store *st);
 
 #endif /* KT_TREE_H */

@@ -2,10 +2,10 @@
  * tx.c - transactions: the write overlay every mutation builds before one
  * atomic commit, and readers that see through it.
  *
- * A transaction records writes in the order the tree logic emits them
- * (which is the visibility order the storage seam asks for), indexed by a
- * hash of the row key so that a later read of the same row sees the pending
- * value.  Scans merge the engine's cursor with the pending writes that fall
+ * A transaction records writes indexed by a hash of the row key, so that a
+ * later read of the same row sees the pending value (and engine reads are
+ * remembered too).  At commit the writes are put in the order the storage
+ * seam asks for: see commit_cmp().  Scans merge the engine's cursor with the pending writes that fall
  * in the scanned range.  Everything runs under the store's writer lock, so
  * the engine's latest state cannot change underneath.
  */
@@ -183,11 +183,49 @@ uint64_t kt__tx_version(kt__tx *tx)
 	return tx->next_ver++;
 }
 
+/* The commit phase of a write.  Index rows are what make nodes reachable,
+ * so a batch removes index rows before anything else, then writes node and
+ * data rows, then adds index rows, and only then removes node and data
+ * rows: at no point does an index row point at a missing node.  LevelDB
+ * applies the whole batch at once; an engine that is atomic per partition
+ * applies it in this order. */
+static int phase_of(const kt__txw *w)
+{
+	int index = w->plen > 0 && w->key[0] != '/' && w->klen > w->plen + 1;
+
+	if (index)
+		return w->del ? 0 : 2;
+	return w->del ? 3 : 1;
+}
+
+static _Thread_local const kt__tx *ordering;
+
+/* Order by phase, then by partition (rows of one partition together), then
+ * by emission order. */
+static int commit_cmp(const void *a, const void *b)
+{
+	const kt__txw *x = &ordering->w[*(const size_t *)a];
+	const kt__txw *y = &ordering->w[*(const size_t *)b];
+	int px = phase_of(x), py = phase_of(y), c;
+	size_t n;
+
+	if (px != py)
+		return px - py;
+	n = x->plen < y->plen ? x->plen : y->plen;
+	c = memcmp(x->key, y->key, n);
+	if (c == 0 && x->plen != y->plen)
+		c = x->plen < y->plen ? -1 : 1;
+	if (c != 0)
+		return c;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
 int kt__tx_commit(kt__tx *tx)
 {
 	kt_store *st = tx->st;
 	kt__write *wv = NULL;
-	size_t i, n = 0;
+	size_t *order = NULL;
+	size_t i, n = 0, live = 0;
 	int rc;
 
 	if (tx->nreal == 0)
@@ -197,8 +235,12 @@ int kt__tx_commit(kt__tx *tx)
 	if (tx->alloc_dirty && (rc = alloc_row(tx)) != 0)
 		return rc;
 	wv = malloc(tx->nw * sizeof(*wv));
-	if (wv == NULL)
+	order = malloc(tx->nw * sizeof(*order));
+	if (wv == NULL || order == NULL) {
+		free(wv);
+		free(order);
 		return kt__err(KT_ENOMEM, "out of memory");
+	}
 	if (tx->alloc_dirty) {
 		kt__txw *a = &tx->w[tx->nw - 1];
 		wv[n].part = kt__sl(a->key, a->plen);
@@ -207,10 +249,14 @@ int kt__tx_commit(kt__tx *tx)
 		wv[n].del = 0;
 		n++;
 	}
-	for (i = 0; i + (tx->alloc_dirty ? 1 : 0) < tx->nw; i++) {
-		kt__txw *w = &tx->w[i];
-		if (w->dead || w->clean)
-			continue;
+	for (i = 0; i + (tx->alloc_dirty ? 1 : 0) < tx->nw; i++)
+		if (!tx->w[i].dead && !tx->w[i].clean)
+			order[live++] = i;
+	ordering = tx;
+	qsort(order, live, sizeof(*order), commit_cmp);
+	ordering = NULL;
+	for (i = 0; i < live; i++) {
+		kt__txw *w = &tx->w[order[i]];
 		wv[n].part = kt__sl(w->key, w->plen);
 		wv[n].sort = kt__sl(w->key + w->plen + 1, w->klen - w->plen - 1);
 		wv[n].value = kt__sl(w->val, w->vlen);
@@ -219,6 +265,7 @@ int kt__tx_commit(kt__tx *tx)
 	}
 	rc = st->rows->ops->commit(st->rows, wv, n, st->sync);
 	free(wv);
+	free(order);
 	if (rc == 0) {
 		st->next_id = tx->next_id;
 		st->id_limit = tx->id_limit;

@@ -412,19 +412,23 @@ int kt__value_trim(kt__tx *tx, const kt__node *n)
 	kt__rd rd = {st, tx, NULL};
 	kt__buf blk = {0};
 	uint64_t keep = 0;
-	size_t tail;
+	size_t tail, before = tx->nreal;
 	int rc;
 
 	if ((n->kind & KT_KIND_ITEM) && n->size > st->inline_max)
 		keep = (n->size + st->block - 1) / st->block;
-	if ((rc = blk_drop_from(tx, n->id, keep)) != 0 || keep == 0)
+	if ((rc = blk_drop_from(tx, n->id, keep)) != 0)
 		return rc;
-	tail = (size_t)(n->size - (keep - 1) * st->block);
-	rc = blk_get(&rd, n->id, keep - 1, &blk);
-	if (rc == 0 && blk.len > tail)
-		rc = blk_put(tx, n->id, keep - 1, blk.p, tail);
-	else if (rc == KT_ENOTFOUND)
-		rc = 0;
-	kt__buf_free(&blk);
-	return rc;
+	if (keep > 0) {
+		tail = (size_t)(n->size - (keep - 1) * st->block);
+		rc = blk_get(&rd, n->id, keep - 1, &blk);
+		if (rc == 0 && blk.len > tail)
+			rc = blk_put(tx, n->id, keep - 1, blk.p, tail);
+		else if (rc == KT_ENOTFOUND)
+			rc = 0;
+		kt__buf_free(&blk);
+	}
+	if (rc != 0)
+		return rc;
+	return tx->nreal > before; /* 1 when something was cut */
 }
