@@ -1,0 +1,147 @@
+/*
+ * test_orphan.c - items detached from the tree while in use: gone from
+ * every listing at once, still readable and writable by id, dropped on
+ * release or at the next writable open.
+ */
+#include "kt_test.h"
+
+static void put_big(kt_store *s, const char *path, size_t len)
+{
+	char *v = malloc(len);
+	size_t i;
+
+	assert_non_null(v);
+	for (i = 0; i < len; i++)
+		v[i] = (char)('a' + i % 26);
+	assert_int_equal(kt_put(s, path, v, len, NULL), 0);
+	free(v);
+}
+
+static void test_orphan__detach_hides_and_keeps(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_statbuf before, sb;
+	uint64_t id = 0;
+	char buf[8];
+	size_t got = 0, bad = 1;
+
+	put_big(f->store, "/d/file", 50000);
+	assert_int_equal(kt_attr_set(f->store, "/d/file", "k", "v", 1, 0), 0);
+	assert_int_equal(kt_stat(&before, f->store, "/d/file"), 0);
+	assert_int_equal(kt_orphan_detach(&id, f->store, "/d/file"), 0);
+	assert_int_equal(id, before.id);
+	/* Gone from the tree. */
+	assert_int_equal(kt_stat(&sb, f->store, "/d/file"), KT_ENOTFOUND);
+	/* Still there by id, with its value. */
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), 0);
+	assert_int_equal(sb.size, 50000);
+	assert_int_equal(sb.nattrs, 1);
+	assert_int_equal(kt_orphan_read(&got, f->store, id, buf, 3, 26), 0);
+	assert_int_equal(got, 3);
+	assert_memory_equal(buf, "abc", 3);
+	/* A new file can take the name meanwhile. */
+	assert_int_equal(kt_put(f->store, "/d/file", "new", 3, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(bad, 0);
+}
+
+static void test_orphan__write_truncate_setattr(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_setattr_args sa = {KT_SET_MODE, 0600, 0, 0, 0, 0};
+	kt_statbuf sb;
+	uint64_t id = 0, v0;
+	char buf[4] = {0};
+	size_t got = 0;
+
+	assert_int_equal(kt_put(f->store, "/f", "hello", 5, NULL), 0);
+	assert_int_equal(kt_orphan_detach(&id, f->store, "/f"), 0);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), 0);
+	v0 = sb.version;
+	assert_int_equal(kt_orphan_write(f->store, id, "XY", 2, 100000), 0);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), 0);
+	assert_int_equal(sb.size, 100002);
+	assert_true(sb.version != v0);
+	assert_int_equal(kt_orphan_read(&got, f->store, id, buf, 4, 99999),
+			 0);
+	assert_int_equal(got, 3);
+	assert_memory_equal(buf, "\0XY", 3);
+	assert_int_equal(kt_orphan_truncate(f->store, id, 2), 0);
+	assert_int_equal(kt_orphan_read(&got, f->store, id, buf, 4, 0), 0);
+	assert_int_equal(got, 2);
+	assert_memory_equal(buf, "he", 2);
+	assert_int_equal(kt_orphan_setattr(f->store, id, &sa), 0);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), 0);
+	assert_int_equal(sb.mode, 0600);
+}
+
+static void test_orphan__release_drops_data(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store_stats before, after;
+	kt_statbuf sb;
+	uint64_t id = 0;
+
+	assert_int_equal(kt_stats(&before, f->store), 0);
+	put_big(f->store, "/big", 100000);
+	assert_int_equal(kt_orphan_detach(&id, f->store, "/big"), 0);
+	assert_int_equal(kt_orphan_release(f->store, id), 0);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), KT_ENOTFOUND);
+	assert_int_equal(kt_stats(&after, f->store), 0);
+	/* Only the counter row may differ in what remains. */
+	assert_int_equal(after.rows, before.rows);
+	kt_assert_rejected(f->store, kt_orphan_release(f->store, id),
+			   KT_ENOTFOUND, "orphan");
+}
+
+static void test_orphan__reopen_drops_leftovers(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_statbuf sb;
+	uint64_t id = 0;
+
+	put_big(f->store, "/left", 40000);
+	assert_int_equal(kt_orphan_detach(&id, f->store, "/left"), 0);
+	kt_test_reopen(f);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), KT_ENOTFOUND);
+}
+
+static void test_orphan__rejects(void **state)
+{
+	kt_test_fixture *f = *state;
+	uint64_t id = 7;
+
+	assert_int_equal(kt_mkdir(f->store, "/dir", NULL), 0);
+	assert_int_equal(kt_put(f->store, "/both", "v", 1, NULL), 0);
+	assert_int_equal(kt_mkdir(f->store, "/both", NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/ln", "/both", NULL), 0);
+	kt_assert_rejected(f->store, kt_orphan_detach(&id, f->store, "/dir"),
+			   KT_EISDIR, "/dir");
+	assert_int_equal(id, 0);
+	kt_assert_rejected(f->store, kt_orphan_detach(&id, f->store, "/both"),
+			   KT_EISDIR, "/both");
+	kt_assert_rejected(f->store, kt_orphan_detach(&id, f->store, "/ln"),
+			   KT_EINVAL, "/ln");
+	kt_assert_rejected(f->store, kt_orphan_detach(&id, f->store, "/no"),
+			   KT_ENOTFOUND, "/no");
+	kt_assert_rejected(f->store, kt_orphan_detach(&id, f->store, "a//b"),
+			   KT_EINVAL, "a//b");
+	kt_assert_rejected(f->store, kt_orphan_write(f->store, 12345, "x", 1,
+						     0),
+			   KT_ENOTFOUND, "12345");
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, kt_test_setup, \
+					      kt_test_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_orphan__detach_hides_and_keeps),
+		T(test_orphan__write_truncate_setattr),
+		T(test_orphan__release_drops_data),
+		T(test_orphan__reopen_drops_leftovers),
+		T(test_orphan__rejects),
+	};
+#undef T
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
