@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The command line itself: help, version, usage errors and exit statuses,
+# init, put and get with binary values, path normalisation, messages.
+. "$(dirname "$0")/lib.sh"
+
+t_help() {
+	local c cmds="init put get cat ls tree find mkdir ln readlink rm mv
+		stat attr dump load import export check stats"
+	run 0 kt --help
+	out_has "usage: keytree [-s STORE] COMMAND"
+	for c in $cmds; do
+		out_has "  $c"
+	done
+	unset KEYTREE_STORE
+	for c in $cmds; do
+		run 0 kt "$c" --help
+		out_has "usage: keytree [-s STORE] $c"
+	done
+}
+
+t_version() {
+	run 0 kt --version
+	out_has "keytree 0.1.0"
+}
+
+t_usage_errors() {
+	run 2 kt
+	err_has "no command given"
+	run 2 kt frobnicate
+	err_has "unknown command 'frobnicate'"
+	run 2 kt --bogus
+	new_store
+	run 2 kt ls --bogus
+	err_has "keytree: ls: unknown option '--bogus'"
+	run 2 kt get
+	err_has "keytree: get: missing operand"
+	run 2 kt get /a /b
+	err_has "extra operand '/b'"
+	run 2 kt ls --limit x
+	run 2 kt ls --after
+	err_has "needs a value"
+	run 2 kt mv --no-replace --exchange /a /b
+	run 2 kt attr frob /a
+}
+
+t_no_store() {
+	unset KEYTREE_STORE
+	run 2 kt ls
+	err_has "no store given"
+	run 2 kt init
+	err_has "no store given"
+}
+
+t_store_option() {
+	run 0 kt -s "$TMP/other" init
+	run 0 kt --store "$TMP/other" put /x 1
+	run 1 kt get /x
+	err_has "no store here"
+	run 0 kt -s "$TMP/other" get /x
+	out_is 1
+	KEYTREE_STORE="$TMP/other" run 0 kt get /x
+}
+
+t_init() {
+	run 0 kt init
+	err_empty
+	[ -f "$KEYTREE_STORE/CURRENT" ] || fail "no store made"
+	run 1 kt init
+	err_has "keytree: $KEYTREE_STORE: a store already exists here"
+}
+
+t_init_delimiter() {
+	run 0 kt init --delimiter ';'
+	run 1 kt put '/a;b' 1
+	err_has "keytree: /a;b:"
+	run 0 kt put "/a${D}b" 1
+	run 0 kt ls /
+	out_is "a${D}b"
+	run 1 kt -s "$TMP/bad" init --delimiter /
+}
+
+t_put_get() {
+	new_store
+	run 0 kt put /a/b/c hello
+	err_empty
+	run 0 kt get /a/b/c
+	out_is hello
+	[ "$(stat -c %s "$OUT")" -eq 5 ] || fail "get added bytes"
+	run 0 kt cat /a/b/c
+	out_is hello
+	run 0 kt put /a/b/c ""
+	run 0 kt get /a/b/c
+	[ ! -s "$OUT" ] || fail "empty value not empty"
+}
+
+t_put_stdin_binary() {
+	new_store
+	head -c 300000 /dev/urandom >"$TMP/blob"
+	printf '\0\n\r\xff' >>"$TMP/blob"
+	run_in 0 "$TMP/blob" kt put /bin
+	run 0 kt get /bin
+	cmp "$TMP/blob" "$OUT" || fail "value differs"
+	: >"$TMP/empty"
+	run_in 0 "$TMP/empty" kt put /e
+	run 0 kt get /e
+	[ ! -s "$OUT" ] || fail "empty stdin gave bytes"
+}
+
+t_get_errors() {
+	new_store
+	run 0 kt mkdir /d
+	run 1 kt get /nope
+	eq "$(cat "$ERR")" "keytree: /nope: no such node"
+	run 1 kt get /d
+	err_has "keytree: /d:"
+	err_has "directory"
+	[ ! -s "$OUT" ] || fail "output on failure"
+}
+
+t_get_follows_link() {
+	new_store
+	run 0 kt put /target value
+	run 0 kt ln -s /target /link
+	run 0 kt get /link
+	out_is value
+}
+
+t_path_normalised() {
+	new_store
+	run 0 kt put a//b/ v
+	run 0 kt get /a/b
+	out_is v
+	run 0 kt ls /a/
+	out_is b
+	run 1 kt get /a/./b
+	err_has "keytree: /a/./b:"
+	run 1 kt get /a/../a/b
+}
+
+t_busy_store() {
+	new_store
+	coproc HOLD { "$KT_ROWS" "$KEYTREE_STORE" hold; }
+	read -r line <&"${HOLD[0]}"
+	eq "$line" held "helper"
+	run 1 kt ls
+	err_has "keytree: $KEYTREE_STORE: the store is in use by another process"
+	run 1 kt put /x 1
+	err_has "in use by another process"
+	exec {HOLD[1]}>&-
+	wait "$HOLD_PID"
+	run 0 kt ls
+}
+
+t_not_a_store() {
+	mkdir "$TMP/junk"
+	echo hi >"$TMP/junk/file"
+	run 1 kt -s "$TMP/junk" ls
+	err_has "keytree: $TMP/junk:"
+	err_has "no keytree store"
+}
+
+t_escaped_names() {
+	new_store
+	run 0 kt put $'/a\nb' 1
+	run 0 kt put $'/c\x1bd' 1
+	run 0 kt put $'/e\\f' 1
+	run 0 kt put $'/g\xffh' 1
+	run 0 kt ls
+	out_is $'a\\nb\nc\\x1bd\ne\\\\f\ng\\xffh'
+	if LC_ALL=C grep -q $'\x1b' "$OUT"; then fail "raw ESC printed"; fi
+	run 1 kt get $'/x\x07y'
+	err_has 'keytree: /x\x07y: no such node'
+}
+
+run_case "$@"

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Listing: ls with every option, tree and find.
+. "$(dirname "$0")/lib.sh"
+
+fill() {
+	new_store
+	kt put /d/a 1
+	kt put /d/b 22
+	kt put /d/c/x 333
+	kt ln -s /d/a /d/l
+	kt mkdir /d/e
+}
+
+t_ls() {
+	fill
+	run 0 kt ls /d
+	out_is $'a\nb\nc\ne\nl'
+	run 0 kt ls
+	out_is d
+	run 1 kt ls /nope
+	err_has "keytree: /nope: no such node"
+	run 0 kt ls /d/a
+	out_is /d/a
+}
+
+t_ls_long() {
+	fill
+	run 0 kt ls -l /d
+	grep -Eq '^-rw-r--r-- +2 [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{5} b$' \
+		"$OUT" || fail "item line"
+	grep -Eq '^drwxr-xr-x +[0-9]+ .* c$' "$OUT" || fail "dir line"
+	grep -Eq '^lrwxrwxrwx +4 .* l -> /d/a$' "$OUT" || fail "link line"
+	run 0 kt ls /d
+	if grep -q -- '->' "$OUT"; then fail "target without -l"; fi
+}
+
+t_ls_recursive() {
+	fill
+	run 0 kt ls -R /d
+	out_is $'/d:\na\nb\nc\ne\nl\n\n/d/c:\nx\n\n/d/e:'
+}
+
+t_ls_paging() {
+	fill
+	run 0 kt ls --limit 2 /d
+	out_is $'a\nb'
+	run 0 kt ls --after b --limit 2 /d
+	out_is $'c\ne'
+	run 0 kt ls --after l /d
+	out_is ""
+	run 0 kt ls --reverse /d
+	out_is $'l\ne\nc\nb\na'
+	run 0 kt ls --reverse --after c /d
+	out_is $'b\na'
+	run 2 kt ls -R --after a /d
+	run 2 kt ls --limit 0 /d
+}
+
+t_ls_json() {
+	fill
+	run 0 kt ls --json /d
+	[ "$(wc -l <"$OUT")" -eq 5 ] || fail "not one object per entry"
+	out_has '{"name":"a","path":"/d/a","kind":"item",'
+	out_has '"kind":"link",'
+	out_has '"target":"/d/a"}'
+	python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' \
+		"$OUT" || fail "not JSON"
+}
+
+t_tree() {
+	fill
+	run 0 kt tree /d
+	out_is "/d
+├── a
+├── b
+├── c
+│   └── x
+├── e
+└── l -> /d/a
+
+2 directories, 3 items, 1 link"
+}
+
+t_find() {
+	new_store
+	kt put /cust-1/ord-1 1
+	kt put /cust-1/ord-2/li-9 1
+	kt put /cust-1/ordinal 1
+	kt put /cust-1/other 1
+	kt put /cust-2/ord-1 1
+	run 0 kt find /cust-1/ord
+	sort "$OUT" >"$TMP/sorted"
+	eq "$(cat "$TMP/sorted")" "/cust-1/ord-1
+/cust-1/ord-2
+/cust-1/ord-2/li-9
+/cust-1/ordinal" "find"
+	run 0 kt find /
+	[ "$(wc -l <"$OUT")" -eq 8 ] || fail "find / count"
+	run 0 kt find /none
+	out_is ""
+	run 2 kt find
+}
+
+t_find_json() {
+	new_store
+	kt put /a/b 1
+	run 0 kt find --json /a
+	out_is '{"path":"/a","kind":"dir","id":'"$(kt stat --json /a |
+		sed 's/.*"id":\([0-9]*\).*/\1/')"'}
+{"path":"/a/b","kind":"item","id":'"$(kt stat --json /a/b |
+		sed 's/.*"id":\([0-9]*\).*/\1/')"'}'
+}
+
+run_case "$@"

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# The commands on single nodes: mkdir, ln, readlink, rm, mv, stat, attr.
+. "$(dirname "$0")/lib.sh"
+
+t_mkdir() {
+	new_store
+	run 0 kt mkdir /d
+	run 1 kt mkdir /d
+	err_has "keytree: /d:"
+	run 1 kt mkdir /x/y/z
+	err_has "keytree: /x/y/z:"
+	run 0 kt mkdir -p /x/y/z
+	run 0 kt mkdir -p /x/y/z
+	run 0 kt mkdir --parents /p/q
+	run 0 kt stat /x/y/z
+	out_has "kind: dir"
+}
+
+t_ln_readlink() {
+	new_store
+	run 0 kt ln -s ../some/where /l
+	run 0 kt readlink /l
+	out_is ../some/where
+	run 2 kt ln /a /b
+	err_has "only symbolic links"
+	run 1 kt ln -s /x /l
+	err_has "keytree: /l:"
+	run 0 kt put /item v
+	run 1 kt readlink /item
+	err_has "not a symbolic link"
+}
+
+t_rm() {
+	new_store
+	run 0 kt put /a/b/c 1
+	run 1 kt rm /a
+	err_has "keytree: /a:"
+	run 0 kt rm /a/b/c
+	run 1 kt get /a/b/c
+	run 0 kt stat /a/b
+	run 0 kt put /a/b/c 1
+	run 0 kt rm -r /a
+	run 1 kt stat /a
+	run 1 kt rm /nope
+	err_has "keytree: /nope: no such node"
+}
+
+t_rm_prune() {
+	new_store
+	run 0 kt put /a/b/c/d 1
+	run 0 kt put /a/keep 1
+	run 0 kt rm --prune /a/b/c/d
+	run 1 kt stat /a/b
+	run 0 kt stat /a
+	run 0 kt ls /a
+	out_is keep
+}
+
+t_rm_link_not_target() {
+	new_store
+	run 0 kt put /t v
+	run 0 kt ln -s /t /l
+	run 0 kt rm /l
+	run 0 kt get /t
+	out_is v
+}
+
+t_mv() {
+	new_store
+	run 0 kt put /a/x 1
+	run 0 kt mv /a /b
+	run 0 kt get /b/x
+	out_is 1
+	run 1 kt stat /a
+	run 0 kt put /c 2
+	run 1 kt mv --no-replace /c /b/x
+	err_has "keytree: /c:"
+	run 0 kt get /b/x
+	out_is 1
+	run 0 kt mv /c /b/x
+	run 0 kt get /b/x
+	out_is 2
+}
+
+t_mv_exchange() {
+	new_store
+	run 0 kt put /a 1
+	run 0 kt put /b 2
+	run 0 kt mv --exchange /a /b
+	run 0 kt get /a
+	out_is 2
+	run 0 kt get /b
+	out_is 1
+	run 1 kt mv --exchange /a /none
+}
+
+t_stat() {
+	new_store
+	run 0 kt put /a/b hello
+	run 0 kt attr set /a/b k v
+	run 0 kt stat /a/b
+	out_has "path: /a/b"
+	out_has "kind: item"
+	out_has "size: 5"
+	out_has "mode: 0644 (-rw-r--r--)"
+	out_has "uid: $(id -u)"
+	out_has "attributes: 1"
+	grep -Eq '^id: [0-9]+$' "$OUT" || fail "no id"
+	grep -Eq '^version: [0-9]+$' "$OUT" || fail "no version"
+	grep -Eq '^mtime: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z$' \
+		"$OUT" || fail "no mtime"
+	out_has "atime: "
+	out_has "ctime: "
+	run 0 kt stat /a
+	out_has "kind: dir"
+	out_has "subdirs: 0"
+}
+
+t_stat_link() {
+	new_store
+	run 0 kt put /t hello
+	run 0 kt ln -s /t /l
+	run 0 kt stat /l
+	out_has "kind: link"
+	out_has "target: /t"
+	out_has "size: 2"
+	run 0 kt stat -L /l
+	out_has "kind: item"
+	out_has "size: 5"
+}
+
+t_stat_json() {
+	new_store
+	run 0 kt put /a v
+	run 0 kt stat --json /a
+	[ "$(wc -l <"$OUT")" -eq 1 ] || fail "not one line"
+	out_has '{"path":"/a","kind":"item","id":'
+	out_has '"size":1,"mode":420,'
+	out_has '"nattrs":0}'
+	run 0 kt put $'/\xff' v
+	run 0 kt stat --json $'/\xff'
+	out_has '{"path":{"base64":"L/8="}'
+}
+
+t_attr() {
+	new_store
+	run 0 kt put /a v
+	run 0 kt attr set /a color red
+	run 0 kt attr set /a size 10
+	run 0 kt attr get /a color
+	out_is red
+	run 0 kt attr ls /a
+	out_is $'color\nsize'
+	run 0 kt attr rm /a color
+	run 1 kt attr get /a color
+	err_has "keytree: /a:"
+	err_has "color"
+	run 1 kt attr rm /a color
+	run 0 kt attr ls /a
+	out_is size
+	run 2 kt attr get /a
+	run 2 kt attr ls /a x
+}
+
+t_attr_stdin_binary() {
+	new_store
+	run 0 kt put /a v
+	printf 'a\0b\xff\n' >"$TMP/v"
+	run_in 0 "$TMP/v" kt attr set /a bin
+	run 0 kt attr get /a bin
+	cmp "$TMP/v" "$OUT" || fail "attribute value differs"
+}
+
+run_case "$@"
