@@ -1,0 +1,340 @@
+/*
+ * main.c - keytreefs: mount a keytree store as a filesystem.
+ *
+ *   keytreefs [OPTIONS] STORE MOUNTPOINT
+ *
+ * Parses our options and libfuse's, opens the store (failing before the
+ * mount when another process has it), mounts, runs libfuse's
+ * multi-threaded loop until unmount, SIGINT or SIGTERM, then unmounts and
+ * closes the store.  Also run by mount.fuse3 for `mount -t fuse.keytreefs`
+ * and /etc/fstab lines.  docs/FUSE.md and docs/keytreefs.1 describe it.
+ */
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "keytreefs.h"
+
+/* The command line, as fuse_opt_parse() fills it. */
+struct options {
+	char *store;
+	char *mountpoint;
+	int nonopts;
+	int read_only;
+	int durable;
+	int create;
+	int no_default_permissions;
+	char *value_name;
+	char *abslinks;
+	int show_help;
+	int show_version;
+};
+
+enum { KEY_HELP, KEY_VERSION, KEY_RO };
+
+#define OPT(t, p, v) {t, offsetof(struct options, p), v}
+
+static const struct fuse_opt option_spec[] = {
+	OPT("durable", durable, 1),
+	OPT("create", create, 1),
+	OPT("no_default_permissions", no_default_permissions, 1),
+	OPT("value_name=%s", value_name, 0),
+	OPT("abslinks=%s", abslinks, 0),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END,
+};
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] STORE MOUNTPOINT\n\n"
+	       "Mount the keytree store in directory STORE on MOUNTPOINT.\n\n"
+	       "keytreefs options:\n"
+	       "    -o ro                  mount and open the store read-only\n"
+	       "    -o durable             flush every write to disk before "
+	       "it returns\n"
+	       "    -o create              create the store if it does not "
+	       "exist\n"
+	       "    -o value_name=NAME     name of an item+directory's own "
+	       "value file\n"
+	       "                           (must contain the store's "
+	       "delimiter;\n"
+	       "                           default: the delimiter + "
+	       "\"value\")\n"
+	       "    -o abslinks=store|host how absolute link targets are "
+	       "read (default:\n"
+	       "                           store: relative to the store's "
+	       "root)\n"
+	       "    -o no_default_permissions  leave permission checks to "
+	       "nobody\n"
+	       "    -o allow_other         let other users use the mount\n"
+	       "    -o entry_timeout=T, -o attr_timeout=T, "
+	       "-o negative_timeout=T\n"
+	       "                           kernel cache timeouts in seconds\n"
+	       "    -h, --help             this help\n"
+	       "    -V, --version          print versions\n\n",
+	       prog);
+}
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct options *o = data;
+
+	(void)outargs;
+	switch (key) {
+	case KEY_HELP:
+		o->show_help = 1;
+		return 0;
+	case KEY_VERSION:
+		o->show_version = 1;
+		return 0;
+	case KEY_RO:
+		o->read_only = 1;
+		return 1; /* the kernel mounts read-only too */
+	case FUSE_OPT_KEY_NONOPT:
+		if (o->nonopts++ == 0) {
+			o->store = strdup(arg);
+			return o->store ? 0 : -1;
+		}
+		if (o->nonopts == 2)
+			return 1; /* the mountpoint, for fuse_parse_cmdline */
+		fprintf(stderr, "keytreefs: unexpected argument '%s'\n", arg);
+		return -1;
+	default:
+		return 1;
+	}
+}
+
+/* Add "-o NAME=VALUE" with VALUE's commas and backslashes escaped. */
+static int add_escaped_opt(struct fuse_args *args, const char *name,
+			   const char *value)
+{
+	size_t n = strlen(name), i, j = 0;
+	char *s = malloc(3 + n + 2 * strlen(value) + 1);
+	int rc;
+
+	if (!s)
+		return -1;
+	j = (size_t)sprintf(s, "-o%s=", name);
+	for (i = 0; value[i]; i++) {
+		if (value[i] == ',' || value[i] == '\\')
+			s[j++] = '\\';
+		s[j++] = value[i];
+	}
+	s[j] = '\0';
+	rc = fuse_opt_add_arg(args, s);
+	free(s);
+	return rc;
+}
+
+/* Open the store; print why not and return non-zero on failure. */
+static int store_open(struct ktfs *fs, const struct options *o)
+{
+	kt_options ko = KT_OPTIONS_INIT;
+	int rc;
+
+	ko.read_only = o->read_only;
+	ko.sync = o->durable;
+	ko.create_if_missing = o->create && !o->read_only;
+	rc = kt_open(&fs->store, fs->store_dir, &ko);
+	if (rc == KT_EBUSY) {
+		fprintf(stderr,
+			"keytreefs: %s: the store is in use by another "
+			"process; not mounting\n",
+			fs->store_dir);
+		return 1;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "keytreefs: %s: %s (%s)\n", fs->store_dir,
+			kt_strerror(rc), kt_errmsg());
+		return 1;
+	}
+	/* Files unlinked while open at a crash are gone for good now. */
+	rc = kt_delete(fs->store, KTFS_ORPHANS, KT_DELETE_RECURSIVE);
+	if (rc < 0 && rc != KT_ENOTFOUND && rc != KT_EREADONLY) {
+		fprintf(stderr, "keytreefs: %s: removing %s: %s\n",
+			fs->store_dir, KTFS_ORPHANS, kt_errmsg());
+		kt_close(fs->store);
+		fs->store = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+/* Fill @fs from the options; non-zero (after a message) if they are bad. */
+static int configure(struct ktfs *fs, struct options *o, const char *mnt)
+{
+	size_t dlen;
+	const char *delim;
+
+	fs->read_only = o->read_only;
+	if (o->create && !o->read_only && mkdir(o->store, 0755) < 0 &&
+	    errno != EEXIST) {
+		fprintf(stderr, "keytreefs: %s: %s\n", o->store,
+			strerror(errno));
+		return 1;
+	}
+	fs->store_dir = realpath(o->store, NULL);
+	if (!fs->store_dir) {
+		fprintf(stderr, "keytreefs: %s: %s\n", o->store,
+			strerror(errno));
+		return 1;
+	}
+	fs->mountpoint = realpath(mnt, NULL);
+	if (!fs->mountpoint) {
+		fprintf(stderr, "keytreefs: %s: %s\n", mnt, strerror(errno));
+		return 1;
+	}
+	fs->mountpoint_len = strlen(fs->mountpoint);
+	if (o->abslinks && strcmp(o->abslinks, "host") == 0) {
+		fs->abslinks_host = 1;
+	} else if (o->abslinks && strcmp(o->abslinks, "store") != 0) {
+		fprintf(stderr, "keytreefs: abslinks must be store or host\n");
+		return 1;
+	}
+	if (store_open(fs, o))
+		return 1;
+	delim = kt_delimiter(fs->store, &dlen);
+	if (o->value_name) {
+		fs->value_name = strdup(o->value_name);
+	} else if (asprintf(&fs->value_name, "%svalue", delim) < 0) {
+		fs->value_name = NULL;
+	}
+	if (!fs->value_name)
+		return 1;
+	fs->value_name_len = strlen(fs->value_name);
+	if (!strstr(fs->value_name, delim) || strchr(fs->value_name, '/') ||
+	    fs->value_name_len > KT_NAME_MAX) {
+		fprintf(stderr,
+			"keytreefs: value_name '%s' must contain the store's "
+			"delimiter '%s' and no '/'\n",
+			fs->value_name, delim);
+		return 1;
+	}
+	return 0;
+}
+
+static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *co)
+{
+	struct fuse_loop_config *lc;
+	int rc;
+
+	if (co->singlethread)
+		return fuse_loop(f);
+	lc = fuse_loop_cfg_create();
+	if (!lc)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(lc, (unsigned int)co->clone_fd);
+	if (co->max_idle_threads != UINT_MAX)
+		fuse_loop_cfg_set_idle_threads(lc, co->max_idle_threads);
+	if (co->max_threads > 0 && co->max_threads <= 100000)
+		fuse_loop_cfg_set_max_threads(lc, co->max_threads);
+	rc = fuse_loop_mt(f, lc);
+	fuse_loop_cfg_destroy(lc);
+	return rc;
+}
+
+/* Mount @fs and serve until unmounted or signalled; 0 on a clean end. */
+static int serve(struct ktfs *fs, struct fuse_args *args,
+		 const struct fuse_cmdline_opts *co, const struct options *o)
+{
+	struct fuse *f;
+	int rc = 1;
+
+	f = fuse_new(args, &ktfs_ops, sizeof(ktfs_ops), fs);
+	if (!f)
+		return 1;
+	if (fuse_mount(f, co->mountpoint) != 0)
+		goto out_destroy;
+	if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
+		goto out_unmount;
+	if (!co->foreground) {
+		/* A forked child holds no LevelDB lock and no threads:
+		 * close the store and open it again in the daemon. */
+		kt_close(fs->store);
+		fs->store = NULL;
+		if (fuse_daemonize(0) != 0 || store_open(fs, o) != 0)
+			goto out_signals;
+	}
+	rc = run_loop(f, co) < 0 ? 1 : 0;
+out_signals:
+	fuse_remove_signal_handlers(fuse_get_session(f));
+out_unmount:
+	fuse_unmount(f);
+out_destroy:
+	fuse_destroy(f);
+	return rc;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts co;
+	struct options o;
+	struct ktfs fs;
+	int rc = 1;
+
+	memset(&o, 0, sizeof(o));
+	memset(&co, 0, sizeof(co));
+	memset(&fs, 0, sizeof(fs));
+	pthread_mutex_init(&fs.lock, NULL);
+	pthread_mutex_init(&fs.append_lock, NULL);
+	if (fuse_opt_parse(&args, &o, option_spec, opt_proc) != 0)
+		goto out;
+	if (o.show_version) {
+		printf("keytreefs %s (libkeytree %s, libfuse %s)\n",
+		       KTFS_VERSION, kt_version(), fuse_pkgversion());
+		rc = 0;
+		goto out;
+	}
+	if (o.show_help) {
+		usage(argv[0]);
+		printf("FUSE options:\n");
+		fuse_cmdline_help();
+		fuse_lib_help(&args);
+		rc = 0;
+		goto out;
+	}
+	if (!o.store || o.nonopts < 2) {
+		fprintf(stderr,
+			"usage: %s [options] STORE MOUNTPOINT (--help for "
+			"more)\n",
+			argv[0]);
+		rc = 2;
+		goto out;
+	}
+	if ((!o.no_default_permissions &&
+	     fuse_opt_add_arg(&args, "-odefault_permissions") != 0) ||
+	    fuse_opt_add_arg(&args, "-osubtype=keytreefs") != 0 ||
+	    add_escaped_opt(&args, "fsname", o.store) != 0)
+		goto out;
+	if (fuse_parse_cmdline(&args, &co) != 0 || !co.mountpoint) {
+		fprintf(stderr, "keytreefs: no mountpoint\n");
+		goto out;
+	}
+	if (configure(&fs, &o, co.mountpoint) == 0)
+		rc = serve(&fs, &args, &co, &o);
+out:
+	kt_close(fs.store);
+	free(fs.store_dir);
+	free(fs.mountpoint);
+	free(fs.value_name);
+	free(co.mountpoint);
+	free(o.store);
+	free(o.value_name);
+	free(o.abslinks);
+	fuse_opt_free_args(&args);
+	pthread_mutex_destroy(&fs.lock);
+	pthread_mutex_destroy(&fs.append_lock);
+	return rc;
+}

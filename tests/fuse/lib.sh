@@ -1,0 +1,134 @@
+# lib.sh - sourced by every FUSE test (tests/fuse/*.sh).
+#
+# Gives each test a temporary directory with a store ($STORE) and a
+# mountpoint ($MNT), ktfs_mount/ktfs_umount to run keytreefs in the
+# foreground in the background, and a trap that always unmounts, stops the
+# daemon and removes the directory, so a failing test never leaves a stale
+# mount.  The test fails when the daemon exits non-zero or prints a
+# sanitizer report.  A watchdog ends the test after KTFS_TEST_LIMIT seconds
+# (default 240), below CTest's timeout, so the trap still runs.
+#
+# Environment (set by CTest): KEYTREEFS, KTFS_PROBE.
+set -euo pipefail
+
+: "${KEYTREEFS:?KEYTREEFS must name the keytreefs binary}"
+: "${KTFS_PROBE:?KTFS_PROBE must name the ktfs_probe binary}"
+
+export TZ=UTC LC_ALL=C.UTF-8
+KTFS_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ktfs-test.XXXXXX")
+STORE=$KTFS_TMP/store
+MNT=$KTFS_TMP/mnt
+LOG=$KTFS_TMP/daemon.log
+VALUE=$'\xc2\xa6value' # the default name of an item+dir's value file
+KTFS_PID=
+KTFS_BAD=0
+mkdir -p "$MNT"
+: >"$LOG"
+
+# The daemon's log must hold no sanitizer report.
+ktfs_check_log() {
+	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$LOG"; then
+		echo "FAIL: sanitizer report from keytreefs:" >&2
+		cat "$LOG" >&2
+		KTFS_BAD=1
+	fi
+}
+
+# ktfs_mount [OPTIONS...]: mount $STORE on $MNT, wait until it is up.
+ktfs_mount() {
+	"$KEYTREEFS" -f "$@" "$STORE" "$MNT" </dev/null 2>>"$LOG" &
+	KTFS_PID=$!
+	local i
+	for i in $(seq 200); do
+		if mountpoint -q "$MNT"; then
+			return 0
+		fi
+		if ! kill -0 "$KTFS_PID" 2>/dev/null; then
+			break
+		fi
+		sleep 0.05
+	done
+	echo "FAIL: keytreefs did not mount" >&2
+	cat "$LOG" >&2
+	return 1
+}
+
+# Wait up to 20 s for the daemon to exit; its status, or 124 if it hung.
+ktfs_wait_daemon() {
+	local i rc=0
+	for i in $(seq 400); do
+		if ! kill -0 "$KTFS_PID" 2>/dev/null; then
+			wait "$KTFS_PID" || rc=$?
+			KTFS_PID=
+			return "$rc"
+		fi
+		sleep 0.05
+	done
+	kill -KILL "$KTFS_PID" 2>/dev/null || true
+	wait "$KTFS_PID" 2>/dev/null || true
+	KTFS_PID=
+	return 124
+}
+
+# ktfs_umount: unmount, and fail unless the daemon exits 0 and clean.
+ktfs_umount() {
+	local rc=0
+	if mountpoint -q "$MNT"; then
+		fusermount3 -u "$MNT" || { sleep 0.5; fusermount3 -u "$MNT"; } ||
+			fusermount3 -uz "$MNT" || true
+	fi
+	if [ -n "$KTFS_PID" ]; then
+		ktfs_wait_daemon || rc=$?
+		if [ "$rc" -ne 0 ]; then
+			echo "FAIL: keytreefs exited with status $rc" >&2
+			cat "$LOG" >&2
+			KTFS_BAD=1
+		fi
+	fi
+	ktfs_check_log
+	[ "$KTFS_BAD" -eq 0 ]
+}
+
+ktfs_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	cd /
+	if [ -n "${KTFS_WATCHDOG:-}" ]; then
+		kill "$KTFS_WATCHDOG" 2>/dev/null || true
+	fi
+	if mountpoint -q "$MNT" 2>/dev/null; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" ||
+			umount -l "$MNT" || true
+	fi
+	if [ -n "$KTFS_PID" ]; then
+		ktfs_wait_daemon || true
+	fi
+	ktfs_check_log
+	if [ "$rc" -ne 0 ] || [ "$KTFS_BAD" -ne 0 ]; then
+		echo "--- daemon log (last 30 lines)" >&2
+		tail -n 30 "$LOG" >&2
+		rc=1
+	fi
+	rm -rf "$KTFS_TMP"
+	exit "$rc"
+}
+trap ktfs_cleanup EXIT
+trap 'echo "FAIL: interrupted or timed out" >&2; exit 1' INT TERM
+
+(
+	sleep "${KTFS_TEST_LIMIT:-240}"
+	kill -TERM $$ 2>/dev/null
+) </dev/null >/dev/null 2>&1 &
+KTFS_WATCHDOG=$!
+
+# Assertions: each names what it checks.
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+expect_eq() { # WHAT GOT WANT
+	[ "$2" == "$3" ] || fail "$1: got '$2', want '$3'"
+}
+ok() {
+	echo "ok - $*"
+}

@@ -1,0 +1,343 @@
+/*
+ * probe.c - ktfs_probe, the FUSE tests' helper for what the shell cannot
+ * do: dump a store through the library or a mounted tree through the
+ * kernel in one comparable format, make nodes through the library,
+ * renameat2(), a file used across its unlink, and readdir resumption.
+ *
+ *   ktfs_probe dump-store STORE VALUE_NAME      every node, sorted
+ *   ktfs_probe dump-tree DIR [LINK_PREFIX]      every entry below DIR
+ *   ktfs_probe populate STORE                   nodes made by the library
+ *   ktfs_probe rename2 FROM TO noreplace|exchange
+ *   ktfs_probe unlinked FILE                    open, unlink, use, close
+ *   ktfs_probe readdir DIR                      streaming and seekdir
+ *
+ * Dump lines: "PATH KIND MODE UID GID SIZE MTIME_NS DATA" with KIND one of
+ * d, f, l and DATA the link target or a hash of the content.  An item that
+ * is also a directory dumps as a directory plus the file VALUE_NAME in it,
+ * as the mount shows it.  Exit status 0 on success, 1 with a message.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <keytree.h>
+
+static int fail(const char *what)
+{
+	fprintf(stderr, "ktfs_probe: %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+static int kfail(const char *what, int rc)
+{
+	fprintf(stderr, "ktfs_probe: %s: %s: %s\n", what, kt_strerror(rc),
+		kt_errmsg());
+	return 1;
+}
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
+{
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ULL;
+	return h;
+}
+
+static int64_t ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* ---- dump-store ---- */
+
+static int dump_value(kt_store *s, const char *path, uint64_t size,
+		      uint64_t *h)
+{
+	static unsigned char buf[1 << 16];
+	uint64_t off = 0;
+	size_t n;
+	int rc;
+
+	*h = 0xcbf29ce484222325ULL;
+	while (off < size) {
+		if ((rc = kt_read(&n, s, path, buf, sizeof(buf), off)) < 0)
+			return rc;
+		if (n == 0)
+			break;
+		*h = fnv(*h, buf, n);
+		off += n;
+	}
+	return 0;
+}
+
+static int dump_node(kt_store *s, const char *path, const char *vname)
+{
+	kt_statbuf st;
+	char *target = NULL;
+	uint64_t h = 0;
+	int rc;
+
+	if ((rc = kt_lstat(&st, s, path)) < 0)
+		return kfail(path, rc);
+	if (st.kind & KT_KIND_LINK) {
+		if ((rc = kt_readlink(&target, NULL, s, path)) < 0)
+			return kfail(path, rc);
+		printf("%s l %04o %u %u %" PRIu64 " %" PRId64 " %s\n", path,
+		       st.mode, st.uid, st.gid, st.size, st.mtime_ns, target);
+		kt_free(target);
+		return 0;
+	}
+	if (st.kind & KT_KIND_ITEM) {
+		if ((rc = dump_value(s, path, st.size, &h)) < 0)
+			return kfail(path, rc);
+	}
+	if (st.kind & KT_KIND_DIR) {
+		printf("%s d %04o %u %u 0 %" PRId64 " -\n", path, st.mode,
+		       st.uid, st.gid, st.mtime_ns);
+		if (st.kind & KT_KIND_ITEM)
+			printf("%s/%s f %04o %u %u %" PRIu64 " %" PRId64
+			       " %016" PRIx64 "\n",
+			       path, vname, st.mode & 0666, st.uid, st.gid,
+			       st.size, st.mtime_ns, h);
+	} else {
+		printf("%s f %04o %u %u %" PRIu64 " %" PRId64 " %016" PRIx64
+		       "\n",
+		       path, st.mode, st.uid, st.gid, st.size, st.mtime_ns, h);
+	}
+	return 0;
+}
+
+static int dump_store(const char *dir, const char *vname)
+{
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store *s = NULL;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	int rc, bad = 0;
+
+	o.read_only = 1;
+	if ((rc = kt_open(&s, dir, &o)) < 0)
+		return kfail(dir, rc);
+	if ((rc = kt_find_new(&it, s, "/", 0)) < 0) {
+		kt_close(s);
+		return kfail("find", rc);
+	}
+	while ((rc = kt_iter_next(&e, it)) == 0)
+		bad |= dump_node(s, e->name, vname);
+	if (rc != KT_ITEROVER)
+		bad |= kfail("find", rc);
+	kt_iter_free(it);
+	kt_close(s);
+	return bad;
+}
+
+/* ---- dump-tree ---- */
+
+static size_t tree_root_len;
+static const char *link_prefix;
+
+static int tree_entry(const char *fpath, const struct stat *st, int flag,
+		      struct FTW *ftw)
+{
+	const char *p = fpath + tree_root_len;
+	char target[8192];
+	ssize_t n;
+
+	(void)flag;
+	if (ftw->level == 0)
+		return 0;
+	if (S_ISLNK(st->st_mode)) {
+		const char *t = target;
+
+		if ((n = readlink(fpath, target, sizeof(target) - 1)) < 0)
+			return fail(fpath);
+		target[n] = '\0';
+		if (link_prefix && strncmp(t, link_prefix,
+					   strlen(link_prefix)) == 0)
+			t += strlen(link_prefix);
+		printf("%s l %04o %u %u %zd %" PRId64 " %s\n", p,
+		       st->st_mode & 07777, st->st_uid, st->st_gid, (ssize_t)strlen(t),
+		       ns(&st->st_mtim), t);
+	} else if (S_ISDIR(st->st_mode)) {
+		printf("%s d %04o %u %u 0 %" PRId64 " -\n", p,
+		       st->st_mode & 07777, st->st_uid, st->st_gid,
+		       ns(&st->st_mtim));
+	} else {
+		static unsigned char buf[1 << 16];
+		uint64_t h = 0xcbf29ce484222325ULL;
+		int fd = open(fpath, O_RDONLY);
+
+		if (fd < 0)
+			return fail(fpath);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			h = fnv(h, buf, (size_t)n);
+		close(fd);
+		if (n < 0)
+			return fail(fpath);
+		printf("%s f %04o %u %u %jd %" PRId64 " %016" PRIx64 "\n", p,
+		       st->st_mode & 07777, st->st_uid, st->st_gid,
+		       (intmax_t)st->st_size, ns(&st->st_mtim), h);
+	}
+	return 0;
+}
+
+static int dump_tree(const char *dir, const char *prefix)
+{
+	tree_root_len = strlen(dir);
+	link_prefix = prefix;
+	return nftw(dir, tree_entry, 64, FTW_PHYS) != 0;
+}
+
+/* ---- populate ---- */
+
+static int populate(const char *dir)
+{
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store *s = NULL;
+	int rc;
+
+	o.create_if_missing = 1;
+	if ((rc = kt_open(&s, dir, &o)) < 0)
+		return kfail(dir, rc);
+	if ((rc = kt_put(s, "/both", "own value\n", 10, NULL)) < 0 ||
+	    (rc = kt_put(s, "/both/child", "child\n", 6, NULL)) < 0 ||
+	    (rc = kt_put(s, "/a/b/c/d/e/f/g/h/deep", "deep\n", 5, NULL)) < 0 ||
+	    (rc = kt_put(s, "/caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac",
+			 "utf8\n", 5, NULL)) < 0 ||
+	    (rc = kt_mkdir(s, "/links", NULL)) < 0 ||
+	    (rc = kt_symlink(s, "/links/rel", "../a/b/c/d/e/f/g/h/deep",
+			     NULL)) < 0 ||
+	    (rc = kt_symlink(s, "/links/abs", "/both/child", NULL)) < 0 ||
+	    (rc = kt_symlink(s, "/links/todir", "../a/b", NULL)) < 0 ||
+	    (rc = kt_attr_set(s, "/both/child", "color", "blue", 4, 0)) < 0) {
+		kt_close(s);
+		return kfail("populate", rc);
+	}
+	kt_close(s);
+	return 0;
+}
+
+/* ---- rename2, unlinked, readdir ---- */
+
+static int rename2(const char *from, const char *to, const char *how)
+{
+	unsigned int flags = strcmp(how, "exchange") == 0 ? RENAME_EXCHANGE
+							  : RENAME_NOREPLACE;
+
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, flags) < 0)
+		return fail("renameat2");
+	return 0;
+}
+
+static int unlinked(const char *file)
+{
+	char buf[64] = {0};
+	struct stat st;
+	int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		return fail(file);
+	if (write(fd, "before", 6) != 6 || unlink(file) < 0)
+		return fail("write/unlink");
+	if (access(file, F_OK) == 0) {
+		fprintf(stderr, "ktfs_probe: %s still there\n", file);
+		return 1;
+	}
+	if (fstat(fd, &st) < 0)
+		return fail("fstat");
+	if (st.st_nlink != 0) {
+		fprintf(stderr, "ktfs_probe: nlink %ju after unlink\n",
+			(uintmax_t)st.st_nlink);
+		return 1;
+	}
+	if (pwrite(fd, "+after", 6, 6) != 6 || pread(fd, buf, 12, 0) != 12 ||
+	    strcmp(buf, "before+after") != 0) {
+		fprintf(stderr, "ktfs_probe: read back '%s'\n", buf);
+		return 1;
+	}
+	if (fstat(fd, &st) < 0 || st.st_size != 12) {
+		fprintf(stderr, "ktfs_probe: size after unlink wrong\n");
+		return 1;
+	}
+	return close(fd) < 0 ? fail("close") : 0;
+}
+
+/* Read DIR, remembering telldir() positions; delete every entry already
+ * seen while reading (no entry may come twice, none unread may be lost);
+ * then seekdir() back to a remembered position and read the same tail. */
+static int readdir_check(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	long *pos = NULL;
+	size_t n = 0, i, j, mid;
+	int bad = 0;
+
+	if (!d)
+		return fail(dir);
+	for (;;) {
+		long p = telldir(d);
+
+		if (!(e = readdir(d)))
+			break;
+		if (e->d_type == DT_UNKNOWN) {
+			fprintf(stderr, "ktfs_probe: %s: no d_type\n",
+				e->d_name);
+			bad = 1;
+		}
+		names = realloc(names, (n + 1) * sizeof(*names));
+		pos = realloc(pos, (n + 1) * sizeof(*pos));
+		names[n] = strdup(e->d_name);
+		pos[n++] = p;
+	}
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (strcmp(names[i], names[j]) == 0) {
+				fprintf(stderr, "ktfs_probe: %s twice\n",
+					names[i]);
+				bad = 1;
+			}
+	mid = n / 2;
+	seekdir(d, pos[mid]);
+	for (i = mid; i < n && (e = readdir(d)); i++)
+		if (strcmp(e->d_name, names[i]) != 0) {
+			fprintf(stderr,
+				"ktfs_probe: after seekdir: %s, not %s\n",
+				e->d_name, names[i]);
+			bad = 1;
+			break;
+		}
+	printf("%zu\n", n);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(pos);
+	closedir(d);
+	return bad;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "dump-store") == 0)
+		return dump_store(argv[2], argv[3]);
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "dump-tree") == 0)
+		return dump_tree(argv[2], argc == 4 ? argv[3] : NULL);
+	if (argc == 3 && strcmp(argv[1], "populate") == 0)
+		return populate(argv[2]);
+	if (argc == 5 && strcmp(argv[1], "rename2") == 0)
+		return rename2(argv[2], argv[3], argv[4]);
+	if (argc == 3 && strcmp(argv[1], "unlinked") == 0)
+		return unlinked(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "readdir") == 0)
+		return readdir_check(argv[2]);
+	fprintf(stderr, "usage: see the opening comment of tests/fuse/probe.c\n");
+	return 2;
+}
