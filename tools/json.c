@@ -125,6 +125,7 @@ int cmd_dump(int argc, char **argv)
 	kt_iter *it = NULL;
 	const kt_entry *e;
 	cli_progress pr;
+	kt_statbuf sb;
 	char *path, *cur = NULL;
 	uint64_t n = 0;
 	int c, rc, root;
@@ -140,6 +141,11 @@ int cmd_dump(int argc, char **argv)
 		return rc;
 	path = cli_path(optind < argc ? argv[optind] : "/");
 	root = strcmp(path, "/") == 0;
+	/* A subtree scan of nothing finds nothing; say so instead. */
+	if (!root && (rc = kt_lstat(&sb, st, path)) < 0) {
+		rc = cli_fail(path, rc);
+		goto out;
+	}
 	cli_progress_start(&pr, "dump", "nodes", 0);
 	if (pr.on)
 		pr.total = dump_count(st, path);
@@ -193,13 +199,41 @@ out:
 
 /* The batch being built and, per recorded operation, the dump line it came
  * from, so that a failing commit can be reported by line. */
+typedef struct meta {
+	char *path;
+	kt_setattr_args sa;
+	unsigned int flags;
+	size_t line;
+} meta;
+
 typedef struct loader {
 	kt_batch *b;
 	size_t *line_of; /* operation index (from 0) -> line */
 	size_t nops, cap;
-	json_t *meta; /* deferred setattr: [[path, mode, uid, gid, a, m,
-			 nofollow, line], ...] */
+	meta *meta; /* deferred setattr, one per record */
+	size_t nmeta, capmeta;
 } loader;
+
+/* Remember a record's mode, owner and times; takes @p path. */
+static int meta_add(loader *l, char *path, const kt_setattr_args *sa,
+		    unsigned int flags, size_t line)
+{
+	meta *nv;
+
+	if (l->nmeta == l->capmeta) {
+		l->capmeta = l->capmeta ? l->capmeta * 2 : 1024;
+		nv = realloc(l->meta, l->capmeta * sizeof(*nv));
+		if (nv == NULL)
+			return -1;
+		l->meta = nv;
+	}
+	l->meta[l->nmeta].path = path;
+	l->meta[l->nmeta].sa = *sa;
+	l->meta[l->nmeta].flags = flags;
+	l->meta[l->nmeta].line = line;
+	l->nmeta++;
+	return 0;
+}
 
 static int op_line(loader *l, size_t line)
 {
@@ -299,6 +333,7 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	char *path = NULL, *canon = NULL, *data = NULL;
 	size_t plen, dlen = 0, i;
 	json_int_t mode, uid, gid, at, mt;
+	kt_setattr_args sa;
 	unsigned int kind;
 	int rc = -1, known;
 
@@ -382,10 +417,21 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	v = json_object_get(rec, "attrs");
 	if (v != NULL && (rc = record_attrs(l, path, v, line, err)) != 0)
 		goto out;
-	json_array_append_new(l->meta,
-			      json_pack("[s%IIIIIbI]", path, plen, mode, uid,
-					gid, at, mt, kind == KT_KIND_LINK,
-					(json_int_t)line));
+	memset(&sa, 0, sizeof(sa));
+	sa.mask = KT_SET_MODE | KT_SET_UID | KT_SET_GID | KT_SET_ATIME |
+		  KT_SET_MTIME;
+	sa.mode = (uint32_t)mode;
+	sa.uid = (uint32_t)uid;
+	sa.gid = (uint32_t)gid;
+	sa.atime_ns = at;
+	sa.mtime_ns = mt;
+	if (meta_add(l, path, &sa, kind == KT_KIND_LINK ? KT_NOFOLLOW : 0,
+		     line) != 0) {
+		snprintf(err, 128, "out of memory");
+		rc = -1;
+		goto out;
+	}
+	path = NULL; /* the meta list owns it now */
 out:
 	free(path);
 	free(canon);
@@ -396,25 +442,13 @@ out:
 /* Record the deferred modes, owners and times. */
 static int record_meta(loader *l, char *err, size_t *line)
 {
-	kt_setattr_args sa;
-	const json_t *m;
 	size_t i;
 	int rc;
 
-	json_array_foreach(l->meta, i, m)
-	{
-		memset(&sa, 0, sizeof(sa));
-		sa.mask = KT_SET_MODE | KT_SET_UID | KT_SET_GID |
-			  KT_SET_ATIME | KT_SET_MTIME;
-		sa.mode = (uint32_t)json_integer_value(json_array_get(m, 1));
-		sa.uid = (uint32_t)json_integer_value(json_array_get(m, 2));
-		sa.gid = (uint32_t)json_integer_value(json_array_get(m, 3));
-		sa.atime_ns = json_integer_value(json_array_get(m, 4));
-		sa.mtime_ns = json_integer_value(json_array_get(m, 5));
-		*line = (size_t)json_integer_value(json_array_get(m, 7));
-		rc = kt_batch_setattr(
-			l->b, json_string_value(json_array_get(m, 0)), &sa,
-			json_is_true(json_array_get(m, 6)) ? KT_NOFOLLOW : 0);
+	for (i = 0; i < l->nmeta; i++) {
+		*line = l->meta[i].line;
+		rc = kt_batch_setattr(l->b, l->meta[i].path, &l->meta[i].sa,
+				      l->meta[i].flags);
 		if (rc == 0)
 			rc = op_line(l, *line);
 		if (rc < 0) {
@@ -535,7 +569,7 @@ static int commit_failed(const loader *l, int code)
 int cmd_load(int argc, char **argv)
 {
 	static const struct option o[] = {OPT_HELP, OPT_END};
-	loader l = {NULL, NULL, 0, 0, NULL};
+	loader l;
 	kt_store *st = NULL;
 	char *buf = NULL;
 	size_t len = 0;
@@ -549,11 +583,11 @@ int cmd_load(int argc, char **argv)
 		return cli_usage(argv[0], "extra operand '%s' (the dump is "
 					  "read from standard input)",
 				 argv[optind]);
+	memset(&l, 0, sizeof(l));
 	if (cli_read_fd(&buf, &len, STDIN_FILENO) != 0)
 		return cli_fail_errno("load", "reading standard input");
 	if ((rc = cli_open(&st, 1)) != CLI_OK)
 		goto out;
-	l.meta = json_array();
 	if ((rc = kt_batch_new(&l.b, st)) < 0) {
 		rc = cli_fail("load", rc);
 		goto out;
@@ -564,7 +598,9 @@ int cmd_load(int argc, char **argv)
 		rc = commit_failed(&l, rc);
 out:
 	kt_batch_free(l.b);
-	json_decref(l.meta);
+	for (len = 0; len < l.nmeta; len++)
+		free(l.meta[len].path);
+	free(l.meta);
 	free(l.line_of);
 	kt_close(st);
 	free(buf);
