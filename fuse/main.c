@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,11 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 		return 1;
 	if (fuse_mount(f, co->mountpoint) != 0)
 		goto out_destroy;
+	/* libfuse only catches signals that are not ignored, and a shell
+	 * starts background commands with SIGINT ignored: SIGINT and SIGTERM
+	 * must always unmount cleanly. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
 		goto out_unmount;
 	if (!co->foreground) {

@@ -96,7 +96,8 @@ ktfs_cleanup() {
 	if [ -n "${KTFS_WATCHDOG:-}" ]; then
 		kill "$KTFS_WATCHDOG" 2>/dev/null || true
 	fi
-	if mountpoint -q "$MNT" 2>/dev/null; then
+	# Also a dead daemon's mount, which mountpoint(1) cannot stat.
+	if grep -q " $MNT " /proc/mounts; then
 		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" ||
 			umount -l "$MNT" || true
 	fi

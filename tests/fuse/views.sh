@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# views.sh - the mount and the library agree.  Nodes made by the library
+# beforehand (item+dir, links across directories, deep paths, UTF-8 names,
+# attributes) show correctly through the mount; after unmounting, the
+# library (and the CLI, when built) sees exactly what was written through
+# the mount, modes, owners, nanosecond times and links included; after a
+# remount everything is still there with the same inode numbers.  Also:
+# a store in use fails before mounting; SIGTERM and SIGINT unmount
+# cleanly; `mount -t fuse.keytreefs`; -o ro; --help and --version.
+source "$(dirname "$0")/lib.sh"
+
+"$KEYTREEFS" --help | grep -q 'value_name=NAME' || fail "--help"
+"$KEYTREEFS" --version | grep -q '^keytreefs ' || fail "--version"
+ok "--help and --version"
+
+"$KTFS_PROBE" populate "$STORE"
+ktfs_mount
+expect_eq "item+dir is a directory" "$(stat -c %F "$MNT/both")" directory
+expect_eq "item+dir value file" "$(cat "$MNT/both/$VALUE")" "own value"
+expect_eq "item+dir child" "$(cat "$MNT/both/child")" child
+expect_eq "listing of an item+dir" "$(ls -A "$MNT/both" | tr '\n' ' ')" \
+	"child $VALUE "
+expect_eq "deep path" "$(cat "$MNT/a/b/c/d/e/f/g/h/deep")" deep
+expect_eq "UTF-8 names" "$(cat "$MNT/café/日本")" utf8
+expect_eq "relative link across directories" "$(cat "$MNT/links/rel")" deep
+expect_eq "absolute link (store root)" "$(cat "$MNT/links/abs")" child
+expect_eq "readlink of an absolute target" "$(readlink "$MNT/links/abs")" \
+	"$MNT/both/child"
+expect_eq "link to a directory" "$(ls "$MNT/links/todir/")" c
+expect_eq "attribute as xattr" \
+	"$(getfattr --absolute-names --only-values -n user.color "$MNT/both/child")" blue
+ok "library-made nodes show through the mount"
+
+# Write through the mount: files, modes, owners, times, links, an
+# item+dir's value, and renames.
+cd "$MNT"
+mkdir -p w/sub
+printf 'data' >w/file
+chmod 600 w/file
+chown 12:34 w/file
+touch -d '2040-01-02 03:04:05.987654321' w/file
+printf 'v' >"w/sub/$VALUE" # w/sub becomes an item and a directory
+ln -s ../both/child w/rel
+ln -s /w/file w/abs
+mkdir w/moved-from
+ino=$(stat -c %i w/moved-from)
+mv w/moved-from w/moved
+expect_eq "inode kept across rename" "$(stat -c %i w/moved)" "$ino"
+expect_eq "time after 2038" "$(stat -c %y w/file)" \
+	"2040-01-02 03:04:05.987654321 +0000"
+cd /
+"$KTFS_PROBE" dump-tree "$MNT" "$MNT" | sort >"$KTFS_TMP/mount.dump"
+ktfs_umount
+
+"$KTFS_PROBE" dump-store "$STORE" "$VALUE" | sort >"$KTFS_TMP/store.dump"
+diff "$KTFS_TMP/mount.dump" "$KTFS_TMP/store.dump" ||
+	fail "the library sees something else than the mount showed"
+grep -q "^/w/sub/$VALUE f 0644 .* 1 " "$KTFS_TMP/store.dump" ||
+	fail "value written through the value file"
+grep -q '^/w/file f 0600 12 34 4 2209086245987654321 ' "$KTFS_TMP/store.dump" ||
+	fail "mode, owner and time of /w/file in the store"
+grep -q '^/w/abs l .* /w/file$' "$KTFS_TMP/store.dump" ||
+	fail "absolute target stored as a store path"
+ok "the library sees what was written through the mount"
+
+if [ -n "${KTFS_CLI:-}" ]; then
+	expect_eq "CLI cat" "$("$KTFS_CLI" -s "$STORE" cat /w/file)" data
+	expect_eq "CLI readlink" "$("$KTFS_CLI" -s "$STORE" readlink /w/rel)" \
+		../both/child
+	expect_eq "CLI value of an item+dir" \
+		"$("$KTFS_CLI" -s "$STORE" cat /w/sub)" v
+	ok "the CLI sees what was written through the mount"
+fi
+
+ktfs_mount
+"$KTFS_PROBE" dump-tree "$MNT" "$MNT" | sort >"$KTFS_TMP/remount.dump"
+diff "$KTFS_TMP/mount.dump" "$KTFS_TMP/remount.dump" ||
+	fail "the remount shows something else"
+expect_eq "inode kept across remount" "$(stat -c %i "$MNT/w/moved")" "$ino"
+ok "everything is still there after a remount"
+
+# A second mount of the same store fails before mounting.
+mkdir "$KTFS_TMP/mnt2"
+if "$KEYTREEFS" -f "$STORE" "$KTFS_TMP/mnt2" 2>"$KTFS_TMP/busy.log"; then
+	fail "a store in use was mounted twice"
+fi
+grep -q 'in use by another process' "$KTFS_TMP/busy.log" ||
+	fail "no clear message for a store in use: $(cat "$KTFS_TMP/busy.log")"
+! mountpoint -q "$KTFS_TMP/mnt2" || fail "the busy store got mounted"
+ok "a store in use fails before mounting"
+
+for sig in TERM INT; do
+	kill -"$sig" "$KTFS_PID"
+	rc=0
+	ktfs_wait_daemon || rc=$?
+	expect_eq "exit status after SIG$sig" "$rc" 0
+	! mountpoint -q "$MNT" || fail "still mounted after SIG$sig"
+	"$KTFS_PROBE" dump-store "$STORE" "$VALUE" >/dev/null ||
+		fail "store not closed after SIG$sig"
+	ok "SIG$sig unmounts and closes the store"
+	ktfs_mount
+done
+ktfs_umount
+
+ktfs_mount -o ro
+if (echo x >"$MNT/w/new") 2>/dev/null; then
+	fail "-o ro accepted a write"
+fi
+expect_eq "-o ro reads" "$(cat "$MNT/w/file")" data
+ktfs_umount
+ok "-o ro"
+
+# mount(8) through mount.fuse3.  `-t fuse.keytreefs` needs keytreefs
+# installed on mount.fuse3's PATH, so the test uses the equivalent
+# `-t fuse PROGRAM#STORE` form with the built binary.  The daemon detaches,
+# so it reopens the store after forking.
+mount -t fuse -o durable "$KEYTREEFS#$STORE" "$MNT" ||
+	fail "mount -t fuse"
+expect_eq "mount -t: type" "$(findmnt -n -o FSTYPE "$MNT")" fuse.keytreefs
+expect_eq "mount -t: content" "$(cat "$MNT/w/file")" data
+echo fresh >"$MNT/w/fresh"
+umount "$MNT"
+for i in $(seq 100); do
+	"$KTFS_PROBE" dump-store "$STORE" "$VALUE" >"$KTFS_TMP/after.dump" \
+		2>/dev/null && break
+	sleep 0.1
+done
+grep -q '^/w/fresh f ' "$KTFS_TMP/after.dump" ||
+	fail "write through mount -t not in the store"
+ok "mount -t fuse (mount.fuse3) and umount"
