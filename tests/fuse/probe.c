@@ -269,9 +269,9 @@ static int unlinked(const char *file)
 	return close(fd) < 0 ? fail("close") : 0;
 }
 
-/* Read DIR, remembering telldir() positions; delete every entry already
- * seen while reading (no entry may come twice, none unread may be lost);
- * then seekdir() back to a remembered position and read the same tail. */
+/* Read DIR, remembering telldir() positions: no entry may come twice and
+ * every entry has a d_type; then seekdir() back to the middle and read
+ * the same tail again.  Prints the number of entries. */
 static int readdir_check(const char *dir)
 {
 	DIR *d = opendir(dir);

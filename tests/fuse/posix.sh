@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# posix.sh - POSIX details that tools and conformance suites check: owner
+# and umask of new nodes, sticky directories, directory link counts across
+# rename, when mtime and ctime change, UTIME_OMIT/UTIME_NOW, 255/256-byte
+# names and long paths, sparse writes and truncates, RENAME_NOREPLACE and
+# RENAME_EXCHANGE, link() -> EPERM, a streaming readdir with seekdir and
+# deletion during the walk, and `ls -l` without a GETATTR per entry.
+source "$(dirname "$0")/lib.sh"
+
+ktfs_mount -o create,allow_other
+cd "$MNT"
+
+# Owner and umask: a non-root user in a world-writable sticky directory.
+mkdir -m 1777 tmp
+as() { # UID CMD...
+	local u=$1
+	shift
+	setpriv --reuid="$u" --regid="$u" --clear-groups -- "$@"
+}
+as 1000 bash -c 'umask 027; echo x >tmp/f; mkdir tmp/d'
+expect_eq "owner of a new file" "$(stat -c %u:%g tmp/f)" 1000:1000
+expect_eq "mode of a new file" "$(stat -c %a tmp/f)" 640
+expect_eq "mode of a new directory" "$(stat -c %a tmp/d)" 750
+ok "new nodes belong to the caller, mode after umask"
+if as 1001 rm -f tmp/f 2>/dev/null; then
+	fail "another user removed a file in a sticky directory"
+fi
+[ -e tmp/f ] || fail "sticky: file gone"
+as 1000 rm tmp/f
+ok "sticky directory rules"
+
+mkdir -p a/x a/y b
+expect_eq "nlink of a dir with 2 subdirs" "$(stat -c %h a)" 4
+mv a/x b/
+expect_eq "nlink after moving a subdir out" "$(stat -c %h a)" 3
+expect_eq "nlink after moving a subdir in" "$(stat -c %h b)" 3
+ok "directory link counts, across rename"
+
+# Times.
+echo data >t
+sleep 0.01
+m0=$(stat -c %Y.%y t)
+c0=$(stat -c %z t)
+d0=$(stat -c %y .)
+cat t >/dev/null
+expect_eq "read keeps mtime" "$(stat -c %Y.%y t)" "$m0"
+chmod 600 t
+expect_eq "chmod keeps mtime" "$(stat -c %Y.%y t)" "$m0"
+[ "$(stat -c %z t)" != "$c0" ] || fail "chmod did not change ctime"
+c1=$(stat -c %z t)
+sleep 0.01
+echo more >>t
+[ "$(stat -c %y t)" != "$(echo "$m0" | cut -d. -f2-)" ] || fail "write kept mtime"
+[ "$(stat -c %z t)" != "$c1" ] || fail "write kept ctime"
+sleep 0.01
+touch newfile
+[ "$(stat -c %y .)" != "$d0" ] || fail "creating a file kept the dir's mtime"
+touch -d '2050-06-07 08:09:10.5' t
+touch -a -d '2001-01-01' t # mtime is UTIME_OMIT
+expect_eq "UTIME_OMIT keeps mtime" "$(stat -c %y t)" "2050-06-07 08:09:10.500000000 +0000"
+expect_eq "atime set" "$(stat -c %x t)" "2001-01-01 00:00:00.000000000 +0000"
+touch -m t # UTIME_NOW for mtime, OMIT for atime
+expect_eq "UTIME_NOW" "$(stat -c %Y t)" "$(date +%s)"
+expect_eq "UTIME_OMIT keeps atime" "$(stat -c %x t)" "2001-01-01 00:00:00.000000000 +0000"
+: >t
+ok "mtime and ctime change when POSIX says; UTIME_NOW/OMIT; after 2038"
+
+n255=$(printf 'n%.0s' $(seq 255))
+echo ok >"$n255"
+expect_eq "255-byte name" "$(cat "$n255")" ok
+if err=$(echo x 2>&1 >"${n255}x"); then
+	fail "256-byte name accepted"
+fi
+case $err in *"too long"*) ;; *) fail "256-byte name: $err" ;; esac
+long=deep
+comp=$(printf 'p%.0s' $(seq 200))
+for i in $(seq 19); do long=$long/$comp; done # 4 + 19 * 201 = 3823 bytes
+mkdir -p "$long"
+echo deep >"$long/f"
+expect_eq "long path" "$(cat "$long/f")" deep
+target=$(printf 'x%.0s' $(seq 4000))
+ln -s "$target" longlink
+expect_eq "4000-byte link target" "$(readlink longlink)" "$target"
+rm -r deep
+ok "255-byte names, 256 -> ENAMETOOLONG, long paths and targets"
+
+: >sparse
+printf 'Z' | dd of=sparse bs=1 seek=$((2 * 1024 * 1024 * 1024 + 1)) status=none
+expect_eq "size after a write at 2 GiB + 1" "$(stat -c %s sparse)" 2147483650
+expect_eq "byte written" "$(tail -c 1 sparse)" Z
+truncate -s 1T huge
+expect_eq "truncate to 1 TiB" "$(stat -c %s huge)" 1099511627776
+store_kb=$(du -sk "$STORE" | cut -f1)
+[ "$store_kb" -lt 20000 ] || fail "sparse writes took ${store_kb} KiB"
+rm sparse huge
+ok "sparse write at 2 GiB + 1 and truncate to 1 TiB stored sparsely"
+
+echo 1 >r1
+echo 2 >r2
+if "$KTFS_PROBE" rename2 r1 r2 noreplace 2>/dev/null; then
+	fail "RENAME_NOREPLACE replaced"
+fi
+"$KTFS_PROBE" rename2 r1 r2 exchange
+expect_eq "RENAME_EXCHANGE" "$(cat r1)$(cat r2)" 21
+mkdir full && touch full/x && mkdir empty
+if mv -T empty full 2>/dev/null; then fail "dir over a non-empty dir"; fi
+if ln r1 hard 2>/dev/null; then fail "link() succeeded"; fi
+ok "RENAME_NOREPLACE, RENAME_EXCHANGE, ENOTEMPTY, link -> EPERM"
+
+mkdir many
+(cd many && seq -f 'entry-%05g' 3000 | xargs touch)
+expect_eq "readdir count" "$("$KTFS_PROBE" readdir many)" 3002
+expect_eq "ls count" "$(ls many | wc -l)" 3000
+rm -rf many
+[ ! -e many ] || fail "rm -rf of 3000 entries"
+ok "readdir streams 3000 entries, seekdir back, rm -rf"
+
+mkdir listing
+(cd listing && seq -f 'f%03g' 100 | xargs touch)
+cd /
+ktfs_umount
+ktfs_mount -d
+ls -l "$MNT/listing" >/dev/null
+n=$(grep -c 'opcode: GETATTR' "$LOG" || true)
+[ "$n" -lt 10 ] || fail "ls -l of 100 files cost $n GETATTRs"
+grep -q 'opcode: READDIRPLUS' "$LOG" || fail "no READDIRPLUS"
+ktfs_umount
+: >"$LOG"
+ok "ls -l of 100 files: $n GETATTR (readdirplus)"
