@@ -838,6 +838,16 @@ static int ktfs_link(const char *from, const char *to)
 	return -EPERM; /* keytree has no hard links */
 }
 
+/* Only regular files (through create), directories and links exist in a
+ * store: device nodes, FIFOs and sockets are refused. */
+static int ktfs_mknod(const char *fpath, mode_t mode, dev_t rdev)
+{
+	(void)fpath;
+	(void)mode;
+	(void)rdev;
+	return -EPERM;
+}
+
 static int setattr_path(const char *fpath, struct fuse_file_info *fi,
 			const kt_setattr_args *a, int value_ok)
 {
@@ -1302,6 +1312,7 @@ const struct fuse_operations ktfs_ops = {
 	.init = ktfs_init,
 	.getattr = ktfs_getattr,
 	.readlink = ktfs_readlink,
+	.mknod = ktfs_mknod,
 	.mkdir = ktfs_mkdir,
 	.unlink = ktfs_unlink,
 	.rmdir = ktfs_rmdir,
