@@ -84,9 +84,11 @@ int cmd_check(int argc, char **argv)
 	}
 	rc = kt_check(&nbad, st, print_line, none);
 	if (rc == KT_ECORRUPT || (rc == 0 && nbad > 0))
-		rc = cli_fail_msg(cli_store_dir(), "%zu violation%s remain%s",
-				  nbad, nbad == 1 ? "" : "s",
-				  nbad == 1 ? "s" : "");
+		rc = cli_fail_msg(cli_store_dir(), "%zu violation%s %s", nbad,
+				  nbad == 1 ? "" : "s",
+				  !repair ? "found"
+				  : nbad == 1 ? "remains after repair"
+					      : "remain after repair");
 	else if (rc < 0)
 		rc = cli_fail(cli_store_dir(), rc);
 	else

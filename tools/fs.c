@@ -459,18 +459,21 @@ static int exp_dir(copier *c, const char *path, const char *real)
 	return rc > 0 ? rc : cli_fail(path, rc);
 }
 
+/* Count the nodes below @p path, for the progress line. */
 static uint64_t count_store(kt_store *st, const char *path)
 {
+	int root = strcmp(path, "/") == 0;
 	kt_iter *it = NULL;
 	const kt_entry *e;
 	uint64_t n = 0;
 
-	if (kt_find_new(&it, st, path, 0) < 0)
+	/* "/" finds all but the root; a subtree scan includes its top. */
+	if (kt_find_new(&it, st, path, root ? 0 : KT_FIND_SUBTREE) < 0)
 		return 0;
 	while (kt_iter_next(&e, it) == 0)
 		n++;
 	kt_iter_free(it);
-	return n;
+	return root || n == 0 ? n : n - 1;
 }
 
 /* Make sure @p dir is an empty directory, creating it if absent. */

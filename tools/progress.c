@@ -41,7 +41,7 @@ static void draw(cli_progress *p, double t)
 	if (p->total)
 		fprintf(stderr, "/%llu", (unsigned long long)p->total);
 	fprintf(stderr, " %s, %.0f/s", p->unit, rate);
-	if (p->total && rate > 0 && p->done <= p->total) {
+	if (p->total && rate > 0 && p->done < p->total) {
 		unsigned long left =
 			(unsigned long)((double)(p->total - p->done) / rate);
 		fprintf(stderr, ", %lu:%02lu left", left / 60, left % 60);
