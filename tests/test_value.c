@@ -144,6 +144,31 @@ static void test_value__far_write_is_sparse(void **state)
 	assert_int_equal(b[9], 0);
 }
 
+/* KT_APPEND writes at the end, read under the writer lock. */
+static void test_value__append(void **state)
+{
+	kt_test_fixture *f = *state;
+	void *v = NULL;
+	size_t len = 0;
+	uint64_t id = 0;
+	char buf[8];
+	size_t got = 0;
+
+	assert_int_equal(kt_put(f->store, "/log", "ab", 2, NULL), 0);
+	assert_int_equal(kt_write(f->store, "/log", "cd", 2, KT_APPEND), 0);
+	assert_int_equal(kt_write(f->store, "/log", "e", 1, KT_APPEND), 0);
+	assert_int_equal(kt_get(&v, &len, f->store, "/log"), 0);
+	assert_int_equal(len, 5);
+	assert_memory_equal(v, "abcde", 5);
+	kt_free(v);
+	assert_int_equal(kt_orphan_detach(&id, f->store, "/log"), 0);
+	assert_int_equal(kt_orphan_write(f->store, id, "f", 1, KT_APPEND), 0);
+	assert_int_equal(kt_orphan_read(&got, f->store, id, buf, 8, 0), 0);
+	assert_int_equal(got, 6);
+	assert_memory_equal(buf, "abcdef", 6);
+	assert_int_equal(kt_orphan_release(f->store, id), 0);
+}
+
 static void test_value__stats_count_kinds(void **state)
 {
 	kt_test_fixture *f = *state;
@@ -171,6 +196,9 @@ int main(void)
 						kt_test_setup,
 						kt_test_teardown),
 		cmocka_unit_test_setup_teardown(test_value__far_write_is_sparse,
+						kt_test_setup,
+						kt_test_teardown),
+		cmocka_unit_test_setup_teardown(test_value__append,
 						kt_test_setup,
 						kt_test_teardown),
 		cmocka_unit_test_setup_teardown(test_value__stats_count_kinds,

@@ -347,9 +347,15 @@ KT_EXTERN int kt_get(void **value, size_t *len, kt_store *store,
 KT_EXTERN int kt_read(size_t *nread, kt_store *store, const char *path,
 		      void *buf, size_t len, uint64_t offset);
 
-/** Write @p len bytes at @p offset of an existing item's value, extending
- * it (with a hole) as needed.  Costs the bytes written, not the size of the
- * value.  Follows links.  KT_ENOTFOUND if there is no item. */
+/** kt_write() offset meaning "at the end of the value", read and written
+ * under the writer lock, so concurrent appends never overwrite each other
+ * (O_APPEND). */
+#define KT_APPEND UINT64_MAX
+
+/** Write @p len bytes at @p offset (or at the end, with KT_APPEND) of an
+ * existing item's value, extending it (with a hole) as needed.  Costs the
+ * bytes written, not the size of the value.  Follows links.  KT_ENOTFOUND if
+ * there is no item. */
 KT_EXTERN int kt_write(kt_store *store, const char *path, const void *buf,
 		       size_t len, uint64_t offset);
 

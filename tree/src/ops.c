@@ -743,8 +743,17 @@ static int op_data(kt__tx *tx, const kt__op *op)
 			     name, SHOW(a, op->path));
 		goto out;
 	}
-	if (op->type == KT__OP_WRITE)
-		rc = kt__value_write(tx, &r.node, op->data, op->len, op->off);
+	if (op->type == KT__OP_WRITE) {
+		uint64_t off = op->off == KT_APPEND ? r.node.size : op->off;
+		if (off > KT_VALUE_MAX || op->len > KT_VALUE_MAX - off) {
+			rc = kt__err(KT_ETOOBIG, "write '%s': the value would "
+				     "exceed the limit of %llu bytes",
+				     SHOW(a, op->path),
+				     (unsigned long long)KT_VALUE_MAX);
+			goto out;
+		}
+		rc = kt__value_write(tx, &r.node, op->data, op->len, off);
+	}
 	else
 		rc = kt__value_truncate(tx, &r.node, op->off);
 	if (rc == 0 && (op->type == KT__OP_TRUNCATE || op->len > 0)) {
@@ -836,8 +845,10 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 		if (op->data == NULL && op->len > 0)
 			return kt__err(KT_EINVAL, "%s '%s': value is NULL",
 				       name, SHOW(a, op->path));
-		if (op->len > KT_VALUE_MAX || op->off > KT_VALUE_MAX ||
-		    op->off + op->len > KT_VALUE_MAX)
+		if (op->len > KT_VALUE_MAX ||
+		    (op->off != KT_APPEND &&
+		     (op->off > KT_VALUE_MAX ||
+		      op->off + op->len > KT_VALUE_MAX)))
 			return kt__err(KT_ETOOBIG, "%s '%s': the value would "
 				       "exceed the limit of %llu bytes", name,
 				       SHOW(a, op->path),

@@ -179,8 +179,8 @@ static int orphan_change(kt_store *st, uint64_t id, int what,
 
 	if ((rc = writable(st, names[what])) != 0)
 		return rc;
-	if ((what == OW_WRITE && (off > KT_VALUE_MAX ||
-				  len > KT_VALUE_MAX - off)) ||
+	if ((what == OW_WRITE && off != KT_APPEND &&
+	     (off > KT_VALUE_MAX || len > KT_VALUE_MAX - off)) ||
 	    (what == OW_TRUNCATE && off > KT_VALUE_MAX))
 		return kt__err(KT_ETOOBIG, "%s: orphan %llu would exceed the "
 			       "value limit", names[what],
@@ -196,7 +196,14 @@ static int orphan_change(kt_store *st, uint64_t id, int what,
 	if (rc == 0) {
 		switch (what) {
 		case OW_WRITE:
-			rc = kt__value_write(&tx, &n, buf, len, off);
+			if (off == KT_APPEND)
+				off = n.size;
+			if (off > KT_VALUE_MAX || len > KT_VALUE_MAX - off)
+				rc = kt__err(KT_ETOOBIG, "orphan_write: orphan "
+					     "%llu would exceed the value "
+					     "limit", (unsigned long long)id);
+			else
+				rc = kt__value_write(&tx, &n, buf, len, off);
 			n.mtime = n.ctime = tx.now;
 			break;
 		case OW_TRUNCATE:
