@@ -282,6 +282,7 @@ int cmd_tree(int argc, char **argv)
 	static const struct option opts[] = {OPT_HELP, OPT_END};
 	kt_store *st = NULL;
 	tree_count n = {0, 0, 0};
+	kt_statbuf sb;
 	char indent[1] = "";
 	char *path;
 	int c, rc;
@@ -296,12 +297,21 @@ int cmd_tree(int argc, char **argv)
 	if ((rc = cli_open(&st, 0)) != CLI_OK)
 		return rc;
 	path = cli_path(optind < argc ? argv[optind] : "/");
+	if ((rc = kt_stat(&sb, st, path)) < 0) {
+		rc = cli_fail(path, rc);
+		goto out;
+	}
 	cli_put_name(stdout, path, strlen(path));
 	putchar('\n');
-	rc = tree_dir(st, path, indent, 0, &n);
+	/* Like tree(1), a file alone is drawn as itself. */
+	if (sb.kind & KT_KIND_DIR)
+		rc = tree_dir(st, path, indent, 0, &n);
+	else
+		n.items = 1;
 	printf("\n%llu director%s, %llu item%s, %llu link%s\n", n.dirs,
 	       n.dirs == 1 ? "y" : "ies", n.items, n.items == 1 ? "" : "s",
 	       n.links, n.links == 1 ? "" : "s");
+out:
 	kt_close(st);
 	free(path);
 	return rc;

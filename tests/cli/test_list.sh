@@ -79,6 +79,12 @@ t_tree() {
 └── l -> /d/a
 
 2 directories, 3 items, 1 link"
+	run 0 kt tree /d/a
+	out_is "/d/a
+
+0 directories, 1 item, 0 links"
+	run 1 kt tree /nope
+	err_has "keytree: /nope: no such node"
 }
 
 t_find() {
