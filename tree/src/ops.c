@@ -519,10 +519,10 @@ out:
 	return rc;
 }
 
+/* Is p strictly below dir?  (Neither is the root here: rename refuses the
+ * root before asking.) */
 static int inside(const kt__buf *p, const kt__buf *dir)
 {
-	if (dir->len == 1)
-		return p->len > 1;
 	return p->len > dir->len && p->p[dir->len] == '/' &&
 	       memcmp(p->p, dir->p, dir->len) == 0;
 }
@@ -625,10 +625,8 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 		goto out;
 	}
 	if (d.exists) {
-		if (op->flags & KT_RENAME_NOREPLACE)
-			rc = kt__err(KT_EEXISTS, "rename '%s': '%s' exists",
-				     SHOW(a, op->path), SHOW(b, op->path2));
-		else if (sdir && !ddir)
+		/* NOREPLACE was settled above. */
+		if (sdir && !ddir)
 			rc = kt__err(KT_ENOTDIR, "rename '%s': '%s' is not a "
 				     "directory", SHOW(a, op->path),
 				     SHOW(b, op->path2));
