@@ -15,8 +15,8 @@
 #include "keytree.h"
 
 /* Exit statuses fixed by the interface. */
-#define CLI_OK 0
-#define CLI_FAIL 1
+#define CLI_OK	  0
+#define CLI_FAIL  1
 #define CLI_USAGE 2
 
 /* One subcommand: argv[0] is the command name, options and operands

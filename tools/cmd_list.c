@@ -10,8 +10,14 @@
 
 #include "cli.h"
 
-#define OPT_HELP {"help", no_argument, NULL, 'h'}
-#define OPT_END {NULL, 0, NULL, 0}
+#define OPT_HELP                                                               \
+	{                                                                      \
+		"help", no_argument, NULL, 'h'                                 \
+	}
+#define OPT_END                                                                \
+	{                                                                      \
+		NULL, 0, NULL, 0                                               \
+	}
 
 typedef struct ls_opts {
 	kt_list_options list;
@@ -72,7 +78,8 @@ static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
 		return cli_fail(path, rc);
 	if (o->json) {
 		obj = json_object();
-		json_object_set_new(obj, "name", cli_json_bytes(name, name_len));
+		json_object_set_new(obj, "name",
+				    cli_json_bytes(name, name_len));
 		json_object_set_new(obj, "path",
 				    cli_json_bytes(path, strlen(path)));
 		cli_json_stat(obj, &sb);
@@ -98,8 +105,7 @@ static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
 }
 
 /* List the directory at @p path; with -R, then each subdirectory. */
-static int ls_dir(kt_store *st, const ls_opts *o, const char *path,
-		  int header)
+static int ls_dir(kt_store *st, const ls_opts *o, const char *path, int header)
 {
 	kt_iter *it = NULL;
 	const kt_entry *e;
@@ -175,8 +181,10 @@ int cmd_ls(int argc, char **argv)
 		case 'n':
 			if (cli_parse_size(&o.list.limit, optarg) != 0 ||
 			    o.list.limit == 0)
-				return cli_usage(argv[0], "--limit needs a "
-					"positive count, not '%s'", optarg);
+				return cli_usage(argv[0],
+						 "--limit needs a "
+						 "positive count, not '%s'",
+						 optarg);
 			break;
 		case 'r':
 			o.list.reverse = 1;
@@ -216,8 +224,8 @@ typedef struct tree_count {
 } tree_count;
 
 /* Draw the children of @p path, each line starting with @p indent. */
-static int tree_dir(kt_store *st, const char *path, char *indent,
-		    size_t ilen, tree_count *n)
+static int tree_dir(kt_store *st, const char *path, char *indent, size_t ilen,
+		    tree_count *n)
 {
 	kt_list_options lo = KT_LIST_OPTIONS_INIT;
 	kt_iter *it = NULL;
@@ -349,11 +357,12 @@ int cmd_find(int argc, char **argv)
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		if (json) {
 			obj = json_object();
-			json_object_set_new(obj, "path",
-					    cli_json_bytes(e->name,
-							   e->name_len));
-			json_object_set_new(obj, "kind",
-					    json_string(cli_kind_name(e->kind)));
+			json_object_set_new(
+				obj, "path",
+				cli_json_bytes(e->name, e->name_len));
+			json_object_set_new(
+				obj, "kind",
+				json_string(cli_kind_name(e->kind)));
 			json_object_set_new(obj, "id",
 					    json_integer((json_int_t)e->id));
 			cli_json_print(obj);

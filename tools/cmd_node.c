@@ -12,8 +12,14 @@
 
 #include "cli.h"
 
-#define OPT_HELP {"help", no_argument, NULL, 'h'}
-#define OPT_END {NULL, 0, NULL, 0}
+#define OPT_HELP                                                               \
+	{                                                                      \
+		"help", no_argument, NULL, 'h'                                 \
+	}
+#define OPT_END                                                                \
+	{                                                                      \
+		NULL, 0, NULL, 0                                               \
+	}
 
 static const struct option help_only[] = {OPT_HELP, OPT_END};
 
@@ -193,9 +199,10 @@ int cmd_readlink(int argc, char **argv)
 
 int cmd_rm(int argc, char **argv)
 {
-	static const struct option o[] = {
-		{"recursive", no_argument, NULL, 'r'},
-		{"prune", no_argument, NULL, 'P'}, OPT_HELP, OPT_END};
+	static const struct option o[] = {{"recursive", no_argument, NULL, 'r'},
+					  {"prune", no_argument, NULL, 'P'},
+					  OPT_HELP,
+					  OPT_END};
 	kt_store *st = NULL;
 	unsigned int flags = 0;
 	char *path;
@@ -225,7 +232,9 @@ int cmd_mv(int argc, char **argv)
 {
 	static const struct option o[] = {
 		{"no-replace", no_argument, NULL, 'n'},
-		{"exchange", no_argument, NULL, 'x'}, OPT_HELP, OPT_END};
+		{"exchange", no_argument, NULL, 'x'},
+		OPT_HELP,
+		OPT_END};
 	kt_store *st = NULL;
 	unsigned int flags = 0;
 	char *src, *dst;
@@ -256,8 +265,8 @@ int cmd_mv(int argc, char **argv)
 	return rc;
 }
 
-static void stat_text(const char *path, const kt_statbuf *s,
-		      const char *target, size_t tlen)
+static void stat_text(const char *path, const kt_statbuf *s, const char *target,
+		      size_t tlen)
 {
 	char m[11], t[64];
 
@@ -289,7 +298,9 @@ int cmd_stat(int argc, char **argv)
 {
 	static const struct option o[] = {
 		{"dereference", no_argument, NULL, 'L'},
-		{"json", no_argument, NULL, 'j'}, OPT_HELP, OPT_END};
+		{"json", no_argument, NULL, 'j'},
+		OPT_HELP,
+		OPT_END};
 	kt_store *st = NULL;
 	kt_statbuf sb;
 	char *path, *target = NULL;

@@ -8,8 +8,14 @@
 
 #include "cli.h"
 
-#define OPT_HELP {"help", no_argument, NULL, 'h'}
-#define OPT_END {NULL, 0, NULL, 0}
+#define OPT_HELP                                                               \
+	{                                                                      \
+		"help", no_argument, NULL, 'h'                                 \
+	}
+#define OPT_END                                                                \
+	{                                                                      \
+		NULL, 0, NULL, 0                                               \
+	}
 
 int cmd_init(int argc, char **argv)
 {
@@ -38,7 +44,8 @@ int cmd_init(int argc, char **argv)
 	if (rc == KT_EEXISTS)
 		return cli_fail_msg(dir, "a store already exists here");
 	if (rc == KT_EBUSY)
-		return cli_fail_msg(dir, "the store is in use by another "
+		return cli_fail_msg(dir,
+				    "the store is in use by another "
 				    "process (is it mounted with keytreefs?)");
 	if (rc < 0)
 		return cli_fail(dir, rc);
@@ -86,7 +93,7 @@ int cmd_check(int argc, char **argv)
 	if (rc == KT_ECORRUPT || (rc == 0 && nbad > 0))
 		rc = cli_fail_msg(cli_store_dir(), "%zu violation%s %s", nbad,
 				  nbad == 1 ? "" : "s",
-				  !repair ? "found"
+				  !repair     ? "found"
 				  : nbad == 1 ? "remains after repair"
 					      : "remain after repair");
 	else if (rc < 0)
@@ -128,9 +135,9 @@ int cmd_stats(int argc, char **argv)
 			"{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "items",
 			(json_int_t)s.items, "dirs", (json_int_t)s.dirs,
 			"links", (json_int_t)s.links, "bytes",
-			(json_int_t)s.value_bytes, "attrs",
-			(json_int_t)s.attrs, "rows", (json_int_t)s.rows,
-			"row_bytes", (json_int_t)s.row_bytes));
+			(json_int_t)s.value_bytes, "attrs", (json_int_t)s.attrs,
+			"rows", (json_int_t)s.rows, "row_bytes",
+			(json_int_t)s.row_bytes));
 		return CLI_OK;
 	}
 	printf("items: %llu\ndirectories: %llu\nlinks: %llu\nbytes: %llu\n"

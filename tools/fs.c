@@ -23,12 +23,18 @@
 
 #include "cli.h"
 
-#define OPT_HELP {"help", no_argument, NULL, 'h'}
-#define OPT_END {NULL, 0, NULL, 0}
+#define OPT_HELP                                                               \
+	{                                                                      \
+		"help", no_argument, NULL, 'h'                                 \
+	}
+#define OPT_END                                                                \
+	{                                                                      \
+		NULL, 0, NULL, 0                                               \
+	}
 
-#define IMPORT_BATCH_OPS 4096
+#define IMPORT_BATCH_OPS   4096
 #define IMPORT_BATCH_BYTES (64u << 20)
-#define XATTR_USER "user."
+#define XATTR_USER	   "user."
 
 typedef struct copier {
 	kt_store *st;
@@ -115,8 +121,9 @@ static void imp_xattrs(copier *c, const char *real, const char *path)
 		    (vlen = lgetxattr(real, n, val, (size_t)vlen)) < 0) {
 			cli_fail_errno(real, n);
 			c->bad = 1;
-		} else if (imp_added(c, kt_batch_attr_set(c->b, path, n + 5,
-							  val, (size_t)vlen, 0),
+		} else if (imp_added(c,
+				     kt_batch_attr_set(c->b, path, n + 5, val,
+						       (size_t)vlen, 0),
 				     path, (size_t)vlen) != 0) {
 			free(val);
 			goto out;
@@ -139,10 +146,10 @@ static int imp_meta(copier *c, const struct stat *sb, const char *path,
 	sa.mode = sb->st_mode & 07777;
 	sa.uid = sb->st_uid;
 	sa.gid = sb->st_gid;
-	sa.atime_ns = (int64_t)sb->st_atim.tv_sec * 1000000000 +
-		      sb->st_atim.tv_nsec;
-	sa.mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
-		      sb->st_mtim.tv_nsec;
+	sa.atime_ns =
+		(int64_t)sb->st_atim.tv_sec * 1000000000 + sb->st_atim.tv_nsec;
+	sa.mtime_ns =
+		(int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
 	return imp_added(c, kt_batch_setattr(c->b, path, &sa, flags), path, 0);
 }
 
@@ -196,7 +203,7 @@ static int imp_entry(copier *c, const char *real, const char *path)
 		return c->fatal ? -1 : 0;
 	} else {
 		cli_fail_msg(real, "skipped: not a regular file, directory "
-			     "or symbolic link");
+				   "or symbolic link");
 		c->bad = 1;
 		return 0;
 	}
@@ -225,8 +232,10 @@ static int imp_dir(copier *c, const char *real, const char *path)
 			continue;
 		r = real_join(real, e->d_name);
 		if (strstr(e->d_name, c->delim) != NULL) {
-			cli_fail_msg(r, "skipped: the name holds the store's "
-				     "delimiter '%s'", c->delim);
+			cli_fail_msg(r,
+				     "skipped: the name holds the store's "
+				     "delimiter '%s'",
+				     c->delim);
 			c->bad = 1;
 		} else {
 			p = cli_join(path, e->d_name, strlen(e->d_name));
@@ -411,7 +420,8 @@ static int exp_node(copier *c, const char *path, const char *real)
 			return cli_fail_errno(real, NULL);
 	} else if (sb.kind & KT_KIND_DIR) {
 		if (sb.kind & KT_KIND_ITEM) {
-			cli_fail_msg(path, "both an item and a directory: "
+			cli_fail_msg(path,
+				     "both an item and a directory: "
 				     "exported as a directory without its "
 				     "value");
 			c->bad = 1;
@@ -494,7 +504,7 @@ static int exp_target(const char *dir)
 			used = 1;
 	closedir(d);
 	return used ? cli_fail_msg(dir, "not empty: export writes only into "
-				   "an absent or empty directory")
+					"an absent or empty directory")
 		    : 0;
 }
 

@@ -17,8 +17,14 @@
 
 #include "cli.h"
 
-#define OPT_HELP {"help", no_argument, NULL, 'h'}
-#define OPT_END {NULL, 0, NULL, 0}
+#define OPT_HELP                                                               \
+	{                                                                      \
+		"help", no_argument, NULL, 'h'                                 \
+	}
+#define OPT_END                                                                \
+	{                                                                      \
+		NULL, 0, NULL, 0                                               \
+	}
 
 #define DUMP_FORMAT 1
 
@@ -39,10 +45,10 @@ static json_t *dump_attrs(kt_store *st, const char *path, int *rc)
 		if (arr == NULL)
 			arr = json_array();
 		json_array_append_new(
-			arr, json_pack("{s:o,s:o}", "name",
-				       cli_json_bytes(e->name, e->name_len),
-				       "value",
-				       cli_json_bytes(e->value, e->value_len)));
+			arr,
+			json_pack("{s:o,s:o}", "name",
+				  cli_json_bytes(e->name, e->name_len), "value",
+				  cli_json_bytes(e->value, e->value_len)));
 	}
 	kt_iter_free(it);
 	if (*rc != KT_ITEROVER) {
@@ -82,9 +88,8 @@ static int dump_node(kt_store *st, const char *path, size_t plen)
 		if (sb.kind & KT_KIND_ITEM) {
 			rc = kt_get(&value, &len, st, path);
 			if (rc == 0)
-				json_object_set_new(
-					rec, "value",
-					cli_json_bytes(value, len));
+				json_object_set_new(rec, "value",
+						    cli_json_bytes(value, len));
 		}
 		/* Attributes act on a link's target, so a link has none of
 		 * its own to dump. */
@@ -109,8 +114,8 @@ static uint64_t dump_count(kt_store *st, const char *path)
 	const kt_entry *e;
 	uint64_t n = strcmp(path, "/") == 0;
 
-	if (kt_find_new(&it, st, path, strcmp(path, "/") ? KT_FIND_SUBTREE
-							  : 0) < 0)
+	if (kt_find_new(&it, st, path,
+			strcmp(path, "/") ? KT_FIND_SUBTREE : 0) < 0)
 		return 0;
 	while (kt_iter_next(&e, it) == 0)
 		n++;
@@ -180,8 +185,8 @@ int cmd_dump(int argc, char **argv)
 		rc = cli_fail(cur ? cur : path, rc);
 		goto out;
 	}
-	cli_json_print(json_pack("{s:b,s:I}", "end", 1, "records",
-				 (json_int_t)n));
+	cli_json_print(
+		json_pack("{s:b,s:I}", "end", 1, "records", (json_int_t)n));
 	cli_progress_end(&pr);
 	rc = CLI_OK;
 	if (fflush(stdout) != 0 || ferror(stdout))
@@ -295,17 +300,19 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 		    cli_json_to_bytes(&val, &vlen, json_object_get(a, "value"),
 				      err) != 0) {
 			free(name);
-			snprintf(err, 128, "attribute %zu: needs exactly "
+			snprintf(err, 128,
+				 "attribute %zu: needs exactly "
 				 "\"name\" and \"value\", strings or "
-				 "{\"base64\": ...}", i + 1);
+				 "{\"base64\": ...}",
+				 i + 1);
 			return -1;
 		}
 		if (strlen(name) != nlen) {
 			snprintf(err, 128, "attribute %zu: name holds NUL",
 				 i + 1);
 			rc = -1;
-		} else if ((rc = kt_batch_attr_set(l->b, path, name, val,
-						   vlen, 0)) < 0) {
+		} else if ((rc = kt_batch_attr_set(l->b, path, name, val, vlen,
+						   0)) < 0) {
 			snprintf(err, 128, "%s", kt_errmsg());
 		} else {
 			rc = op_line(l, line);
@@ -319,8 +326,8 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 	return 0;
 }
 
-static const char *const rec_keys[] = {"path",  "kind",   "mode",  "uid",
-				       "gid",   "atime",  "mtime", "value",
+static const char *const rec_keys[] = {"path",	 "kind",  "mode",  "uid",
+				       "gid",	 "atime", "mtime", "value",
 				       "target", "attrs", NULL};
 
 /* Validate one record and add its operations to the batch.  0, or -1 with
@@ -348,7 +355,8 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	}
 	if (cli_json_to_bytes(&path, &plen, json_object_get(rec, "path"),
 			      err) != 0) {
-		snprintf(err, 128, "\"path\" must be a string or "
+		snprintf(err, 128,
+			 "\"path\" must be a string or "
 			 "{\"base64\": ...}");
 		return -1;
 	}
@@ -360,7 +368,8 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 		goto out;
 	}
 	if (kind == 0) {
-		snprintf(err, 128, "\"kind\" must be item, dir, item+dir or "
+		snprintf(err, 128,
+			 "\"kind\" must be item, dir, item+dir or "
 			 "link");
 		goto out;
 	}
@@ -373,8 +382,10 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	v = json_object_get(rec, kind == KT_KIND_LINK ? "target" : "value");
 	if ((kind & (KT_KIND_ITEM | KT_KIND_LINK)) &&
 	    cli_json_to_bytes(&data, &dlen, v, err) != 0) {
-		snprintf(err, 128, "a%s needs a \"%s\" string or {\"base64\":"
-			 " ...}", kind == KT_KIND_LINK ? " link" : "n item",
+		snprintf(err, 128,
+			 "a%s needs a \"%s\" string or {\"base64\":"
+			 " ...}",
+			 kind == KT_KIND_LINK ? " link" : "n item",
 			 kind == KT_KIND_LINK ? "target" : "value");
 		goto out;
 	}
@@ -501,8 +512,8 @@ static int load_lines(loader *l, char *buf, size_t len)
 		rec = json_loadb(buf + off, n, JSON_REJECT_DUPLICATES, &jerr);
 		off += n + 1;
 		if (rec == NULL) {
-			snprintf(msg, sizeof(msg), "column %d: %s",
-				 jerr.column, jerr.text);
+			snprintf(msg, sizeof(msg), "column %d: %s", jerr.column,
+				 jerr.text);
 			rc = bad_line(line, msg);
 		} else if (line == 1) {
 			if (!header_ok(rec))
@@ -534,13 +545,14 @@ static int load_lines(loader *l, char *buf, size_t len)
 		  !json_is_true(json_object_get(end, "end")) ||
 		  !json_is_integer(json_object_get(end, "records"))))
 		rc = bad_line(line, "a malformed end line");
-	else if (rc == CLI_OK &&
-		 (size_t)json_integer_value(json_object_get(end, "records")) !=
-			 nrec) {
-		snprintf(msg, sizeof(msg), "the end line counts %lld records"
+	else if (rc == CLI_OK && (size_t)json_integer_value(json_object_get(
+					 end, "records")) != nrec) {
+		snprintf(msg, sizeof(msg),
+			 "the end line counts %lld records"
 			 ", the dump holds %zu",
 			 (long long)json_integer_value(
-				 json_object_get(end, "records")), nrec);
+				 json_object_get(end, "records")),
+			 nrec);
 		rc = bad_line(line, msg);
 	}
 	json_decref(end);
@@ -580,8 +592,9 @@ int cmd_load(int argc, char **argv)
 		return rc >= 0 ? rc : CLI_USAGE;
 	}
 	if (argc > optind)
-		return cli_usage(argv[0], "extra operand '%s' (the dump is "
-					  "read from standard input)",
+		return cli_usage(argv[0],
+				 "extra operand '%s' (the dump is "
+				 "read from standard input)",
 				 argv[optind]);
 	memset(&l, 0, sizeof(l));
 	if (cli_read_fd(&buf, &len, STDIN_FILENO) != 0)

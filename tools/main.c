@@ -24,7 +24,8 @@ static const cli_command commands[] = {
 	{"init", cmd_init, "init [--delimiter C]",
 	 "Create a new, empty store at STORE; fails if one exists.\n"
 	 "\n"
-	 "  --delimiter C  the reserved delimiter character (default '\xc2\xa6')\n"},
+	 "  --delimiter C  the reserved delimiter character (default "
+	 "'\xc2\xa6')\n"},
 	{"put", cmd_put, "put PATH [VALUE]",
 	 "Write the value of the item at PATH, creating it and any missing\n"
 	 "ancestors.  Without VALUE the value is read from standard input,\n"
@@ -33,12 +34,15 @@ static const cli_command commands[] = {
 	 "Write the value of the item at PATH to standard output exactly,\n"
 	 "following links.  'cat' is an alias.\n"},
 	{"cat", cmd_get, "cat PATH", "An alias of 'get'.\n"},
-	{"ls", cmd_ls, "ls [-l] [-R] [--after NAME] [--limit N] [--reverse] "
-		       "[--json] [PATH]",
-	 "List the children of the directory at PATH (default /), one per line,\n"
+	{"ls", cmd_ls,
+	 "ls [-l] [-R] [--after NAME] [--limit N] [--reverse] "
+	 "[--json] [PATH]",
+	 "List the children of the directory at PATH (default /), one per "
+	 "line,\n"
 	 "in byte order of name.\n"
 	 "\n"
-	 "  -l, --long     kind and mode, size, mtime; links as 'name -> target'\n"
+	 "  -l, --long     kind and mode, size, mtime; links as 'name -> "
+	 "target'\n"
 	 "  -R, --recursive  list every directory below PATH too\n"
 	 "  --after NAME   start after this name (paging)\n"
 	 "  --limit N      at most N entries (per directory with -R)\n"
@@ -90,7 +94,8 @@ static const cli_command commands[] = {
 	 "Read a dump from standard input into the store in one atomic batch:\n"
 	 "a malformed or truncated dump changes nothing.\n"},
 	{"import", cmd_import, "import DIR [PATH]",
-	 "Copy the real directory tree DIR into the store at PATH (default /):\n"
+	 "Copy the real directory tree DIR into the store at PATH (default "
+	 "/):\n"
 	 "files, directories, symbolic links, modes, owners, times and user.*\n"
 	 "extended attributes.\n"},
 	{"export", cmd_export, "export PATH DIR",

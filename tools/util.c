@@ -40,11 +40,12 @@ int cli_open(kt_store **out, int write)
 		return CLI_OK;
 	switch (rc) {
 	case KT_EBUSY:
-		return cli_fail_msg(dir, "the store is in use by another "
+		return cli_fail_msg(dir,
+				    "the store is in use by another "
 				    "process (is it mounted with keytreefs?)");
 	case KT_ENOTFOUND:
 		return cli_fail_msg(dir, "no store here (create one with "
-				    "'keytree init')");
+					 "'keytree init')");
 	default:
 		return cli_fail(dir, rc);
 	}
@@ -401,8 +402,8 @@ int cli_json_to_bytes(char **out, size_t *len, const json_t *v, char *err)
 		snprintf(err, 80, "expected a string or {\"base64\": ...}");
 		return -1;
 	}
-	if (b64_decode(out, len, json_string_value(b),
-		       json_string_length(b)) != 0) {
+	if (b64_decode(out, len, json_string_value(b), json_string_length(b)) !=
+	    0) {
 		snprintf(err, 80, "invalid base64");
 		return -1;
 	}
@@ -488,10 +489,10 @@ void cli_mode_string(char out[11], unsigned int kind, uint32_t mode)
 	static const char rwx[] = "rwxrwxrwx";
 	int i;
 
-	out[0] = kind == KT_KIND_LINK			     ? 'l'
+	out[0] = kind == KT_KIND_LINK			? 'l'
 		 : kind == (KT_KIND_DIR | KT_KIND_ITEM) ? 'D'
-		 : kind == KT_KIND_DIR		     ? 'd'
-							     : '-';
+		 : kind == KT_KIND_DIR			? 'd'
+							: '-';
 	for (i = 0; i < 9; i++)
 		out[1 + i] = (mode & (0400u >> i)) ? rwx[i] : '-';
 	if (mode & 04000)
