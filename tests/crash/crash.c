@@ -1,0 +1,704 @@
+/*
+ * crash.c - crash consistency: kill a writer with SIGKILL at random moments
+ * and require that the store it leaves behind is exactly what the
+ * acknowledged operations made, give or take the one operation in flight.
+ *
+ * The parent runs rounds.  In each it starts a child (this program again,
+ * with --child, so the child gets a fresh LevelDB environment rather than
+ * a fork of the parent's threads) that opens the store with sync set and
+ * runs operations FIRST, FIRST+1, ... of a seeded sequence.  Operation i is
+ * a pure function of (seed, i), not of the store's contents, so the parent
+ * can run the same operation on a reference store that is never killed.
+ * Around each operation the child writes to a pipe "begin i" and then
+ * "done i, rc".  The parent SIGKILLs the child after a random number of
+ * acknowledgements plus a random delay (or at a random time after start,
+ * which can land inside kt_open), then:
+ *
+ *   1. brings the reference store up to date with every acknowledged
+ *      operation, requiring the same return code the child saw;
+ *   2. opens the killed store and requires kt_check to find nothing;
+ *   3. compares the two digests (digest.h: paths, kinds, modes, values,
+ *      link targets, attributes).  If an operation was in flight, the killed
+ *      store must equal the reference either before it or after it (the
+ *      parent then applies it to the reference too); otherwise exactly.
+ *
+ * The next round continues on the same store from the next operation.
+ *
+ * Environment: KT_CRASH_KILLS (rounds, default 200), KT_CRASH_SEED (default
+ * from the clock; printed), KT_CRASH_DIR (where to keep the stores; kept on
+ * failure), KT_CRASH_VERBOSE=1 (one line per round), KT_CRASH_BREAK=1
+ * (the child runs batches as separate calls: the test must then fail).
+ * Exit status 0 when every round passed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "keytree.h"
+
+/* ------------------------------------------------------------------------ */
+/* The seeded operation sequence */
+
+typedef struct rng {
+	uint64_t s;
+} rng;
+
+static uint64_t rnd(rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static unsigned rn(rng *r, unsigned n)
+{
+	return (unsigned)(rnd(r) % n);
+}
+
+/* A path of 1 to 3 components from a small alphabet, so that operations
+ * keep meeting each other's nodes. */
+static void rpath(rng *r, char *buf, size_t size)
+{
+	static const char *names[] = {"a", "b", "c", "d"};
+	unsigned depth = 1 + rn(r, 3), i;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < depth && n + 3 < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "/%s",
+				      names[rn(r, 4)]);
+}
+
+/* A link target: absolute, relative, or to itself-ish. */
+static void rtarget(rng *r, char *buf, size_t size)
+{
+	switch (rn(r, 4)) {
+	case 0:
+		snprintf(buf, size, "b");
+		break;
+	case 1:
+		snprintf(buf, size, "../c");
+		break;
+	default:
+		rpath(r, buf, size);
+	}
+}
+
+/* Sizes around the inline limit (4096) and the block size (16384). */
+static size_t rsize(rng *r)
+{
+	static const size_t sizes[] = {0,     1,     63,    4095,
+				       4096,  4097,  16383, 16384,
+				       16385, 40000, 70000, 100000};
+	size_t s = sizes[rn(r, sizeof(sizes) / sizeof(sizes[0]))];
+
+	if (s > 64 && rn(r, 2))
+		s += rn(r, 200);
+	return s;
+}
+
+/* Random bytes with a zero run (a hole when it spans a block) half of the
+ * time.  Returns malloc'd memory (at least one byte). */
+static unsigned char *rbytes(rng *r, size_t len)
+{
+	unsigned char *b = malloc(len ? len : 1);
+	uint64_t x = rnd(r);
+	size_t i;
+
+	if (b == NULL)
+		abort();
+	for (i = 0; i < len; i++) {
+		if (i % 8 == 0)
+			x = rnd(r);
+		b[i] = (unsigned char)(x >> (8 * (i % 8)));
+	}
+	if (len > 2 && rn(r, 2)) {
+		size_t at = rn(r, (unsigned)len), n = rn(r, (unsigned)len);
+
+		if (at + n > len)
+			n = len - at;
+		memset(b + at, 0, n);
+	}
+	return b;
+}
+
+static const char *rattr(rng *r)
+{
+	static const char *names[] = {"x", "y", "color", "user.long-name"};
+
+	return names[rn(r, 4)];
+}
+
+enum {
+	OP_PUT,
+	OP_MKDIR,
+	OP_SYMLINK,
+	OP_DELETE,
+	OP_RENAME,
+	OP_ATTR_SET,
+	OP_ATTR_DEL,
+	OP_SETATTR,
+	OP_WRITE,
+	OP_TRUNCATE,
+	OP_BATCH,
+	OP_DETACH
+};
+
+/* Weighted choice of the next operation. */
+static int rop(rng *r, int in_batch)
+{
+	static const int table[] = {
+		OP_PUT,	     OP_PUT,	 OP_PUT,     OP_PUT,	  OP_PUT,
+		OP_MKDIR,    OP_MKDIR,	 OP_SYMLINK, OP_DELETE,	  OP_DELETE,
+		OP_RENAME,   OP_RENAME,	 OP_RENAME,  OP_ATTR_SET, OP_ATTR_SET,
+		OP_ATTR_DEL, OP_SETATTR, OP_WRITE,   OP_WRITE,	  OP_WRITE,
+		OP_TRUNCATE, OP_BATCH,	 OP_BATCH,   OP_DETACH};
+	int op;
+
+	do
+		op = table[rn(r, sizeof(table) / sizeof(table[0]))];
+	while (in_batch && (op == OP_BATCH || op == OP_WRITE ||
+			    op == OP_TRUNCATE || op == OP_DETACH));
+	return op;
+}
+
+/* Append to the description, never overflowing it. */
+static void desc_add(char *desc, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void desc_add(char *desc, size_t size, const char *fmt, ...)
+{
+	size_t n = strlen(desc);
+	va_list ap;
+
+	if (n + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(desc + n, size - n, fmt, ap);
+	va_end(ap);
+}
+
+/* Run (or, with @p b, record in a batch) one generated operation. */
+static int op_one(kt_store *st, kt_batch *b, rng *r, int kind, char *desc,
+		  size_t dsize)
+{
+	char p[64], q[64];
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	kt_setattr_args sa = {0};
+	unsigned char *data = NULL;
+	size_t len;
+	uint64_t off;
+	unsigned flags;
+	uint64_t id;
+	int rc = 0;
+
+	rpath(r, p, sizeof(p));
+	switch (kind) {
+	case OP_PUT:
+		len = rsize(r);
+		data = rbytes(r, len);
+		co.flags = rn(r, 8) == 0 ? KT_CREATE_EXCL : 0;
+		desc_add(desc, dsize, "put %s %zu%s", p, len,
+			 co.flags ? " excl" : "");
+		rc = b ? kt_batch_put(b, p, data, len, &co)
+		       : kt_put(st, p, data, len, &co);
+		break;
+	case OP_MKDIR:
+		co.flags = rn(r, 2) ? KT_CREATE_PARENTS : 0;
+		desc_add(desc, dsize, "mkdir %s%s", p, co.flags ? " -p" : "");
+		rc = b ? kt_batch_mkdir(b, p, &co) : kt_mkdir(st, p, &co);
+		break;
+	case OP_SYMLINK:
+		rtarget(r, q, sizeof(q));
+		co.flags = rn(r, 2) ? KT_CREATE_PARENTS : 0;
+		desc_add(desc, dsize, "symlink %s -> %s", p, q);
+		rc = b ? kt_batch_symlink(b, p, q, &co)
+		       : kt_symlink(st, p, q, &co);
+		break;
+	case OP_DELETE: {
+		static const unsigned fl[] = {
+			0, KT_DELETE_RECURSIVE,
+			KT_DELETE_RECURSIVE | KT_DELETE_PRUNE, KT_DELETE_ITEM};
+
+		flags = fl[rn(r, 4)];
+		desc_add(desc, dsize, "delete %s flags %u", p, flags);
+		rc = b ? kt_batch_delete(b, p, flags) : kt_delete(st, p, flags);
+		break;
+	}
+	case OP_RENAME: {
+		static const unsigned fl[] = {0, 0, KT_RENAME_NOREPLACE,
+					      KT_RENAME_EXCHANGE};
+
+		rpath(r, q, sizeof(q));
+		flags = fl[rn(r, 4)];
+		desc_add(desc, dsize, "rename %s %s flags %u", p, q, flags);
+		rc = b ? kt_batch_rename(b, p, q, flags)
+		       : kt_rename(st, p, q, flags);
+		break;
+	}
+	case OP_ATTR_SET: {
+		const char *name = rattr(r);
+
+		len = rn(r, 4) == 0 ? 3000 + rn(r, 100) : rn(r, 40);
+		data = rbytes(r, len);
+		flags = rn(r, 3);
+		desc_add(desc, dsize, "attr set %s %s %zu flags %u", p, name,
+			 len, flags);
+		rc = b ? kt_batch_attr_set(b, p, name, data, len, flags)
+		       : kt_attr_set(st, p, name, data, len, flags);
+		break;
+	}
+	case OP_ATTR_DEL: {
+		const char *name = rattr(r);
+
+		desc_add(desc, dsize, "attr delete %s %s", p, name);
+		rc = b ? kt_batch_attr_delete(b, p, name)
+		       : kt_attr_delete(st, p, name);
+		break;
+	}
+	case OP_SETATTR:
+		sa.mask = KT_SET_MODE;
+		sa.mode = 0600u | rn(r, 0200);
+		desc_add(desc, dsize, "chmod %s %o", p, (unsigned)sa.mode);
+		rc = b ? kt_batch_setattr(b, p, &sa, 0)
+		       : kt_setattr(st, p, &sa, 0);
+		break;
+	case OP_WRITE:
+		len = 1 + rn(r, 40000);
+		off = rn(r, 4) == 0 ? KT_APPEND : rn(r, 120000);
+		data = rbytes(r, len);
+		desc_add(desc, dsize, "write %s %zu at %" PRIu64, p, len, off);
+		rc = kt_write(st, p, data, len, off);
+		break;
+	case OP_TRUNCATE:
+		off = rn(r, 150000);
+		desc_add(desc, dsize, "truncate %s %" PRIu64, p, off);
+		rc = kt_truncate(st, p, off);
+		break;
+	case OP_DETACH:
+		desc_add(desc, dsize, "orphan detach %s", p);
+		rc = kt_orphan_detach(&id, st, p);
+		break;
+	default:
+		abort();
+	}
+	free(data);
+	return rc;
+}
+
+/* Set in a child by KT_CRASH_BREAK=1: batches are run as separate calls,
+ * which are not atomic together, to show that the harness notices. */
+static int g_break;
+
+/* Run operation @p i of the sequence of @p seed on @p st.  Its return code
+ * depends only on the store's visible contents. */
+static int op_run(kt_store *st, uint64_t seed, uint64_t i, char *desc,
+		  size_t dsize)
+{
+	rng r = {seed ^ (i * 0xd1342543de82ef95ULL)};
+	kt_batch *b = NULL;
+	int kind = rop(&r, 0), rc, n, k;
+
+	desc[0] = '\0';
+	if (kind != OP_BATCH)
+		return op_one(st, NULL, &r, kind, desc, dsize);
+	n = 2 + (int)rn(&r, 5);
+	desc_add(desc, dsize, "batch of %d:", n);
+	if (!g_break && (rc = kt_batch_new(&b, st)) != 0)
+		return rc;
+	for (k = 0, rc = 0; k < n && rc == 0; k++) {
+		desc_add(desc, dsize, " [");
+		rc = op_one(st, b, &r, rop(&r, 1), desc, dsize);
+		desc_add(desc, dsize, "]");
+	}
+	if (rc == 0 && b != NULL)
+		rc = kt_batch_commit(b);
+	kt_batch_free(b);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The child */
+
+typedef struct msg {
+	uint32_t type; /* 'B' begin, 'D' done */
+	int32_t rc;
+	uint64_t op;
+} msg;
+
+static void send_msg(int fd, uint32_t type, uint64_t op, int rc)
+{
+	msg m = {type, rc, op};
+
+	if (write(fd, &m, sizeof(m)) != (ssize_t)sizeof(m))
+		_exit(3);
+}
+
+static int child_main(const char *dir, uint64_t seed, uint64_t first, int fd)
+{
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store *st = NULL;
+	char desc[1024];
+	uint64_t i;
+
+	o.sync = 1;
+	g_break = getenv("KT_CRASH_BREAK") != NULL;
+	if (kt_open(&st, dir, &o) != 0) {
+		fprintf(stderr, "crash child: open: %s\n", kt_errmsg());
+		return 2;
+	}
+	for (i = first;; i++) {
+		int rc;
+
+		send_msg(fd, 'B', i, 0);
+		rc = op_run(st, seed, i, desc, sizeof(desc));
+		send_msg(fd, 'D', i, rc);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The parent */
+
+typedef struct stats {
+	unsigned rounds, inflight_applied, inflight_not, idle, ops, failed_ops;
+	unsigned killed_in_open;
+} stats;
+
+static int rm_cb(const char *p, const struct stat *sb, int type,
+		 struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(p);
+}
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtoull(v, NULL, 0) : def;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Start a child on @p dir from operation @p first; *rfd reads its pipe. */
+static pid_t spawn(const char *self, const char *dir, uint64_t seed,
+		   uint64_t first, int *rfd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char a_seed[32], a_first[32], a_fd[16];
+
+		close(p[0]);
+		snprintf(a_seed, sizeof(a_seed), "%" PRIu64, seed);
+		snprintf(a_first, sizeof(a_first), "%" PRIu64, first);
+		snprintf(a_fd, sizeof(a_fd), "%d", p[1]);
+		execl(self, self, "--child", dir, a_seed, a_first, a_fd,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+/* Read one message: 1 got one, 0 end of stream. */
+static int recv_msg(int fd, msg *m)
+{
+	size_t got = 0;
+
+	while (got < sizeof(*m)) {
+		ssize_t n = read(fd, (char *)m + got, sizeof(*m) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		got += (size_t)n;
+	}
+	return 1;
+}
+
+typedef struct round_log {
+	uint64_t first; /* first operation of the round */
+	uint64_t begun; /* highest operation begun, or first - 1 */
+	uint64_t done;	/* highest operation acknowledged, or first - 1 */
+	int *rcs;	/* rc of operation first + k */
+	size_t nrcs, cap;
+} round_log;
+
+static void log_msg(round_log *lg, const msg *m)
+{
+	if (m->type == 'B') {
+		lg->begun = m->op;
+		return;
+	}
+	lg->done = m->op;
+	if (lg->nrcs == lg->cap) {
+		lg->cap = lg->cap ? lg->cap * 2 : 64;
+		lg->rcs = realloc(lg->rcs, lg->cap * sizeof(int));
+		if (lg->rcs == NULL)
+			abort();
+	}
+	lg->rcs[lg->nrcs++] = m->rc;
+}
+
+/* One round: run a child, kill it, verify.  Returns 0 or -1. */
+static int one_round(const char *self, const char *dir, kt_store *ref,
+		     uint64_t seed, rng *r, uint64_t *next, stats *sx,
+		     int verbose)
+{
+	round_log lg = {*next, *next - 1, *next - 1, NULL, 0, 0};
+	char desc[1024];
+	char *dc = NULL, *d0 = NULL, *d1 = NULL;
+	kt_store *st = NULL;
+	size_t bad = 0;
+	unsigned want_acks = rn(r, 40);
+	unsigned mode = rn(r, 8);
+	int status = 0, fd = -1, rc, ok = -1;
+	const char *outcome = "idle";
+	pid_t pid;
+	msg m;
+	uint64_t i;
+
+	pid = spawn(self, dir, seed, *next, &fd);
+	if (pid < 0) {
+		perror("crash: fork");
+		return -1;
+	}
+	if (mode == 0) {
+		/* Anywhere in the first 30 ms, kt_open included. */
+		usleep(rn(r, 30000));
+	} else {
+		unsigned acks = 0;
+
+		while (acks < want_acks && recv_msg(fd, &m)) {
+			log_msg(&lg, &m);
+			acks += m.type == 'D';
+		}
+		usleep(rn(r, mode < 4 ? 300 : 3000));
+	}
+	kill(pid, SIGKILL);
+	while (recv_msg(fd, &m))
+		log_msg(&lg, &m);
+	close(fd);
+	waitpid(pid, &status, 0);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+		fprintf(stderr,
+			"crash: the child ended by itself (status "
+			"%d) before the kill\n",
+			status);
+		goto out;
+	}
+	if (lg.begun < lg.first && lg.done < lg.first)
+		sx->killed_in_open++;
+
+	/* 1. The reference store catches up with what was acknowledged. */
+	for (i = lg.first; i <= lg.done && i >= lg.first; i++) {
+		rc = op_run(ref, seed, i, desc, sizeof(desc));
+		sx->ops++;
+		sx->failed_ops += rc != 0;
+		if (rc != lg.rcs[i - lg.first]) {
+			fprintf(stderr,
+				"crash: op %" PRIu64 " (%s): the child "
+				"got %d, the reference %d (%s)\n",
+				i, desc, lg.rcs[i - lg.first], rc, kt_errmsg());
+			goto out;
+		}
+	}
+
+	/* 2. The killed store opens and is consistent. */
+	if ((rc = kt_open(&st, dir, NULL)) != 0) {
+		fprintf(stderr, "crash: reopen after the kill: %d %s\n", rc,
+			kt_errmsg());
+		goto out;
+	}
+	rc = kt_check(&bad, st, NULL, NULL);
+	if (rc != 0 || bad != 0) {
+		fprintf(stderr,
+			"crash: kt_check after the kill: %d, %zu "
+			"violations (%s)\n",
+			rc, bad, kt_errmsg());
+		kt_check(NULL, st, NULL, NULL);
+		goto out;
+	}
+
+	/* 3. Its contents are the acknowledged operations, plus all or
+	 * nothing of the one in flight. */
+	if ((rc = ktc_digest(&dc, st)) != 0 ||
+	    (rc = ktc_digest(&d0, ref)) != 0) {
+		fprintf(stderr, "crash: digest: %d %s\n", rc, kt_errmsg());
+		goto out;
+	}
+	*next = lg.done + 1;
+	if (lg.begun > lg.done) {
+		if (strcmp(dc, d0) == 0) {
+			outcome = "in flight, not applied";
+			sx->inflight_not++;
+		} else {
+			rc = op_run(ref, seed, lg.begun, desc, sizeof(desc));
+			if ((rc = ktc_digest(&d1, ref)) != 0) {
+				fprintf(stderr, "crash: digest: %d %s\n", rc,
+					kt_errmsg());
+				goto out;
+			}
+			if (strcmp(dc, d1) != 0) {
+				fprintf(stderr,
+					"crash: op %" PRIu64 " (%s) "
+					"was in flight; the store is neither "
+					"before nor after it\n",
+					lg.begun, desc);
+				ktc_digest_diff("killed", dc, "before", d0);
+				ktc_digest_diff("killed", dc, "after", d1);
+				goto out;
+			}
+			outcome = "in flight, applied";
+			sx->inflight_applied++;
+		}
+		*next = lg.begun + 1;
+	} else if (strcmp(dc, d0) != 0) {
+		fprintf(stderr,
+			"crash: nothing was in flight after op %" PRIu64
+			", yet the store differs from the reference\n",
+			lg.done);
+		ktc_digest_diff("killed", dc, "reference", d0);
+		goto out;
+	} else {
+		sx->idle++;
+	}
+	if (verbose) {
+		fprintf(stderr,
+			"round %u: ops %" PRIu64 "..%" PRIu64
+			" acknowledged, %s\n",
+			sx->rounds + 1, lg.first, lg.done, outcome);
+	}
+	ok = 0;
+out:
+	if (ok != 0)
+		fprintf(stderr,
+			"crash: round %u failed (ops %" PRIu64 "..%" PRIu64
+			" acknowledged, %" PRIu64 " begun)\n",
+			sx->rounds + 1, lg.first, lg.done, lg.begun);
+	sx->rounds++;
+	kt_close(st);
+	free(dc);
+	free(d0);
+	free(d1);
+	free(lg.rcs);
+	return ok;
+}
+
+int main(int argc, char **argv)
+{
+	char base[512], dir[600], refdir[600], self[4096];
+	const char *tmp = getenv("TMPDIR");
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store *ref = NULL, *st = NULL;
+	uint64_t kills, seed, next = 1;
+	int verbose = getenv("KT_CRASH_VERBOSE") != NULL;
+	stats sx = {0};
+	double t0 = now_s();
+	ssize_t n;
+	rng r;
+	int fail = 0;
+
+	if (argc == 6 && strcmp(argv[1], "--child") == 0)
+		return child_main(argv[2], strtoull(argv[3], NULL, 10),
+				  strtoull(argv[4], NULL, 10), atoi(argv[5]));
+	if (argc != 1) {
+		fprintf(stderr,
+			"usage: %s (environment: KT_CRASH_KILLS, "
+			"KT_CRASH_SEED, KT_CRASH_DIR, KT_CRASH_VERBOSE)\n",
+			argv[0]);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	kills = env_u64("KT_CRASH_KILLS", 200);
+	seed = env_u64("KT_CRASH_SEED",
+		       (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
+	r.s = seed ^ 0x5eed;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		perror("crash: /proc/self/exe");
+		return 1;
+	}
+	self[n] = '\0';
+	if (getenv("KT_CRASH_DIR") != NULL) {
+		snprintf(base, sizeof(base), "%s", getenv("KT_CRASH_DIR"));
+		mkdir(base, 0777);
+	} else {
+		snprintf(base, sizeof(base), "%s/kt-crash-XXXXXX",
+			 tmp ? tmp : "/tmp");
+		if (mkdtemp(base) == NULL) {
+			perror("crash: mkdtemp");
+			return 1;
+		}
+	}
+	snprintf(dir, sizeof(dir), "%s/store", base);
+	snprintf(refdir, sizeof(refdir), "%s/reference", base);
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(refdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	fprintf(stderr,
+		"crash: %" PRIu64 " kills, KT_CRASH_SEED=%" PRIu64
+		", stores in %s\n",
+		kills, seed, base);
+
+	o.create_if_missing = 1;
+	if (kt_open(&ref, refdir, &o) != 0 || kt_open(&st, dir, &o) != 0) {
+		fprintf(stderr, "crash: create: %s\n", kt_errmsg());
+		return 1;
+	}
+	kt_close(st);
+
+	while (sx.rounds < kills) {
+		if (one_round(self, dir, ref, seed, &r, &next, &sx, verbose) !=
+		    0) {
+			fail = 1;
+			break;
+		}
+	}
+	kt_close(ref);
+	fprintf(stderr,
+		"crash: %u rounds in %.1f s, %" PRIu64 " operations "
+		"(%u acknowledged, %u of them failed as expected); in flight "
+		"at the kill: %u applied, %u not applied; %u idle, %u killed "
+		"before the first operation\n",
+		sx.rounds, now_s() - t0, next - 1, sx.ops, sx.failed_ops,
+		sx.inflight_applied, sx.inflight_not, sx.idle,
+		sx.killed_in_open);
+	if (fail) {
+		fprintf(stderr,
+			"crash: FAILED; rerun with KT_CRASH_SEED=%" PRIu64
+			" (timing differs); stores kept in %s\n",
+			seed, base);
+		return 1;
+	}
+	if (getenv("KT_CRASH_DIR") == NULL)
+		nftw(base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}

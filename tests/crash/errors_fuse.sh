@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# errors_fuse.sh - the rejected inputs of docs/ERRORS.md made with the shell
+# through a keytreefs mount.  Each case requires the command to fail with
+# the errno text ERRORS.md gives (C locale), and the tree seen through the
+# mount (paths, types, sizes, modes, contents) to be the same before and
+# after.  At the end the store is unmounted and `keytree check` must pass.
+#
+# Environment: KEYTREEFS, KT_CLI (set by CTest).  Exits 77 (skipped)
+# without /dev/fuse or fusermount3.  KT_ERRORS_PRINT=1 prints each message.
+set -uo pipefail
+
+: "${KEYTREEFS:?KEYTREEFS must name the keytreefs binary}"
+: "${KT_CLI:?KT_CLI must name the keytree binary}"
+export LC_ALL=C
+
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "errors_fuse: SKIP: no /dev/fuse or fusermount3"
+	exit 77
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kt-errors-fuse.XXXXXX")
+STORE=$TMP/store
+MNT=$TMP/mnt
+FSPID=
+mkdir -p "$MNT"
+cleanup() {
+	if mountpoint -q "$MNT"; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
+	fi
+	[ -n "$FSPID" ] && { kill "$FSPID" 2>/dev/null; wait "$FSPID"; }
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+"$KEYTREEFS" -f -o create "$STORE" "$MNT" </dev/null 2>"$TMP/daemon.log" &
+FSPID=$!
+for _ in $(seq 200); do
+	mountpoint -q "$MNT" && break
+	sleep 0.05
+done
+mountpoint -q "$MNT" || { cat "$TMP/daemon.log"; exit 1; }
+
+D=$'\xc2\xa6'
+mkdir -p "$MNT/d/e"
+echo hello >"$MNT/item"
+echo f >"$MNT/d/e/f"
+ln -s self "$MNT/self"
+ln -s l2 "$MNT/l1"
+ln -s l1 "$MNT/l2"
+# Ancestors for the path-length cases: 16 names of 250 bytes (4018 bytes
+# with /d), and 1024 components.  mkdir -p makes one component at a time,
+# so only the store sees the whole path of the one after.
+seg=$(printf 's%.0s' $(seq 250))
+long16=d$(printf "/$seg%.0s" $(seq 16))
+deep1024=$(printf 'x/%.0s' $(seq 1024))
+mkdir -p "$MNT/$long16" "$MNT/$deep1024"
+
+snapshot() {
+	(cd "$MNT" && find . -printf '%p %y %s %m %l\n' | sort &&
+		find . -type f -exec sha256sum {} + | sort)
+}
+snapshot >"$TMP/before"
+
+failures=0
+cases=0
+# reject NAME ERRNO-TEXT CMD...: CMD fails, its stderr has ERRNO-TEXT, and
+# the tree is unchanged.
+reject() {
+	local name=$1 want=$2 rc=0
+	shift 2
+	cases=$((cases + 1))
+	"$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		echo "FAIL $name: '$*' succeeded" >&2
+		failures=$((failures + 1))
+	elif ! grep -qF -- "$want" "$TMP/err"; then
+		echo "FAIL $name: expected '$want', got: $(cat "$TMP/err")" >&2
+		failures=$((failures + 1))
+	elif ! snapshot | cmp -s - "$TMP/before"; then
+		echo "FAIL $name: the tree changed" >&2
+		snapshot | diff "$TMP/before" - >&2
+		failures=$((failures + 1))
+	else
+		[ -z "${KT_ERRORS_PRINT:-}" ] ||
+			echo "ERRORS| $name | $(head -n 1 "$TMP/err" | sed 's/.*: //')"
+		echo "ok $name"
+	fi
+}
+
+long=$(printf 'n%.0s' $(seq 256))
+
+reject touch_name_with_delimiter "Invalid argument" touch "$MNT/x${D}y"
+reject mkdir_name_with_delimiter "Invalid argument" mkdir "$MNT/d/x${D}"
+reject mkdir_name_256_bytes "File name too long" mkdir "$MNT/$long"
+reject touch_name_256_bytes "File name too long" touch "$MNT/d/$long"
+reject mkdir_dot "File exists" mkdir "$MNT/d/."
+reject mkdir_dotdot "File exists" mkdir "$MNT/d/.."
+reject rmdir_dot "Invalid argument" rmdir "$MNT/d/."
+reject rmdir_not_empty "Directory not empty" rmdir "$MNT/d"
+# mv refuses this itself; rename(2) asks the kernel.
+reject rename_into_own_subtree "Invalid argument" \
+	perl -e 'rename($ARGV[0], $ARGV[1]) or die "$!\n"' "$MNT/d" "$MNT/d/e/g"
+reject cat_link_to_itself "Too many levels of symbolic links" cat "$MNT/self"
+reject cat_link_loop "Too many levels of symbolic links" cat "$MNT/l1"
+reject truncate_over_limit "File too large" truncate -s 2T "$MNT/item"
+reject mkdir_path_too_long "File name too long" mkdir -p "$MNT/$long16/$seg"
+reject mkdir_path_too_deep "File name too long" mkdir -p "$MNT/${deep1024}y"
+reject ln_hard_link "Operation not permitted" ln "$MNT/item" "$MNT/hard"
+reject mknod_fifo "Operation not permitted" mkfifo "$MNT/fifo"
+
+fusermount3 -u "$MNT"
+wait "$FSPID"
+FSPID=
+"$KT_CLI" -s "$STORE" check || { echo "FAIL: keytree check" >&2; failures=$((failures + 1)); }
+echo "errors_fuse: $cases cases, $failures failed"
+[ "$failures" -eq 0 ]
