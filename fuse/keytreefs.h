@@ -18,14 +18,15 @@
 /** The keytreefs release, which follows the library it is built with. */
 #define KTFS_VERSION KT_VERSION_STRING
 
-/** The store directory that holds files unlinked while open (see ops.c).
- * It is hidden from the mount and emptied at every mount and unmount. */
-#define KTFS_ORPHANS "/.keytreefs-unlinked"
-
-/** One open file's entry in the open table (ops.c). */
+/** One open inode's entry in the open table (open.c). */
 struct ktfs_open;
-/** One file unlinked while open: libfuse's hidden name -> store path. */
-struct ktfs_hidden;
+
+/** An open regular file, the fi->fh of its handle. */
+struct ktfs_file {
+	uint64_t ino; /**< inode number: node id, | bit 63 for a value file */
+	int append;   /**< opened with O_APPEND */
+	int error;    /**< a write error not reported at flush yet (lock) */
+};
 
 #define KTFS_OPEN_BUCKETS 256
 
@@ -40,12 +41,9 @@ struct ktfs {
 	int abslinks_host;         /**< 1: absolute targets are host paths */
 	int read_only;
 
-	pthread_mutex_t lock;      /**< protects the three fields below */
-	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open files by ino */
-	struct ktfs_hidden *hidden; /**< files unlinked while open */
-	uint64_t orphan_seq;       /**< names in KTFS_ORPHANS */
-
-	pthread_mutex_t append_lock; /**< serialises O_APPEND writes */
+	pthread_mutex_t lock;      /**< protects the two fields below */
+	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
+	uint64_t copy_seq;         /**< names of temporary copies (open.c) */
 };
 
 /** The FUSE operations table (ops.c). */
@@ -53,5 +51,55 @@ extern const struct fuse_operations ktfs_ops;
 
 /** The negative errno for a kt_error code (errno.c); 0 for KT_OK. */
 int ktfs_errno(int code);
+
+/** @name The open table and orphans (open.c)
+ * Open handles are counted per inode.  An inode that is unlinked or
+ * replaced while it has handles becomes a library orphan, reached by id
+ * (and by libfuse's hidden name for it) until its last handle is
+ * released. */
+/**@{*/
+
+/** Count one more handle of inode @p ino; 0 or -ENOMEM. */
+int ktfs_open_get(struct ktfs *fs, uint64_t ino);
+
+/** Count one handle of @p ino less; the last one of an orphaned inode
+ * drops the orphan.  0, or the negative errno of that drop. */
+int ktfs_open_put(struct ktfs *fs, uint64_t ino);
+
+/** 1 and the orphan's id in @p id if inode @p ino was unlinked while
+ * open, else 0. */
+int ktfs_open_orphan(struct ktfs *fs, uint64_t ino, uint64_t *id);
+
+/** 1 with the inode and orphan id of the file libfuse hid under the base
+ * name @p name, else 0. */
+int ktfs_open_hidden(struct ktfs *fs, const char *name, uint64_t *ino,
+		     uint64_t *id);
+
+/** Hold the open table still (no handle opens or closes) across a
+ * check of ktfs_open_busy() and the change it decides. */
+void ktfs_open_lock(struct ktfs *fs);
+void ktfs_open_unlock(struct ktfs *fs);
+
+/** Handles of inode @p ino; the table must be held. */
+unsigned int ktfs_open_busy(struct ktfs *fs, uint64_t ino);
+
+/** How ktfs_orphan_make() takes the file out of the tree. */
+enum ktfs_orphan_how {
+	KTFS_ORPHAN_DETACH, /**< detach the plain item at path itself */
+	KTFS_ORPHAN_COPY    /**< copy the item's (or item+dir's) value into a
+			       new orphan; the caller then removes or
+			       replaces the original */
+};
+
+/** Make the file at store path @p path an orphan for the handles of inode
+ * @p ino, known to libfuse by the base name @p hidden (or NULL); the table
+ * must be held.  0 or a negative errno. */
+int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, const char *path,
+		     enum ktfs_orphan_how how, const char *hidden);
+
+/** Undo a KTFS_ORPHAN_COPY whose follow-up failed: the handles of @p ino
+ * go back to the path.  The table must be held. */
+void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino);
+/**@}*/
 
 #endif /* KEYTREEFS_H */

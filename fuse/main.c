@@ -147,6 +147,8 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	ko.read_only = o->read_only;
 	ko.sync = o->durable;
 	ko.create_if_missing = o->create && !o->read_only;
+	/* kt_open drops the orphans (files unlinked while open) that a
+	 * daemon which died left behind. */
 	rc = kt_open(&fs->store, fs->store_dir, &ko);
 	if (rc == KT_EBUSY) {
 		fprintf(stderr,
@@ -158,15 +160,6 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	if (rc < 0) {
 		fprintf(stderr, "keytreefs: %s: %s (%s)\n", fs->store_dir,
 			kt_strerror(rc), kt_errmsg());
-		return 1;
-	}
-	/* Files unlinked while open at a crash are gone for good now. */
-	rc = kt_delete(fs->store, KTFS_ORPHANS, KT_DELETE_RECURSIVE);
-	if (rc < 0 && rc != KT_ENOTFOUND && rc != KT_EREADONLY) {
-		fprintf(stderr, "keytreefs: %s: removing %s: %s\n",
-			fs->store_dir, KTFS_ORPHANS, kt_errmsg());
-		kt_close(fs->store);
-		fs->store = NULL;
 		return 1;
 	}
 	return 0;
@@ -294,7 +287,6 @@ int main(int argc, char *argv[])
 	memset(&co, 0, sizeof(co));
 	memset(&fs, 0, sizeof(fs));
 	pthread_mutex_init(&fs.lock, NULL);
-	pthread_mutex_init(&fs.append_lock, NULL);
 	if (fuse_opt_parse(&args, &o, option_spec, opt_proc) != 0)
 		goto out;
 	if (o.show_version) {
@@ -341,6 +333,5 @@ out:
 	free(o.abslinks);
 	fuse_opt_free_args(&args);
 	pthread_mutex_destroy(&fs.lock);
-	pthread_mutex_destroy(&fs.append_lock);
 	return rc;
 }

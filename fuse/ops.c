@@ -14,13 +14,16 @@
  * - inode numbers are node ids (with bit 63 set for the value file);
  * - attributes are "user.*" extended attributes.
  *
- * Files unlinked while open: libfuse (without hard_remove) renames such a
- * file to ".fuse_hidden<16 hex>" in its directory and unlinks that name at
- * the last close.  That rename reaches ktfs_rename(), which instead moves
- * the node into KTFS_ORPHANS (hidden from the mount) and remembers the
- * hidden name, so the directory really is empty (rm -r works), the file
- * stays readable and writable through its handles, and stat shows
- * nlink 0.  The final unlink removes the orphan.
+ * Files unlinked while open: libfuse (without hard_remove) renames an open
+ * file that is unlinked, or replaced by a rename, to ".fuse_hidden<16 hex>"
+ * in its directory, and unlinks that name at the last close.  keytreefs
+ * turns that rename into kt_orphan_detach (open.c): the name is gone from
+ * the store at once (so rm -r of the directory works), nothing moves in
+ * the store, and every later operation on the file, through its handles or
+ * the hidden name, is served by the orphan's id (kt_orphan_*), with
+ * st_nlink 0.  The last release drops the orphan.  hard_remove is not used
+ * because with it libfuse 3.14 can no longer name the file for the
+ * GETATTR that fstat(2) sends without a handle, and fstat fails (ESTALE).
  */
 
 #include <errno.h>
@@ -55,25 +58,6 @@
  * that telldir/seekdir and the kernel's re-reads can resume. */
 #define DIR_RING 1024
 
-struct ktfs_open {
-	uint64_t ino;
-	unsigned int count;
-	struct ktfs_open *next;
-};
-
-struct ktfs_hidden {
-	uint64_t ino; /* the open file's inode number */
-	char *name; /* libfuse's hidden base name */
-	char *path; /* the orphan's store path */
-	struct ktfs_hidden *next;
-};
-
-/* An open file (fi->fh). */
-struct ktfs_file {
-	uint64_t ino;
-	int append;
-};
-
 /* An open directory (fi->fh): a listing that streams from an iterator and
  * resumes by name, with offsets that are per-handle counters. */
 struct ktfs_dir {
@@ -94,12 +78,19 @@ struct ktfs_dir {
 	} ring[DIR_RING];
 };
 
-/* What a FUSE path names in the store. */
+/* What a FUSE path (or an open file) names in the store. */
 struct loc {
-	char *path; /* store path, malloc'd */
-	int value;  /* the value file of the item+dir at path */
-	int hidden; /* a file unlinked while open, now at path */
+	char *path;      /* store path, malloc'd; NULL for an orphan */
+	int value;       /* the value file of the item+dir at path */
+	int orphan;      /* a file unlinked while open: an orphan */
+	uint64_t id;     /* with orphan: the orphan's id */
+	uint64_t ino;    /* with orphan: the inode number it had */
+	struct ktfs_file *file; /* the open file, or NULL */
 };
+
+/* loc_get() flags */
+#define LOC_CREATING 1 /* the caller makes the node */
+#define LOC_ORPHAN 2   /* the caller serves orphans (libfuse's hidden names) */
 
 static struct ktfs *ktfs_get(void)
 {
@@ -109,14 +100,6 @@ static struct ktfs *ktfs_get(void)
 static const char *base_name(const char *path)
 {
 	return strrchr(path, '/') + 1;
-}
-
-static int is_orphans(const char *path)
-{
-	size_t n = sizeof(KTFS_ORPHANS) - 1;
-
-	return strncmp(path, KTFS_ORPHANS, n) == 0 &&
-	       (path[n] == '\0' || path[n] == '/');
 }
 
 static int is_hidden_name(const char *name)
@@ -131,111 +114,24 @@ static int is_hidden_name(const char *name)
 	return 1;
 }
 
-/* The orphan path of hidden name @name, malloc'd, or NULL. */
-static char *hidden_find(struct ktfs *fs, const char *name)
-{
-	struct ktfs_hidden *h;
-	char *path = NULL;
-
-	pthread_mutex_lock(&fs->lock);
-	for (h = fs->hidden; h; h = h->next)
-		if (strcmp(h->name, name) == 0) {
-			path = strdup(h->path);
-			break;
-		}
-	pthread_mutex_unlock(&fs->lock);
-	return path;
-}
-
-/* The orphan path of the hidden file with inode @ino, malloc'd, or NULL. */
-static char *hidden_find_ino(struct ktfs *fs, uint64_t ino)
-{
-	struct ktfs_hidden *h;
-	char *path = NULL;
-
-	pthread_mutex_lock(&fs->lock);
-	for (h = fs->hidden; h; h = h->next)
-		if (h->ino == ino) {
-			path = strdup(h->path);
-			break;
-		}
-	pthread_mutex_unlock(&fs->lock);
-	return path;
-}
-
-static int hidden_add(struct ktfs *fs, uint64_t ino, const char *name,
-		      const char *path)
-{
-	struct ktfs_hidden *h = calloc(1, sizeof(*h));
-
-	if (!h || !(h->name = strdup(name)) || !(h->path = strdup(path))) {
-		if (h)
-			free(h->name);
-		free(h);
-		return -ENOMEM;
-	}
-	h->ino = ino;
-	pthread_mutex_lock(&fs->lock);
-	h->next = fs->hidden;
-	fs->hidden = h;
-	pthread_mutex_unlock(&fs->lock);
-	return 0;
-}
-
-/* Forget the hidden file named @name, or (when @name is NULL) the one
- * with inode @ino. */
-static void hidden_remove(struct ktfs *fs, const char *name, uint64_t ino)
-{
-	struct ktfs_hidden **hp, *h;
-
-	pthread_mutex_lock(&fs->lock);
-	for (hp = &fs->hidden; (h = *hp) != NULL; hp = &h->next)
-		if (name ? strcmp(h->name, name) == 0 : h->ino == ino) {
-			*hp = h->next;
-			free(h->name);
-			free(h->path);
-			free(h);
-			break;
-		}
-	pthread_mutex_unlock(&fs->lock);
-}
-
-/* Add @delta to the open count of inode @ino; returns the new count. */
-static unsigned int open_ref(struct ktfs *fs, uint64_t ino, int delta)
-{
-	struct ktfs_open **op, *o;
-	unsigned int count = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	for (op = &fs->open[ino % KTFS_OPEN_BUCKETS]; (o = *op) != NULL;
-	     op = &o->next)
-		if (o->ino == ino)
-			break;
-	if (!o && delta > 0 && (o = calloc(1, sizeof(*o))) != NULL) {
-		o->ino = ino;
-		o->next = *op;
-		*op = o;
-	}
-	if (o) {
-		o->count += delta;
-		count = o->count;
-		if (count == 0) {
-			*op = o->next;
-			free(o);
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return count;
-}
-
-/* Translate the FUSE path @fpath.  @creating: the caller makes the node,
- * so a name the mount keeps for itself is EPERM rather than ENOENT. */
+/* Translate the FUSE path @fpath.  With LOC_CREATING a name the mount
+ * keeps for itself is EPERM (the value file of the root) or EEXIST (a
+ * hidden file) rather than ENOENT.  A hidden name of an orphan is the
+ * orphan with LOC_ORPHAN (l->path NULL), ENOENT without. */
 static int loc_get(struct loc *l, struct ktfs *fs, const char *fpath,
-		   int creating)
+		   int flags)
 {
 	const char *base = base_name(fpath);
+	int creating = (flags & LOC_CREATING) != 0;
 
 	memset(l, 0, sizeof(*l));
+	if (is_hidden_name(base) &&
+	    ktfs_open_hidden(fs, base, &l->ino, &l->id)) {
+		if (!(flags & LOC_ORPHAN))
+			return creating ? -EEXIST : -ENOENT;
+		l->orphan = 1;
+		return 0;
+	}
 	if (strcmp(base, fs->value_name) == 0) {
 		size_t n = (size_t)(base - fpath) - 1;
 
@@ -243,35 +139,37 @@ static int loc_get(struct loc *l, struct ktfs *fs, const char *fpath,
 			return creating ? -EPERM : -ENOENT;
 		l->path = strndup(fpath, n);
 		l->value = 1;
-	} else if (is_orphans(fpath)) {
-		return creating ? -EPERM : -ENOENT;
-	} else if (is_hidden_name(base) &&
-		   (l->path = hidden_find(fs, base)) != NULL) {
-		l->hidden = 1;
 	} else {
 		l->path = strdup(fpath);
 	}
 	return l->path ? 0 : -ENOMEM;
 }
 
-/* As loc_get() for a handler that may have an open file @fi.  libfuse
- * passes no path for an open file it can no longer name (unlinked while
- * open, in a directory removed since): that file is found by inode. */
+/* As loc_get() for a handler that may have an open file @fi: a file
+ * unlinked while open is reached by its orphan id (libfuse passes its
+ * hidden name, or NULL once it cannot name it), any other by its current
+ * path. */
 static int loc_any(struct loc *l, struct ktfs *fs, const char *fpath,
 		   struct fuse_file_info *fi)
 {
-	const struct ktfs_file *f;
+	struct ktfs_file *f =
+		fi ? (struct ktfs_file *)(uintptr_t)fi->fh : NULL;
+	uint64_t id;
+	int rc;
 
-	if (fpath)
-		return loc_get(l, fs, fpath, 0);
 	memset(l, 0, sizeof(*l));
-	if (!fi)
+	if (f && ktfs_open_orphan(fs, f->ino, &id)) {
+		l->orphan = 1;
+		l->id = id;
+		l->ino = f->ino;
+		l->file = f;
+		return 0;
+	}
+	if (!fpath)
 		return -ENOENT;
-	f = (const struct ktfs_file *)(uintptr_t)fi->fh;
-	if (!(l->path = hidden_find_ino(fs, f->ino)))
-		return -ENOENT;
-	l->hidden = 1;
-	return 0;
+	rc = loc_get(l, fs, fpath, LOC_ORPHAN);
+	l->file = f;
+	return rc;
 }
 
 static struct timespec ts_of(int64_t ns)
@@ -361,13 +259,17 @@ static int ktfs_getattr(const char *fpath, struct stat *st,
 
 	if ((rc = loc_any(&l, fs, fpath, fi)) < 0)
 		return rc;
-	if ((rc = loc_stat(&ks, fs, &l)) == 0) {
-		fill_stat(st, fs, l.path, &ks, l.value);
-		if (l.hidden)
+	if (l.orphan) {
+		/* A regular file without a name: the inode number its handles
+		 * had, link count 0. */
+		if ((rc = ktfs_errno(kt_orphan_stat(&ks, fs->store, l.id))) ==
+		    0) {
+			fill_stat(st, fs, NULL, &ks, 0);
+			st->st_ino = l.ino;
 			st->st_nlink = 0;
-		if (strcmp(l.path, "/") == 0 &&
-		    kt_lstat(&ks, fs->store, KTFS_ORPHANS) == 0)
-			st->st_nlink--; /* the hidden orphans directory */
+		}
+	} else if ((rc = loc_stat(&ks, fs, &l)) == 0) {
+		fill_stat(st, fs, l.path, &ks, l.value);
 	}
 	free(l.path);
 	return rc;
@@ -408,9 +310,9 @@ static int ktfs_mkdir(const char *fpath, mode_t mode)
 	struct loc l;
 	int rc;
 
-	if ((rc = loc_get(&l, fs, fpath, 1)) < 0)
+	if ((rc = loc_get(&l, fs, fpath, LOC_CREATING)) < 0)
 		return rc;
-	if (l.value || l.hidden || kt_lstat(&ks, fs->store, l.path) == 0) {
+	if (l.value || kt_lstat(&ks, fs->store, l.path) == 0) {
 		rc = -EEXIST;
 	} else {
 		o.flags = KT_CREATE_EXCL;
@@ -421,7 +323,9 @@ static int ktfs_mkdir(const char *fpath, mode_t mode)
 	return rc;
 }
 
-/* Register an open of the node @ks in @fi. */
+/* Register an open of the node @ks in @fi.  (libfuse holds the node's
+ * path while open runs, so no unlink can pass between the stat and this
+ * count.) */
 static int file_open(struct ktfs *fs, struct fuse_file_info *fi,
 		     const kt_statbuf *ks, int value)
 {
@@ -431,9 +335,38 @@ static int file_open(struct ktfs *fs, struct fuse_file_info *fi,
 		return -ENOMEM;
 	f->ino = value ? (ks->id | VALUE_INO_BIT) : ks->id;
 	f->append = (fi->flags & O_APPEND) != 0;
-	open_ref(fs, f->ino, 1);
+	if (ktfs_open_get(fs, f->ino) < 0) {
+		free(f);
+		return -ENOMEM;
+	}
 	fi->fh = (uintptr_t)f;
 	return 0;
+}
+
+/* Remember the first failed write or truncate of handle @f, to report it
+ * again at flush and fsync (close(2) and fsync(2)): a write the kernel
+ * made on the program's behalf (mmap, writeback) has no other way back. */
+static int file_error(struct ktfs *fs, struct ktfs_file *f, int rc)
+{
+	if (rc < 0 && f) {
+		ktfs_open_lock(fs);
+		if (f->error == 0)
+			f->error = rc;
+		ktfs_open_unlock(fs);
+	}
+	return rc;
+}
+
+/* The write error of @f not reported yet (0 if none), now reported. */
+static int file_take_error(struct ktfs *fs, struct ktfs_file *f)
+{
+	int rc;
+
+	ktfs_open_lock(fs);
+	rc = f->error;
+	f->error = 0;
+	ktfs_open_unlock(fs);
+	return rc;
 }
 
 /* O_TRUNC: cut the value, and mark mtime and ctime even when it was
@@ -481,7 +414,7 @@ static int ktfs_create(const char *fpath, mode_t mode,
 	struct loc l;
 	int rc;
 
-	if ((rc = loc_get(&l, fs, fpath, 1)) < 0)
+	if ((rc = loc_get(&l, fs, fpath, LOC_CREATING)) < 0)
 		return rc;
 	rc = kt_lstat(&ks, fs->store, l.path);
 	if (l.value) {
@@ -513,23 +446,19 @@ static int ktfs_create(const char *fpath, mode_t mode,
 	return rc;
 }
 
+/* The last release of a file unlinked while open drops its orphan.  A
+ * write error not reported yet is returned (libfuse logs it; close(2) got
+ * it from flush). */
 static int ktfs_release(const char *fpath, struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_get();
 	struct ktfs_file *f = (struct ktfs_file *)(uintptr_t)fi->fh;
-	char *orphan;
+	int rc = f->error, drop;
 
 	(void)fpath;
-	/* The last close of a file unlinked while open removes it.  (libfuse
-	 * unlinks the hidden name too, but only while it can still name it.) */
-	if (open_ref(fs, f->ino, -1) == 0 &&
-	    (orphan = hidden_find_ino(fs, f->ino)) != NULL) {
-		kt_delete(fs->store, orphan, 0);
-		hidden_remove(fs, NULL, f->ino);
-		free(orphan);
-	}
+	drop = ktfs_open_put(fs, f->ino);
 	free(f);
-	return 0;
+	return rc ? rc : drop;
 }
 
 static int ktfs_read(const char *fpath, char *buf, size_t size, off_t off,
@@ -542,34 +471,39 @@ static int ktfs_read(const char *fpath, char *buf, size_t size, off_t off,
 
 	if ((rc = loc_any(&l, fs, fpath, fi)) < 0)
 		return rc;
-	rc = kt_read(&n, fs->store, l.path, buf, size, (uint64_t)off);
+	if (l.orphan)
+		rc = kt_orphan_read(&n, fs->store, l.id, buf, size,
+				    (uint64_t)off);
+	else
+		rc = kt_read(&n, fs->store, l.path, buf, size, (uint64_t)off);
 	free(l.path);
 	return rc < 0 ? ktfs_errno(rc) : (int)n;
 }
 
+/* An O_APPEND write goes to the end of the value as the store has it,
+ * under the library's writer lock (KT_APPEND), so appenders never
+ * overwrite each other.  The return is the byte count; the kernel moves
+ * the file position past the end it knows, which is the store's end since
+ * the mount is the store's only writer. */
 static int ktfs_write(const char *fpath, const char *buf, size_t size,
 		      off_t off, struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_get();
 	struct ktfs_file *f = (struct ktfs_file *)(uintptr_t)fi->fh;
-	kt_statbuf ks;
+	uint64_t at = f->append ? KT_APPEND : (uint64_t)off;
 	struct loc l;
 	int rc;
 
 	if ((rc = loc_any(&l, fs, fpath, fi)) < 0)
-		return rc;
-	if (f->append) {
-		/* O_APPEND writes land at the end as the store sees it. */
-		pthread_mutex_lock(&fs->append_lock);
-		rc = kt_stat(&ks, fs->store, l.path);
-		if (rc == 0)
-			rc = kt_write(fs->store, l.path, buf, size, ks.size);
-		pthread_mutex_unlock(&fs->append_lock);
-	} else {
-		rc = kt_write(fs->store, l.path, buf, size, (uint64_t)off);
-	}
+		return file_error(fs, f, rc);
+	if (l.orphan)
+		rc = kt_orphan_write(fs->store, l.id, buf, size, at);
+	else
+		rc = kt_write(fs->store, l.path, buf, size, at);
 	free(l.path);
-	return rc < 0 ? ktfs_errno(rc) : (int)size;
+	if (rc < 0)
+		return file_error(fs, f, ktfs_errno(rc));
+	return (int)size;
 }
 
 static int ktfs_truncate(const char *fpath, off_t size,
@@ -583,46 +517,88 @@ static int ktfs_truncate(const char *fpath, off_t size,
 		return -EINVAL;
 	if ((rc = loc_any(&l, fs, fpath, fi)) < 0)
 		return rc;
-	rc = ktfs_errno(kt_truncate(fs->store, l.path, (uint64_t)size));
+	if (l.orphan)
+		rc = kt_orphan_truncate(fs->store, l.id, (uint64_t)size);
+	else
+		rc = kt_truncate(fs->store, l.path, (uint64_t)size);
 	free(l.path);
-	return rc;
+	return file_error(fs, l.file, ktfs_errno(rc));
 }
 
-/* Every write is committed to the store before it is acknowledged, so
- * there is nothing to push at close. */
+/* close(2): every write is committed to the store before it is
+ * acknowledged, so nothing is left to push; what is left to do is report
+ * a write on this handle that failed, once. */
 static int ktfs_flush(const char *fpath, struct fuse_file_info *fi)
 {
 	(void)fpath;
-	(void)fi;
-	return 0;
+	return file_take_error(ktfs_get(),
+			       (struct ktfs_file *)(uintptr_t)fi->fh);
 }
 
+/* fsync(2): a failed write on this handle, else make every write so far
+ * durable (one synced LevelDB write).  An orphan's rows are synced with
+ * the rest. */
 static int ktfs_fsync(const char *fpath, int datasync,
 		      struct fuse_file_info *fi)
 {
+	struct ktfs *fs = ktfs_get();
+	int rc = 0;
+
 	(void)fpath;
 	(void)datasync;
-	(void)fi;
-	return ktfs_errno(kt_sync(ktfs_get()->store));
+	if (fi)
+		rc = file_take_error(fs,
+				     (struct ktfs_file *)(uintptr_t)fi->fh);
+	return rc ? rc : ktfs_errno(kt_sync(fs->store));
 }
 
+/* Take the file @l out of the tree.  If it has open handles it becomes an
+ * orphan for them, known to libfuse as @hidden (or NULL); otherwise, if
+ * @or_delete, it (or an item+dir's value) is deleted, and if not, ENOENT.
+ * The value of an item+dir is copied into the orphan, since it cannot be
+ * detached without its directory. */
+static int orphan_unlink(struct ktfs *fs, const struct loc *l,
+			 const char *hidden, int or_delete)
+{
+	kt_statbuf ks;
+	uint64_t ino;
+	int rc;
+
+	ktfs_open_lock(fs);
+	if ((rc = loc_stat(&ks, fs, l)) < 0)
+		goto out;
+	ino = l->value ? (ks.id | VALUE_INO_BIT) : ks.id;
+	if (ktfs_open_busy(fs, ino) == 0) {
+		rc = or_delete ? ktfs_errno(kt_delete(
+					 fs->store, l->path,
+					 l->value ? KT_DELETE_ITEM : 0))
+			       : -ENOENT;
+	} else if (!l->value) {
+		rc = ktfs_orphan_make(fs, ino, l->path, KTFS_ORPHAN_DETACH,
+				      hidden);
+	} else if ((rc = ktfs_orphan_make(fs, ino, l->path, KTFS_ORPHAN_COPY,
+					  hidden)) == 0) {
+		rc = ktfs_errno(kt_delete(fs->store, l->path, KT_DELETE_ITEM));
+		if (rc < 0)
+			ktfs_orphan_unmake(fs, ino);
+	}
+out:
+	ktfs_open_unlock(fs);
+	return rc;
+}
+
+/* Unlink.  (libfuse hides an open file instead; see the top.) */
 static int ktfs_unlink(const char *fpath)
 {
 	struct ktfs *fs = ktfs_get();
 	struct loc l;
 	int rc;
 
-	if ((rc = loc_get(&l, fs, fpath, 0)) < 0)
+	if ((rc = loc_get(&l, fs, fpath, LOC_ORPHAN)) < 0)
 		return rc;
-	if (l.value) {
-		rc = ktfs_errno(kt_delete(fs->store, l.path, KT_DELETE_ITEM));
-	} else {
-		rc = ktfs_errno(kt_delete(fs->store, l.path, 0));
-		if (l.hidden && (rc == 0 || rc == -ENOENT)) {
-			hidden_remove(fs, base_name(fpath), 0);
-			rc = 0;
-		}
-	}
+	if (l.orphan) /* libfuse's hidden name: the last release drops it */
+		return 0;
+	rc = orphan_unlink(fs, &l, NULL, 1);
 	free(l.path);
 	return rc;
 }
@@ -636,7 +612,7 @@ static int ktfs_rmdir(const char *fpath)
 
 	if ((rc = loc_get(&l, fs, fpath, 0)) < 0)
 		return rc;
-	if (l.value || l.hidden)
+	if (l.value)
 		rc = -ENOTDIR;
 	else if ((rc = loc_stat(&ks, fs, &l)) < 0)
 		;
@@ -658,9 +634,9 @@ static int ktfs_symlink(const char *target, const char *fpath)
 	struct loc l;
 	int rc;
 
-	if ((rc = loc_get(&l, fs, fpath, 1)) < 0)
+	if ((rc = loc_get(&l, fs, fpath, LOC_CREATING)) < 0)
 		return rc;
-	if (l.value || l.hidden) {
+	if (l.value) {
 		free(l.path);
 		return -EEXIST;
 	}
@@ -697,40 +673,6 @@ static int ktfs_readlink(const char *fpath, char *buf, size_t size)
 	kt_free(target);
 	free(l.path);
 	return rc;
-}
-
-/* Move the open file at @path into KTFS_ORPHANS and remember libfuse's
- * hidden name @name for it.  A value file's value is copied out. */
-static int hide(struct ktfs *fs, const struct loc *src, uint64_t ino,
-		const char *name)
-{
-	kt_batch *b = NULL;
-	void *val = NULL;
-	size_t len = 0;
-	char dst[64];
-	uint64_t seq;
-	int rc;
-
-	pthread_mutex_lock(&fs->lock);
-	seq = ++fs->orphan_seq;
-	pthread_mutex_unlock(&fs->lock);
-	snprintf(dst, sizeof(dst), "%s/%" PRIu64, KTFS_ORPHANS, seq);
-	rc = kt_mkdir(fs->store, KTFS_ORPHANS, NULL);
-	if (rc < 0 && rc != KT_EEXISTS)
-		return ktfs_errno(rc);
-	if (!src->value) {
-		rc = kt_rename(fs->store, src->path, dst, 0);
-	} else if ((rc = kt_get(&val, &len, fs->store, src->path)) == 0 &&
-		   (rc = kt_batch_new(&b, fs->store)) == 0 &&
-		   (rc = kt_batch_put(b, dst, val, len, NULL)) == 0 &&
-		   (rc = kt_batch_delete(b, src->path, KT_DELETE_ITEM)) == 0) {
-		rc = kt_batch_commit(b);
-	}
-	kt_batch_free(b);
-	kt_free(val);
-	if (rc < 0)
-		return ktfs_errno(rc);
-	return hidden_add(fs, ino, name, dst);
 }
 
 /* A rename from or to a value file: the value is copied in one atomic
@@ -779,53 +721,55 @@ static int value_rename(struct ktfs *fs, const struct loc *from,
 	return ktfs_errno(rc);
 }
 
+/* A rename between two plain paths (no value file). */
+static int plain_rename(struct ktfs *fs, const char *from, const char *to,
+			unsigned int flags)
+{
+	unsigned int kflags = 0;
+	kt_statbuf ks, ds;
+
+	if (flags & RENAME_NOREPLACE)
+		kflags |= KT_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		kflags |= KT_RENAME_EXCHANGE;
+	/* An item+dir target holds its value file: not empty. */
+	if (!(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) &&
+	    kt_lstat(&ks, fs->store, from) == 0 && (ks.kind & KT_KIND_DIR) &&
+	    kt_lstat(&ds, fs->store, to) == 0 && (ds.kind & KT_KIND_DIR) &&
+	    (ds.kind & KT_KIND_ITEM) && ks.id != ds.id)
+		return -ENOTEMPTY;
+	return ktfs_errno(kt_rename(fs->store, from, to, kflags));
+}
+
 static int ktfs_rename(const char *ffrom, const char *fto, unsigned int flags)
 {
 	struct ktfs *fs = ktfs_get();
 	struct loc from, to;
-	unsigned int kflags = 0;
-	kt_statbuf ks, ds;
 	int rc;
 
 	if (flags & ~(unsigned int)(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
 	if ((rc = loc_get(&from, fs, ffrom, 0)) < 0)
 		return rc;
-	/* libfuse hiding a file that is unlinked or replaced while open. */
-	if (flags == 0 && is_hidden_name(base_name(fto)) && !from.hidden &&
-	    loc_stat(&ks, fs, &from) == 0 &&
-	    open_ref(fs, from.value ? ks.id | VALUE_INO_BIT : ks.id, 0) > 0 &&
-	    kt_lstat(&ds, fs->store, fto) == KT_ENOTFOUND) {
-		rc = hide(fs, &from, from.value ? ks.id | VALUE_INO_BIT : ks.id,
-			  base_name(fto));
+	/* libfuse hiding an open file that is unlinked or replaced: it goes
+	 * out of the tree as an orphan, and the hidden name maps to it.  In
+	 * a rename over an open file, libfuse hides the target first and
+	 * then renames the source: the source is never at risk. */
+	if (flags == 0 && is_hidden_name(base_name(fto))) {
+		rc = orphan_unlink(fs, &from, base_name(fto), 0);
+		if (rc != -ENOENT) {
+			free(from.path);
+			return rc;
+		}
+	}
+	if ((rc = loc_get(&to, fs, fto, LOC_CREATING)) < 0) {
 		free(from.path);
 		return rc;
 	}
-	if ((rc = loc_get(&to, fs, fto, 1)) < 0) {
-		free(from.path);
-		return rc;
-	}
-	if (from.hidden || to.hidden) {
-		rc = -ENOENT;
-	} else if (from.value || to.value) {
+	if (from.value || to.value)
 		rc = value_rename(fs, &from, &to, flags);
-	} else {
-		if (flags & RENAME_NOREPLACE)
-			kflags |= KT_RENAME_NOREPLACE;
-		if (flags & RENAME_EXCHANGE)
-			kflags |= KT_RENAME_EXCHANGE;
-		/* An item+dir target holds its value file: not empty. */
-		if (!(flags & RENAME_EXCHANGE) &&
-		    kt_lstat(&ks, fs->store, from.path) == 0 &&
-		    (ks.kind & KT_KIND_DIR) &&
-		    kt_lstat(&ds, fs->store, to.path) == 0 &&
-		    (ds.kind & KT_KIND_DIR) && (ds.kind & KT_KIND_ITEM) &&
-		    ks.id != ds.id && !(flags & RENAME_NOREPLACE))
-			rc = -ENOTEMPTY;
-		else
-			rc = ktfs_errno(
-				kt_rename(fs->store, from.path, to.path, kflags));
-	}
+	else
+		rc = plain_rename(fs, from.path, to.path, flags);
 	free(from.path);
 	free(to.path);
 	return rc;
@@ -857,7 +801,9 @@ static int setattr_path(const char *fpath, struct fuse_file_info *fi,
 
 	if ((rc = loc_any(&l, fs, fpath, fi)) < 0)
 		return rc;
-	if (l.value && !value_ok)
+	if (l.orphan)
+		rc = ktfs_errno(kt_orphan_setattr(fs->store, l.id, a));
+	else if (l.value && !value_ok)
 		rc = -EPERM; /* mode and owner belong to the directory */
 	else
 		rc = ktfs_errno(
@@ -1121,19 +1067,13 @@ static int dir_next(struct ktfs *fs, struct ktfs_dir *d, const char *dpath)
 		if ((rc = kt_iter_new(&d->it, fs->store, dpath, &lo)) < 0)
 			return ktfs_errno(rc);
 	}
-	for (;;) {
-		rc = kt_iter_next(&e, d->it);
-		if (rc == KT_ITEROVER) {
-			d->done = 1;
-			return 1;
-		}
-		if (rc < 0)
-			return ktfs_errno(rc);
-		if (strcmp(dpath, "/") == 0 &&
-		    strcmp(e->name, KTFS_ORPHANS + 1) == 0)
-			continue;
-		break;
+	rc = kt_iter_next(&e, d->it);
+	if (rc == KT_ITEROVER) {
+		d->done = 1;
+		return 1;
 	}
+	if (rc < 0)
+		return ktfs_errno(rc);
 	if (!(d->pending.name = strdup(e->name)))
 		return -ENOMEM;
 	d->pending.kind = e->kind;
@@ -1242,6 +1182,8 @@ static int ktfs_readdir(const char *fpath, void *buf, fuse_fill_dir_t filler,
 	struct loc l;
 	int rc;
 
+	if (!fpath)
+		return 0; /* removed while open: nothing is left in it */
 	if ((rc = loc_get(&l, fs, fpath, 0)) < 0)
 		return rc;
 	if ((off == 0 || off != d->last) && (rc = dir_seek(d, off)) < 0)
@@ -1290,18 +1232,29 @@ static int ktfs_releasedir(const char *fpath, struct fuse_file_info *fi)
 	return 0;
 }
 
+/* fsync(2) of a directory: its entries are rows like any other, and one
+ * synced write makes every earlier write durable. */
 static int ktfs_fsyncdir(const char *fpath, int datasync,
 			 struct fuse_file_info *fi)
 {
-	return ktfs_fsync(fpath, datasync, fi);
+	(void)fpath;
+	(void)datasync;
+	(void)fi;
+	return ktfs_errno(kt_sync(ktfs_get()->store));
 }
 
 static void *ktfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	cfg->use_ino = 1;         /* st_ino is the node id */
 	cfg->readdir_ino = 0;
-	cfg->nullpath_ok = 0;     /* handlers always get the current path */
-	cfg->hard_remove = 0;     /* see "Files unlinked while open" above */
+	/* See "Files unlinked while open" above.  nullpath_ok stays off: in
+	 * libfuse 3.14 it withholds the path from every operation on a
+	 * handle, and the library reaches only orphans by id.  Without it
+	 * libfuse passes the current path of a handle, and NULL for one
+	 * whose file it can no longer name (a hidden file in a directory
+	 * removed since), which is then served through fi->fh. */
+	cfg->hard_remove = 0;
+	cfg->nullpath_ok = 0;
 	cfg->kernel_cache = 1;    /* the mount is the store's only writer */
 	/* Every listing is a readdirplus: ls -l needs no GETATTR. */
 	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;

@@ -9,6 +9,10 @@
  *   ktfs_probe populate STORE                   nodes made by the library
  *   ktfs_probe rename2 FROM TO noreplace|exchange
  *   ktfs_probe unlinked FILE                    open, unlink, use, close
+ *   ktfs_probe append FILE                      O_APPEND offsets
+ *   ktfs_probe write-error FILE                 a failed write, at close too
+ *   ktfs_probe fsync FILE                       fsync, fdatasync, dir fsync
+ *   ktfs_probe stats STORE                      "VALUE_BYTES ROW_BYTES"
  *   ktfs_probe readdir DIR                      streaming and seekdir
  *
  * Dump lines: "PATH KIND MODE UID GID SIZE MTIME_NS DATA" with KIND one of
@@ -266,7 +270,117 @@ static int unlinked(const char *file)
 		fprintf(stderr, "ktfs_probe: size after unlink wrong\n");
 		return 1;
 	}
+	/* ftruncate and fchmod by the handle only. */
+	if (ftruncate(fd, 20) < 0 || fchmod(fd, 0600) < 0 ||
+	    fstat(fd, &st) < 0)
+		return fail("ftruncate/fchmod after unlink");
+	if (st.st_size != 20 || (st.st_mode & 07777) != 0600 ||
+	    st.st_nlink != 0) {
+		fprintf(stderr, "ktfs_probe: after ftruncate/fchmod: size "
+			"%jd mode %o nlink %ju\n", (intmax_t)st.st_size,
+			(unsigned)(st.st_mode & 07777), (uintmax_t)st.st_nlink);
+		return 1;
+	}
+	if (fsync(fd) < 0)
+		return fail("fsync after unlink");
 	return close(fd) < 0 ? fail("close") : 0;
+}
+
+/* Two handles: one O_APPEND, one not.  Appends land at the end the other
+ * handle made, and the O_APPEND handle's position follows them. */
+static int append(const char *file)
+{
+	char buf[64] = {0};
+	int fa, fw;
+	off_t pos;
+
+	fw = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	fa = open(file, O_WRONLY | O_APPEND);
+	if (fw < 0 || fa < 0)
+		return fail(file);
+	if (pwrite(fw, "abc", 3, 0) != 3 || write(fa, "X", 1) != 1)
+		return fail("write");
+	if ((pos = lseek(fa, 0, SEEK_CUR)) != 4) {
+		fprintf(stderr, "ktfs_probe: position %jd after append, "
+			"want 4\n", (intmax_t)pos);
+		return 1;
+	}
+	if (pwrite(fw, "Z", 1, 9) != 1 || write(fa, "YY", 2) != 2)
+		return fail("write");
+	if ((pos = lseek(fa, 0, SEEK_CUR)) != 12) {
+		fprintf(stderr, "ktfs_probe: position %jd after the second "
+			"append, want 12\n", (intmax_t)pos);
+		return 1;
+	}
+	if (pread(fw, buf, sizeof(buf), 0) != 12 ||
+	    memcmp(buf, "abcX\0\0\0\0\0ZYY", 12) != 0) {
+		fprintf(stderr, "ktfs_probe: content after appends wrong\n");
+		return 1;
+	}
+	return close(fa) < 0 || close(fw) < 0 ? fail("close") : 0;
+}
+
+/* A write past the store's value limit fails with EFBIG, and close(2)
+ * (flush) reports it again; a second close of a dup does not. */
+static int write_error(const char *file)
+{
+	int fd = open(file, O_RDWR | O_CREAT, 0644), fd2;
+
+	if (fd < 0)
+		return fail(file);
+	if ((fd2 = dup(fd)) < 0)
+		return fail("dup");
+	if (pwrite(fd, "x", 1, (off_t)1 << 40) != -1 || errno != EFBIG) {
+		fprintf(stderr, "ktfs_probe: write at 1 TiB: %s, want EFBIG\n",
+			strerror(errno));
+		return 1;
+	}
+	errno = 0;
+	if (close(fd) != -1 || errno != EFBIG) {
+		fprintf(stderr, "ktfs_probe: close after a failed write: %s, "
+			"want EFBIG\n", strerror(errno));
+		return 1;
+	}
+	return close(fd2) < 0 ? fail("second close") : 0;
+}
+
+static int fsync_check(const char *file)
+{
+	char *dir = strdup(file), *slash;
+	int fd = open(file, O_RDWR | O_CREAT, 0644), dfd;
+
+	if (fd < 0 || !dir)
+		return fail(file);
+	if (write(fd, "sync", 4) != 4 || fsync(fd) < 0 || fdatasync(fd) < 0)
+		return fail("fsync");
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	if ((dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY)) < 0 ||
+	    fsync(dfd) < 0)
+		return fail("fsync of the directory");
+	free(dir);
+	return close(dfd) < 0 || close(fd) < 0 ? fail("close") : 0;
+}
+
+/* Value bytes and row bytes of a store, opened read-only (which keeps
+ * any orphans: a read-only open drops nothing). */
+static int stats(const char *dir)
+{
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store_stats ss;
+	kt_store *s = NULL;
+	int rc;
+
+	o.read_only = 1;
+	if ((rc = kt_open(&s, dir, &o)) < 0)
+		return kfail(dir, rc);
+	rc = kt_stats(&ss, s);
+	kt_close(s);
+	if (rc < 0)
+		return kfail("stats", rc);
+	printf("%" PRIu64 " %" PRIu64 "\n", ss.value_bytes, ss.row_bytes);
+	return 0;
 }
 
 /* Read DIR, remembering telldir() positions: no entry may come twice and
@@ -336,6 +450,14 @@ int main(int argc, char **argv)
 		return rename2(argv[2], argv[3], argv[4]);
 	if (argc == 3 && strcmp(argv[1], "unlinked") == 0)
 		return unlinked(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "append") == 0)
+		return append(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "write-error") == 0)
+		return write_error(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "fsync") == 0)
+		return fsync_check(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "stats") == 0)
+		return stats(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "readdir") == 0)
 		return readdir_check(argv[2]);
 	fprintf(stderr, "usage: see the opening comment of tests/fuse/probe.c\n");

@@ -6,7 +6,8 @@
 # the mount, modes, owners, nanosecond times and links included; after a
 # remount everything is still there with the same inode numbers.  Also:
 # a store in use fails before mounting; SIGTERM and SIGINT unmount
-# cleanly; `mount -t fuse.keytreefs`; -o ro; --help and --version.
+# cleanly; mount.fuse3 (what `mount -t fuse.keytreefs` runs) and an
+# fstab line through mount -T; -o ro; --help and --version.
 source "$(dirname "$0")/lib.sh"
 
 "$KEYTREEFS" --help | grep -q 'value_name=NAME' || fail "--help"
@@ -110,21 +111,47 @@ expect_eq "-o ro reads" "$(cat "$MNT/w/file")" data
 ktfs_umount
 ok "-o ro"
 
-# mount(8) through mount.fuse3.  `-t fuse.keytreefs` needs keytreefs
-# installed on mount.fuse3's PATH, so the test uses the equivalent
-# `-t fuse PROGRAM#STORE` form with the built binary.  The daemon detaches,
-# so it reopens the store after forking.
-mount -t fuse -o durable "$KEYTREEFS#$STORE" "$MNT" ||
-	fail "mount -t fuse"
-expect_eq "mount -t: type" "$(findmnt -n -o FSTYPE "$MNT")" fuse.keytreefs
-expect_eq "mount -t: content" "$(cat "$MNT/w/file")" data
+# Mounted by mount.fuse3 and mount(8), the daemon detaches (and reopens
+# the store after forking); umount returns before it has closed the store.
+wait_store_free() { # DUMP_FILE
+	local i
+	for i in $(seq 100); do
+		"$KTFS_PROBE" dump-store "$STORE" "$VALUE" >"$1" 2>/dev/null &&
+			return 0
+		sleep 0.1
+	done
+	fail "the store stayed busy after umount"
+}
+
+# `mount -t fuse.keytreefs STORE MNT` runs mount.fuse3, which finds
+# keytreefs on PATH; mount(8) gives its helpers a PATH of its own, so the
+# test calls mount.fuse3 itself, the way mount(8) does, with the built
+# binary on PATH.
+tmpbin=$KTFS_TMP/bin
+mkdir "$tmpbin"
+ln -s "$KEYTREEFS" "$tmpbin/keytreefs"
+env PATH="$tmpbin:$PATH" /sbin/mount.fuse3 "$STORE" "$MNT" -t keytreefs \
+	-o durable || fail "mount.fuse3 -t keytreefs"
+expect_eq "mount.fuse3: type" "$(findmnt -n -o FSTYPE "$MNT")" fuse.keytreefs
+expect_eq "mount.fuse3: source" "$(findmnt -n -o SOURCE "$MNT")" "$STORE"
+expect_eq "mount.fuse3: content" "$(cat "$MNT/w/file")" data
 echo fresh >"$MNT/w/fresh"
 umount "$MNT"
-for i in $(seq 100); do
-	"$KTFS_PROBE" dump-store "$STORE" "$VALUE" >"$KTFS_TMP/after.dump" \
-		2>/dev/null && break
-	sleep 0.1
-done
+wait_store_free "$KTFS_TMP/after.dump"
 grep -q '^/w/fresh f ' "$KTFS_TMP/after.dump" ||
-	fail "write through mount -t not in the store"
-ok "mount -t fuse (mount.fuse3) and umount"
+	fail "write through mount.fuse3 not in the store"
+ok "mount.fuse3 STORE MNT -t keytreefs (what mount -t fuse.keytreefs runs), umount"
+
+# An /etc/fstab line, in the form that names the program by its path
+# (independent of PATH), mounted with mount(8) from a private fstab file.
+printf '%s#%s %s fuse durable,noauto 0 0\n' "$KEYTREEFS" "$STORE" "$MNT" \
+	>"$KTFS_TMP/fstab"
+mount -T "$KTFS_TMP/fstab" "$MNT" || fail "mount -T FSTAB MNT"
+expect_eq "fstab: type" "$(findmnt -n -o FSTYPE "$MNT")" fuse.keytreefs
+expect_eq "fstab: content" "$(cat "$MNT/w/fresh")" fresh
+rm "$MNT/w/fresh"
+umount "$MNT"
+wait_store_free "$KTFS_TMP/after.dump"
+! grep -q '^/w/fresh ' "$KTFS_TMP/after.dump" ||
+	fail "removal through the fstab mount not in the store"
+ok "an fstab line (PROGRAM#STORE MNT fuse ...) mounted with mount -T"

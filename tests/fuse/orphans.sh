@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# orphans.sh - files unlinked or replaced while open, and what close and
+# fsync report: a file kept open across its unlink (read, write, ftruncate,
+# fchmod, fstat with st_nlink 0), its space gone from the store after the
+# last close (kt_stats of the store after unmounting), rm -r of a directory
+# holding an open unlinked file, mv over an open file (the old content stays
+# readable through the descriptor), an item+dir's value file unlinked while
+# open, O_APPEND offsets and concurrent appenders, a failed write reported
+# again at close, fsync and directory fsync.
+source "$(dirname "$0")/lib.sh"
+
+ktfs_mount -o create
+cd "$MNT"
+
+"$KTFS_PROBE" unlinked f
+[ ! -e f ] || fail "unlinked file still there"
+ok "read, write, ftruncate, fchmod, fstat (nlink 0) after unlink"
+
+# 2 MiB kept open across its unlink, then closed: the space must go.
+head -c $((2 * 1024 * 1024)) /dev/urandom >"$KTFS_TMP/big"
+cp "$KTFS_TMP/big" big
+exec 9<big
+rm big
+expect_eq "unlinked file readable to the end" \
+	"$(cmp - "$KTFS_TMP/big" <&9 && echo same)" same
+exec 9<&-
+ok "a 2 MiB file read through its descriptor after unlink"
+
+mkdir -p held/sub
+exec 8>held/sub/open
+echo data >&8
+rm -r held
+[ ! -e held ] || fail "rm -r of a directory with an open file"
+echo more >&8 || fail "write after rm -r"
+exec 8>&-
+expect_eq "nothing hidden left" "$(ls -A | grep -c fuse_hidden || true)" 0
+ok "rm -r of a directory holding an open unlinked file"
+
+printf 'old content' >dst
+printf 'new' >src
+ino=$(stat -c %i src)
+exec 7<dst
+mv src dst
+expect_eq "mv over an open file: the new content by name" "$(cat dst)" new
+expect_eq "mv kept the source's inode" "$(stat -c %i dst)" "$ino"
+expect_eq "mv over an open file: the old content by descriptor" \
+	"$(cat <&7)" "old content"
+expect_eq "the replaced file's link count" \
+	"$(stat -L -c %h /proc/self/fd/7)" 0
+exec 7<&-
+expect_eq "after the close" "$(cat dst)" new
+expect_eq "the directory after mv" "$(ls -A | tr '\n' ' ')" "dst "
+ok "mv over an open file keeps the old one readable through its descriptor"
+
+mkdir both
+printf 'own' >"both/$VALUE"
+exec 6<"both/$VALUE"
+rm "both/$VALUE"
+expect_eq "value file read after unlink" "$(cat <&6)" own
+expect_eq "the directory stays" "$(stat -c %F both)" directory
+[ ! -e "both/$VALUE" ] || fail "value file still there"
+exec 6<&-
+ok "an item+dir's value file unlinked while open"
+
+"$KTFS_PROBE" append app
+pids=
+for w in a b; do
+	(for i in $(seq 200); do echo "$w-line-$i" >>lines; done) &
+	pids="$pids $!"
+done
+wait $pids # not lib.sh's watchdog
+expect_eq "concurrent appenders: lines" "$(wc -l <lines)" 400
+expect_eq "concurrent appenders: bytes" "$(stat -c %s lines)" \
+	"$(($(seq 200 | sed 's/^/a-line-/' | wc -c) * 2))"
+ok "O_APPEND: at the store's end, offsets the kernel expects"
+
+"$KTFS_PROBE" write-error toobig
+ok "a failed write is reported again by close (flush)"
+"$KTFS_PROBE" fsync synced
+ok "fsync, fdatasync and directory fsync"
+
+rm -r both app lines toobig synced dst
+cd /
+ktfs_umount
+read -r vbytes rbytes < <("$KTFS_PROBE" stats "$STORE")
+expect_eq "value bytes left in the store" "$vbytes" 0
+[ "$rbytes" -lt 100000 ] ||
+	fail "the store still holds $rbytes row bytes: an orphan was kept"
+ok "the space of files unlinked while open is gone after the last close"
