@@ -90,7 +90,9 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	rc = kt_check(&nbad, st, print_line, none);
-	if (rc == KT_ECORRUPT || (rc == 0 && nbad > 0))
+	/* KT_ECORRUPT with no violation counted is a read that failed
+	 * (damaged files): then LevelDB's diagnosis is the message. */
+	if (nbad > 0 && (rc == 0 || rc == KT_ECORRUPT))
 		rc = cli_fail_msg(cli_store_dir(), "%zu violation%s %s", nbad,
 				  nbad == 1 ? "" : "s",
 				  !repair     ? "found"

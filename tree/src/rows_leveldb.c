@@ -220,11 +220,16 @@ static int ldb_next(kt__cursor *c, kt__row *row)
 	} else {
 		leveldb_iter_prev(c->it);
 	}
+	/* LevelDB's iterator steps over a block that fails its checksum and
+	 * only records the failure in its status: ask after every move, or
+	 * a damaged block would read as rows that are simply not there. */
+	leveldb_iter_get_error(c->it, &err);
+	if (err != NULL) {
+		c->done = 1;
+		return ldb_error(err, "scan");
+	}
 	if (!leveldb_iter_valid(c->it)) {
 		c->done = 1;
-		leveldb_iter_get_error(c->it, &err);
-		if (err != NULL)
-			return ldb_error(err, "scan");
 		return KT_ITEROVER;
 	}
 	k = leveldb_iter_key(c->it, &klen);
