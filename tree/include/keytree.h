@@ -605,7 +605,9 @@ KT_EXTERN void kt_batch_free(kt_batch *batch);
 
 /** What kt_stats() counts. */
 typedef struct kt_store_stats {
-	uint64_t items;       /**< nodes that are items (incl. item+dir) */
+	uint64_t items;       /**< nodes in the tree that are items (incl.
+				 item+dir; orphans are not counted here, but
+				 their rows are in rows and row_bytes) */
 	uint64_t dirs;        /**< nodes that are directories, the root too */
 	uint64_t links;       /**< symbolic links */
 	uint64_t value_bytes; /**< sum of value sizes (logical, holes too) */
