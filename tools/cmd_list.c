@@ -41,8 +41,10 @@ static int names_add(names *l, const char *s)
 			return -1;
 		l->v = nv;
 	}
-	l->v[l->n] = strdup(s);
-	return l->v[l->n] ? (int)l->n++ * 0 : -1;
+	if ((l->v[l->n] = strdup(s)) == NULL)
+		return -1;
+	l->n++;
+	return 0;
 }
 
 static void names_free(names *l)

@@ -167,7 +167,8 @@ static int imp_entry(copier *c, const char *real, const char *path)
 
 	if (lstat(real, &sb) != 0) {
 		c->bad = 1;
-		return cli_fail_errno(real, NULL) * 0;
+		cli_fail_errno(real, NULL);
+		return 0; /* reported; go on with the rest */
 	}
 	if (S_ISREG(sb.st_mode)) {
 		fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -192,7 +193,8 @@ static int imp_entry(copier *c, const char *real, const char *path)
 		tl = readlink(real, target, sizeof(target) - 1);
 		if (tl < 0) {
 			c->bad = 1;
-			return cli_fail_errno(real, "readlink") * 0;
+			cli_fail_errno(real, "readlink");
+			return 0; /* reported; go on with the rest */
 		}
 		target[tl] = '\0';
 		rc = imp_added(c, kt_batch_symlink(c->b, path, target, NULL),
@@ -225,7 +227,8 @@ static int imp_dir(copier *c, const char *real, const char *path)
 
 	if (d == NULL) {
 		c->bad = 1;
-		return cli_fail_errno(real, NULL) * 0;
+		cli_fail_errno(real, NULL);
+		return 0; /* reported; go on with the rest */
 	}
 	while (rc == 0 && (e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)

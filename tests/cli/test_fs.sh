@@ -97,12 +97,14 @@ t_xattrs() {
 
 t_usr_share_doc() {
 	[ -d /usr/share/doc ] || exit 77
+	# A snapshot: apt may change /usr/share/doc while the test runs.
+	cp -a /usr/share/doc "$TMP/src"
 	new_store
-	run 0 kt import /usr/share/doc /doc
+	run 0 kt import "$TMP/src" /doc
 	run 0 kt export /doc "$TMP/doc"
-	diff -r --no-dereference /usr/share/doc "$TMP/doc" >&2 ||
+	diff -r --no-dereference "$TMP/src" "$TMP/doc" >&2 ||
 		fail "diff -r found differences"
-	meta_list /usr/share/doc >"$TMP/m1"
+	meta_list "$TMP/src" >"$TMP/m1"
 	meta_list "$TMP/doc" >"$TMP/m2"
 	diff "$TMP/m1" "$TMP/m2" >&2 || fail "modes, types or times differ"
 }
