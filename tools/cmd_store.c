@@ -63,6 +63,25 @@ static int print_line(const char *what, void *payload)
 	return 0;
 }
 
+/* kt_check_ex's progress, drawn by the CLI's progress line. */
+static int check_progress(uint64_t done, uint64_t total, void *payload)
+{
+	cli_progress *p = payload;
+
+	p->total = total;
+	cli_progress_update(p, done);
+	return 0;
+}
+
+/* Each violation on its own line, after clearing the progress line. */
+static int check_violation(const char *what, void *payload)
+{
+	static char none[] = "";
+
+	cli_progress_clear(payload);
+	return print_line(what, none);
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option o[] = {
@@ -70,7 +89,7 @@ int cmd_check(int argc, char **argv)
 	kt_store *st = NULL;
 	size_t nbad = 0, nfixed = 0;
 	int c, rc, repair = 0;
-	char repaired[] = "repaired: ", none[] = "";
+	char repaired[] = "repaired: ";
 
 	while ((c = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
 		if (c == 'r')
@@ -89,7 +108,17 @@ int cmd_check(int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = kt_check(&nbad, st, print_line, none);
+	{
+		kt_check_options co = KT_CHECK_OPTIONS_INIT;
+		cli_progress p;
+
+		cli_progress_start(&p, "check", "rows", 0);
+		co.on_violation = check_violation;
+		co.on_progress = p.on ? check_progress : NULL;
+		co.payload = &p;
+		rc = kt_check_ex(&nbad, st, &co);
+		cli_progress_end(&p);
+	}
 	/* KT_ECORRUPT with no violation counted is a read that failed
 	 * (damaged files): then LevelDB's diagnosis is the message. */
 	if (nbad > 0 && (rc == 0 || rc == KT_ECORRUPT))

@@ -32,6 +32,10 @@ t_shown_on_terminal() {
 	on_tty "KEYTREE_STORE='$TMP/s2' '$KT_BIN' init &&
 		KEYTREE_STORE='$TMP/s2' '$KT_BIN' load <'$TMP/d'"
 	grep -aEq 'load: [0-9]+/[0-9]+ lines' "$OUT" || fail "load"
+	# check counts the store's path rows: the node rows of /x, /x/d and
+	# its 5 files, and their 7 index rows.
+	on_tty "'$KT_BIN' check"
+	grep -aEq 'check: 14/14 rows' "$OUT" || fail "check"
 }
 
 t_silent_when_redirected() {
@@ -46,6 +50,8 @@ t_silent_when_redirected() {
 	# stdout a terminal, stderr a file: silent.
 	on_tty "'$KT_BIN' dump 2>'$TMP/e' >/dev/tty"
 	[ ! -s "$TMP/e" ] || fail "progress with stderr a file"
+	on_tty "'$KT_BIN' check 2>'$TMP/e' >/dev/tty"
+	[ ! -s "$TMP/e" ] || fail "check progress with stderr a file"
 }
 
 run_case "$@"

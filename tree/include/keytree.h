@@ -638,6 +638,29 @@ typedef int (*kt_check_cb)(const char *what, void *payload);
 KT_EXTERN int kt_check(size_t *nviolations, kt_store *store, kt_check_cb cb,
 		       void *payload);
 
+/** Progress of a long operation: @p done units of an estimated @p total
+ * (0 when unknown).  Return non-zero to stop it. */
+typedef int (*kt_progress_cb)(uint64_t done, uint64_t total, void *payload);
+
+#define KT_CHECK_OPTIONS_VERSION 1
+
+/** Options for kt_check_ex(). */
+typedef struct kt_check_options {
+	unsigned int version;        /**< KT_CHECK_OPTIONS_VERSION */
+	kt_check_cb on_violation;    /**< per violation, as in kt_check() */
+	kt_progress_cb on_progress;  /**< now and then: rows checked so far
+					of the store's path rows */
+	void *payload;               /**< passed to both callbacks */
+} kt_check_options;
+
+#define KT_CHECK_OPTIONS_INIT {KT_CHECK_OPTIONS_VERSION, NULL, NULL, NULL}
+
+/** kt_check() with a progress callback.  Counting the rows for the total
+ * costs one extra scan, much cheaper than the check.  Stopping through a
+ * callback returns KT_ITEROVER with the violations found so far. */
+KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
+			  const kt_check_options *opts);
+
 /**
  * Repair what kt_check() finds, in one atomic batch: index rows that point
  * at nothing or disagree with their node are removed or rewritten; nodes

@@ -22,8 +22,10 @@ typedef struct checker {
 	kt_store *st;
 	kt__rd rd;
 	kt_check_cb cb;
+	kt_progress_cb progress;
 	void *payload;
 	size_t bad;
+	uint64_t done, total;
 	int stop;
 	uint64_t id_limit, ver_limit;
 	/* live node ids: open-addressing set */
@@ -381,9 +383,49 @@ static int check_orphans(checker *c, const char *prefix, const char *what)
 	return rc == KT_ITEROVER ? 0 : rc;
 }
 
+/* Count the path rows, for the progress total. */
+static int count_rows(checker *c, uint64_t *n)
+{
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	int rc;
+
+	*n = 0;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(c->st->delim.s, c->st->delim.len);
+	how.flags = KT__SCAN_PREFIX;
+	if ((rc = kt__rd_scan(&cur, &c->rd, &how)) != 0)
+		return rc;
+	while ((rc = kt__mcur_next(cur, &row)) == 0)
+		(*n)++;
+	kt__mcur_free(cur);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+static void progress(checker *c, int force)
+{
+	if (c->progress == NULL || c->stop)
+		return;
+	if ((force || (c->done & 1023) == 0) &&
+	    c->progress(c->done, c->total, c->payload) != 0)
+		c->stop = 2;
+}
+
 int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
 	     void *payload)
 {
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
+
+	o.on_violation = cb;
+	o.payload = payload;
+	return kt_check_ex(nviolations, st, &o);
+}
+
+int kt_check_ex(size_t *nviolations, kt_store *st,
+		const kt_check_options *opts)
+{
+	kt_check_options def = KT_CHECK_OPTIONS_INIT;
 	checker c;
 	kt__scan how;
 	kt__mcur *cur = NULL;
@@ -395,13 +437,24 @@ int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
 		*nviolations = 0;
 	if (st == NULL)
 		return kt__err(KT_EINVAL, "check: store is NULL");
+	if (opts == NULL)
+		opts = &def;
+	if (opts->version != KT_CHECK_OPTIONS_VERSION)
+		return kt__err(KT_EINVAL, "check: options version %u, expected "
+			       "%d", opts->version, KT_CHECK_OPTIONS_VERSION);
 	memset(&c, 0, sizeof(c));
 	c.st = st;
-	c.cb = cb;
-	c.payload = payload;
+	c.cb = opts->on_violation;
+	c.progress = opts->on_progress;
+	c.payload = opts->payload;
 	c.rd.st = st;
 	if ((rc = st->rows->ops->snapshot(&c.rd.snap, st->rows)) != 0)
 		return rc;
+	if (c.progress != NULL && (rc = count_rows(&c, &c.total)) != 0) {
+		st->rows->ops->snapshot_free(st->rows, c.rd.snap);
+		return rc;
+	}
+	progress(&c, 1);
 	rc = kt__rd_get(&c.rd, kt__sl(KT__PART_META, strlen(KT__PART_META)),
 			kt__sl("header", 6), &v);
 	if (rc == KT_ENOTFOUND)
@@ -436,6 +489,8 @@ int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
 			rc = check_node(&c, row.part, row.value);
 		else
 			rc = check_index(&c, row.part, row.sort, row.value);
+		c.done++;
+		progress(&c, 0);
 	}
 	kt__mcur_free(cur);
 	if (rc == KT_ITEROVER)
@@ -448,10 +503,15 @@ int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
 		rc = check_orphans(&c, KT__PART_ATTR, "attribute");
 	st->rows->ops->snapshot_free(st->rows, c.rd.snap);
 	free(c.ids);
+	if (rc == 0 && !c.stop)
+		progress(&c, 1);
 	if (nviolations != NULL)
 		*nviolations = c.bad;
 	if (rc != 0)
 		return rc;
+	if (c.stop == 2)
+		return kt__err(KT_ITEROVER, "check: stopped by the caller "
+			       "after %llu rows", (unsigned long long)c.done);
 	if (c.bad > 0)
 		return kt__err(KT_ECORRUPT, "check: %zu violation%s found",
 			       c.bad, c.bad == 1 ? "" : "s");
