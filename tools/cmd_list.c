@@ -330,17 +330,21 @@ out:
 int cmd_find(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'}, OPT_HELP, OPT_END};
+		{"json", no_argument, NULL, 'j'},
+		{"all", no_argument, NULL, 'a'}, OPT_HELP, OPT_END};
 	kt_store *st = NULL;
 	kt_iter *it = NULL;
 	const kt_entry *e;
 	char *prefix;
 	json_t *obj;
 	int c, rc, json = 0;
+	unsigned int flags = KT_FIND_ITEMS;
 
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ha", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = 1;
+		else if (c == 'a')
+			flags = 0; /* directories and links too */
 		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
 			return rc;
 	}
@@ -352,7 +356,7 @@ int cmd_find(int argc, char **argv)
 	if ((rc = cli_open(&st, 0)) != CLI_OK)
 		return rc;
 	prefix = cli_path(argv[optind]);
-	if ((rc = kt_find_new(&it, st, prefix, 0)) < 0) {
+	if ((rc = kt_find_new(&it, st, prefix, flags)) < 0) {
 		rc = cli_fail(prefix, rc);
 		goto out;
 	}

@@ -50,11 +50,12 @@ static const cli_command commands[] = {
 	 "  --json         one JSON object per entry\n"},
 	{"tree", cmd_tree, "tree [PATH]",
 	 "Draw the subtree at PATH (default /) like tree(1).\n"},
-	{"find", cmd_find, "find [--json] PREFIX",
-	 "Print every node whose path starts with PREFIX at a component start\n"
+	{"find", cmd_find, "find [-a] [--json] PREFIX",
+	 "Print every item whose path starts with PREFIX at a component start\n"
 	 "(\"/a/b\" finds /a/b, /a/b/c and /a/bc), one path per line.\n"
 	 "\n"
-	 "  --json   one JSON object per node\n"},
+	 "  -a, --all  directories and links too, not only items\n"
+	 "  --json     one JSON object per node\n"},
 	{"mkdir", cmd_mkdir, "mkdir [-p] PATH",
 	 "Make a directory.\n"
 	 "\n"

@@ -77,7 +77,7 @@ t_subtree() {
 	export KEYTREE_STORE="$TMP/copy"
 	new_store
 	run_in 0 "$TMP/sub" kt load
-	run 0 kt find /
+	run 0 kt find --all /
 	out_is $'/bin\n/bin/blob\n/bin/empty'
 	run 1 kt dump /nope
 }

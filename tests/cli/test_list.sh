@@ -97,11 +97,18 @@ t_find() {
 	run 0 kt find /cust-1/ord
 	sort "$OUT" >"$TMP/sorted"
 	eq "$(cat "$TMP/sorted")" "/cust-1/ord-1
+/cust-1/ord-2/li-9
+/cust-1/ordinal" "find: items only"
+	run 0 kt find --all /cust-1/ord
+	sort "$OUT" >"$TMP/sorted"
+	eq "$(cat "$TMP/sorted")" "/cust-1/ord-1
 /cust-1/ord-2
 /cust-1/ord-2/li-9
-/cust-1/ordinal" "find"
+/cust-1/ordinal" "find --all: directories too"
 	run 0 kt find /
-	[ "$(wc -l <"$OUT")" -eq 8 ] || fail "find / count"
+	[ "$(wc -l <"$OUT")" -eq 5 ] || fail "find / count"
+	run 0 kt find -a /
+	[ "$(wc -l <"$OUT")" -eq 8 ] || fail "find -a / count"
 	run 0 kt find /none
 	out_is ""
 	run 2 kt find
@@ -111,6 +118,9 @@ t_find_json() {
 	new_store
 	kt put /a/b 1
 	run 0 kt find --json /a
+	out_is '{"path":"/a/b","kind":"item","id":'"$(kt stat --json /a/b |
+		sed 's/.*"id":\([0-9]*\).*/\1/')"'}'
+	run 0 kt find --json --all /a
 	out_is '{"path":"/a","kind":"dir","id":'"$(kt stat --json /a |
 		sed 's/.*"id":\([0-9]*\).*/\1/')"'}
 {"path":"/a/b","kind":"item","id":'"$(kt stat --json /a/b |
