@@ -1,0 +1,72 @@
+/*
+ * bench.h - what the API benchmark's driver (api.c) and its engines
+ * (eng_*.c) share: the data set's shape, the engine table, and helpers.
+ *
+ * Every engine holds the same data set: N items of 100 bytes at depth 4
+ * (/tA/uB/vC/iD, 10 items per leaf directory, 10^4 per top-level
+ * directory), a directory /big with a large number of items, and a
+ * directory /l of symbolic links to items.  The driver times the same
+ * operations, in the same (seeded) order, on each engine.
+ */
+#ifndef KT_BENCH_H
+#define KT_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_VALUE_LEN 100
+#define BENCH_PATH_MAX	256
+
+/** What one run holds and does. */
+typedef struct bench_params {
+	const char *dir; /**< the engine's own directory, made by the driver */
+	long n;		 /**< items at depth 4 */
+	long nbig;	 /**< items in /big */
+	long nlinks;	 /**< links in /l */
+	int check;	 /**< verify the floor's rows with kt_check */
+} bench_params;
+
+/** One implementation of the workloads.  Functions return 0 or -1 (with a
+ * message on stderr); counting ones return the count or -1. */
+typedef struct bench_engine {
+	const char *name;
+	/** Create the empty store with the directory skeleton, /big and
+	 * /l (untimed). */
+	int (*open)(void **ctx, const bench_params *p);
+	/** Close and open again, so the data reaches its resting form. */
+	int (*reopen)(void *ctx);
+	int (*put)(void *ctx, long i);	    /**< insert item i */
+	int (*get)(void *ctx, long i);	    /**< read item i's value */
+	int (*get_link)(void *ctx, long k); /**< read through link k */
+	long (*find)(void *ctx);	    /**< list every node under /t* */
+	long (*list_big)(void *ctx);	    /**< list /big */
+	int (*rename)(void *ctx, const char *from, const char *to);
+	long (*delete_all)(void *ctx); /**< remove every top-level dir */
+	void (*close)(void *ctx);
+} bench_engine;
+
+extern const bench_engine bench_keytree;
+extern const bench_engine bench_floor;
+extern const bench_engine bench_sqlite;
+extern const bench_engine bench_fs;
+
+/* The data set's names (api.c). */
+void bench_item_path(char *buf, long i);
+void bench_item_dir(char *buf, long i);
+void bench_item_name(char *buf, long i);
+void bench_big_name(char *buf, long j);
+void bench_link_name(char *buf, long k);
+long bench_link_target(const bench_params *p, long k);
+const unsigned char *bench_value(long i);
+long bench_top_dirs(const bench_params *p);
+
+/* Helpers (api.c). */
+int bench_fail(const char *what, const char *detail);
+uint64_t bench_disk_bytes(const char *dir);
+
+/* The keytree store skeleton shared by the keytree engine and the floor,
+ * made through the library (eng_keytree.c). */
+struct kt_store;
+int bench_kt_skeleton(struct kt_store *st, const bench_params *p);
+
+#endif /* KT_BENCH_H */
