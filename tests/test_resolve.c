@@ -108,6 +108,29 @@ static void test_resolve__too_long_after_links(void **state)
 			   KT_ENAMETOOLONG, "/s/");
 }
 
+/* A target ending in '/' or "/." names a directory, as in POSIX. */
+static void test_resolve__trailing_slash_wants_a_directory(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_statbuf d, sb;
+
+	assert_int_equal(kt_put(f->store, "/item", "v", 1, NULL), 0);
+	assert_int_equal(kt_mkdir(f->store, "/dir", NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/l1", "item/.", NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/l2", "/item//", NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/l3", "./dir/", NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/l4", "/dir/.", NULL), 0);
+	kt_assert_rejected(f->store, kt_stat(&sb, f->store, "/l1"),
+			   KT_ENOTDIR, "/item");
+	kt_assert_rejected(f->store, kt_stat(&sb, f->store, "/l2"),
+			   KT_ENOTDIR, "/item");
+	assert_int_equal(kt_stat(&d, f->store, "/dir"), 0);
+	assert_int_equal(kt_stat(&sb, f->store, "/l3"), 0);
+	assert_int_equal(sb.id, d.id);
+	assert_int_equal(kt_stat(&sb, f->store, "/l4"), 0);
+	assert_int_equal(sb.id, d.id);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, kt_test_setup, \
@@ -117,6 +140,7 @@ int main(void)
 		T(test_resolve__link_to_dot),
 		T(test_resolve__target_component_not_a_name),
 		T(test_resolve__too_long_after_links),
+		T(test_resolve__trailing_slash_wants_a_directory),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -218,3 +218,27 @@ int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
 	}
 	return 0;
 }
+
+int kt__path_valid(const kt__delim *d, const char *p, size_t len)
+{
+	size_t i, start = 1, depth = 0;
+
+	if (len == 0 || p[0] != '/' || len > KT_PATH_MAX)
+		return 0;
+	if (len == 1)
+		return 1;
+	for (i = 1; i <= len; i++) {
+		size_t n;
+		if (i < len && p[i] != '/')
+			continue;
+		n = i - start;
+		if (n == 0 || n > KT_NAME_MAX || ++depth > KT_DEPTH_MAX ||
+		    (n == 1 && p[start] == '.') ||
+		    (n == 2 && p[start] == '.' && p[start + 1] == '.') ||
+		    memchr(p + start, '\0', n) != NULL ||
+		    find_delim(d, p + start, n) != NULL)
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}

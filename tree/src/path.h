@@ -27,6 +27,10 @@ int kt__name_check(const kt__delim *d, const char *name, size_t len,
  * message such as "get '/a//b': empty component at byte 3". */
 int kt__path_check(const kt__delim *d, const char *path, const char *op);
 
+/* Is p[0..len) a canonical path within the limits?  Like kt__path_check
+ * but silent: no message, a yes or no. */
+int kt__path_valid(const kt__delim *d, const char *p, size_t len);
+
 /* Length of the parent of canonical path p[0..len) ("/a/b" -> 2, "/a" ->
  * 0 meaning the root).  Must not be called on the root. */
 size_t kt__parent_len(const char *p, size_t len);

@@ -7,7 +7,8 @@
  * there is no link on the way.  Otherwise the path is walked one component
  * at a time from the root.  A link's target replaces the link in the walk:
  * an absolute target restarts at the root, a relative one continues in the
- * link's directory; "." is skipped and ".." steps up, never above the root.
+ * link's directory; "." stays put (but, like a trailing '/', makes the
+ * name before it a directory) and ".." steps up, never above the root.
  * More than KT_LINK_HOPS_MAX links give KT_ELOOP, so cycles end.
  *
  * With KT__R_CREATE (writers only) missing ancestors named by the caller's
@@ -55,7 +56,9 @@ static int walk_follow(walk *w, const char *linkp, size_t linklen,
 		s = memchr(t, '/', (size_t)(end - t));
 		if (s == NULL)
 			s = end;
-		if (s > t && !(s - t == 1 && t[0] == '.')) {
+		/* Empty components ("//") drop out; "." stays, because the
+		 * name before it must be a directory. */
+		if (s > t) {
 			if (nr.len > 0)
 				rc = kt__buf_addc(&nr, '/');
 			if (rc == 0)
@@ -63,6 +66,11 @@ static int walk_follow(walk *w, const char *linkp, size_t linklen,
 			n++;
 		}
 		t = s + 1;
+	}
+	/* A trailing '/' asks for a directory, as a trailing "." does. */
+	if (rc == 0 && n > 0 && target->p[target->len - 1] == '/') {
+		rc = kt__buf_add(&nr, "/.", 2);
+		n++;
 	}
 	if (rc == 0 && w->ro < w->rest.len) {
 		if (nr.len > 0)
@@ -137,6 +145,13 @@ static int walk_run(kt__res *r, kt__rd *rd, walk *w, const char *path,
 		if (orig)
 			w->norig--;
 
+		if (clen == 1 && c[0] == '.') {
+			/* The walk is already in a directory: the name
+			 * before "." was checked as one. */
+			if (w->nrest == 0)
+				break;
+			continue;
+		}
 		if (clen == 2 && c[0] == '.' && c[1] == '.') {
 			w->cur.len = kt__parent_len(w->cur.p, w->cur.len);
 			if (w->cur.p)
@@ -253,6 +268,95 @@ static int walk_run(kt__res *r, kt__rd *rd, walk *w, const char *path,
 	return rc;
 }
 
+/* Join a link's directory and its target into a canonical path, when that
+ * can be done by text alone: no "..", which needs the walk (the component
+ * before it must be a real directory), and no trailing '/', which demands a
+ * directory.  Empty and "." components drop out.  0 on success, 1 when the
+ * target is not that simple, or an error. */
+static int join_simple(kt__buf *out, const char *dir, size_t dlen,
+		       const kt__buf *target, const kt__delim *d)
+{
+	const char *t = target->p, *end = t + target->len, *s;
+	int rc = 0;
+
+	/* A trailing '/' or "." after a name asks for a directory: walk. */
+	if (target->len == 0 || t[target->len - 1] == '/' ||
+	    (target->len >= 2 && t[target->len - 1] == '.' &&
+	     t[target->len - 2] == '/'))
+		return 1;
+	out->len = 0;
+	if (t[0] != '/' && dlen > 1)
+		rc = kt__buf_add(out, dir, dlen);
+	for (; t < end && rc == 0; t = s + 1) {
+		s = memchr(t, '/', (size_t)(end - t));
+		if (s == NULL)
+			s = end;
+		if (s == t || (s - t == 1 && t[0] == '.'))
+			continue;
+		if (s - t == 2 && t[0] == '.' && t[1] == '.')
+			return 1;
+		if ((rc = kt__buf_addc(out, '/')) == 0)
+			rc = kt__buf_add(out, t, (size_t)(s - t));
+	}
+	if (rc == 0 && out->len == 0)
+		rc = kt__buf_addc(out, '/');
+	if (rc != 0)
+		return rc;
+	/* Names that cannot exist (the delimiter, too long) are the walk's
+	 * to report. */
+	return kt__path_valid(d, out->p, out->len) ? 0 : 1;
+}
+
+/* A link found by the fast path: follow it by text while targets stay
+ * simple and land on existing rows, with one lookup per hop.  0 with @p r
+ * filled, 1 to fall back to the walk, or an error. */
+static int follow_fast(kt__res *r, kt__rd *rd, const char *path, size_t len,
+		       kt__node *link)
+{
+	kt__buf cur = {0}, next = {0};
+	kt__node n = {0};
+	int hops = 0, rc;
+
+	if ((rc = kt__buf_set(&cur, path, len)) != 0)
+		return rc;
+	for (;;) {
+		size_t pl = kt__parent_len(cur.p, cur.len);
+		rc = join_simple(&next, pl ? cur.p : "/", pl ? pl : 1,
+				 hops == 0 ? &link->payload : &n.payload,
+				 &rd->st->delim);
+		kt__node_free(&n);
+		memset(&n, 0, sizeof(n));
+		if (rc != 0 || ++hops > KT_LINK_HOPS_MAX)
+			break;
+		rc = kt__node_get(&n, rd, next.p, next.len);
+		if (rc != 0) {
+			if (rc == KT_ENOTFOUND)
+				rc = 1;
+			break;
+		}
+		if (n.kind != KT_KIND_LINK) {
+			r->exists = 1;
+			r->node = n;
+			memset(&n, 0, sizeof(n));
+			r->parent_len = next.len > 1
+						? kt__parent_len(next.p, next.len)
+						: 0;
+			r->path = next;
+			memset(&next, 0, sizeof(next));
+			break;
+		}
+		kt__buf tmp = cur;
+		cur = next;
+		next = tmp;
+	}
+	if (hops > KT_LINK_HOPS_MAX)
+		rc = 1; /* the walk says KT_ELOOP, with its message */
+	kt__node_free(&n);
+	kt__buf_free(&cur);
+	kt__buf_free(&next);
+	return rc;
+}
+
 int kt__resolve(kt__res *r, kt__rd *rd, const char *path, unsigned int flags,
 		const char *op)
 {
@@ -264,7 +368,13 @@ int kt__resolve(kt__res *r, kt__rd *rd, const char *path, unsigned int flags,
 	memset(r, 0, sizeof(*r));
 	/* Fast path: the full path has a row and needs no link followed. */
 	rc = kt__node_get(&n, rd, path, len);
-	if (rc == 0 && (n.kind != KT_KIND_LINK || !(flags & KT__R_FOLLOW))) {
+	if (rc == 0 && n.kind == KT_KIND_LINK && (flags & KT__R_FOLLOW)) {
+		rc = follow_fast(r, rd, path, len, &n);
+		kt__node_free(&n);
+		if (rc != 1)
+			return rc;
+		rc = 0; /* not simple: straight to the walk */
+	} else if (rc == 0) {
 		r->exists = 1;
 		r->node = n;
 		r->parent_len = len > 1 ? kt__parent_len(path, len) : 0;
