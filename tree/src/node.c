@@ -53,14 +53,9 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 	return 0;
 }
 
-int kt__node_decode(kt__node *n, const char *p, size_t len)
+/* Does the payload have exactly the length the kind and size announce? */
+static int payload_ok(const kt__node *n, size_t plen)
 {
-	size_t plen = len - KT__NODE_HDR;
-	int rc = kt__node_decode_hdr(n, p, len);
-
-	if (rc != 0)
-		return rc;
-	/* The payload must be exactly what the kind and size announce. */
 	if (n->kind == KT_KIND_LINK) {
 		if (plen != n->size)
 			return kt__err(KT_ECORRUPT, "link row payload of %zu "
@@ -75,6 +70,39 @@ int kt__node_decode(kt__node *n, const char *p, size_t len)
 		return kt__err(KT_ECORRUPT, "node row has %zu stray payload "
 			       "bytes", plen);
 	}
+	return 0;
+}
+
+/* Decode the row in @p val and keep its buffer as the payload: the row is
+ * read once and copied no more. */
+static int node_decode_take(kt__node *n, kt__buf *val)
+{
+	size_t plen;
+	int rc = kt__node_decode_hdr(n, val->p, val->len);
+
+	if (rc != 0)
+		return rc;
+	plen = val->len - KT__NODE_HDR;
+	if ((rc = payload_ok(n, plen)) != 0)
+		return rc;
+	memmove(val->p, val->p + KT__NODE_HDR, plen);
+	val->len = plen;
+	val->p[plen] = '\0';
+	kt__buf_free(&n->payload);
+	n->payload = *val;
+	memset(val, 0, sizeof(*val));
+	return 0;
+}
+
+int kt__node_decode(kt__node *n, const char *p, size_t len)
+{
+	size_t plen = len - KT__NODE_HDR;
+	int rc = kt__node_decode_hdr(n, p, len);
+
+	if (rc != 0)
+		return rc;
+	if ((rc = payload_ok(n, plen)) != 0)
+		return rc;
 	return kt__buf_set(&n->payload, p + KT__NODE_HDR, plen);
 }
 
@@ -175,7 +203,7 @@ int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len)
 	if (rc == 0)
 		rc = kt__rd_get(rd, ps, kt__sl("", 0), &val);
 	if (rc == 0) {
-		rc = kt__node_decode(n, val.p, val.len);
+		rc = node_decode_take(n, &val);
 		if (rc == KT_ECORRUPT)
 			kt__err_prefix("node '%.*s'", (int)len, p);
 	}
