@@ -818,7 +818,7 @@ static int check_attr_name(kt_store *st, const kt__op *op)
 int kt__op_validate(kt_store *st, const kt__op *op)
 {
 	const char *name = kt__op_name(op->type);
-	char a[KT__SHOWSZ];
+	char a[KT__SHOWSZ], b[KT__SHOWSZ];
 	int rc;
 
 	if (st == NULL)
@@ -891,9 +891,10 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 			return kt__err(KT_EINVAL, "attr_set '%s': value is "
 				       "NULL", SHOW(a, op->path));
 		if (op->len > KT_ATTR_VALUE_MAX)
-			return kt__err(KT_ETOOBIG, "attr_set '%s': value of %zu"
-				       " bytes is over the limit of %d",
-				       SHOW(a, op->path), op->len,
+			return kt__err(KT_ETOOBIG, "attr_set '%s': value of "
+				       "attribute '%s' has %zu bytes, over the "
+				       "limit of %d", SHOW(a, op->path),
+				       SHOW(b, op->path2), op->len,
 				       KT_ATTR_VALUE_MAX);
 		if ((op->flags & ~3u) || (op->flags & 3u) == 3u)
 			return kt__err(KT_EINVAL, "attr_set '%s': bad flags "

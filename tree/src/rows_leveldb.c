@@ -13,6 +13,7 @@
  * database -> KT_ENOTFOUND, everything else -> KT_EIO.  Reads verify
  * checksums, so damaged files surface as KT_ECORRUPT, never as wrong data.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,7 @@ struct kt__cursor {
 /* Map a LevelDB error string to a code and record the message. */
 static int ldb_error(char *err, const char *what)
 {
+	char shown[512];
 	int code = KT_EIO;
 
 	if (strstr(err, "Corruption") != NULL)
@@ -60,11 +62,14 @@ static int ldb_error(char *err, const char *what)
 		code = KT_EBUSY;
 	else if (strstr(err, "does not exist") != NULL)
 		code = KT_ENOTFOUND;
+	/* LevelDB's text can quote file contents (a damaged CURRENT): show
+	 * it escaped. */
+	kt__show(shown, sizeof(shown), err, strlen(err));
 	if (code == KT_EBUSY)
 		kt__err(code, "%s: the store is in use by another process "
-			"(LevelDB lock held): %s", what, err);
+			"(LevelDB lock held): %s", what, shown);
 	else
-		kt__err(code, "%s: %s", what, err);
+		kt__err(code, "%s: %s", what, shown);
 	leveldb_free(err);
 	return code;
 }
@@ -406,7 +411,10 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 
 	l->db = leveldb_open(l->opts, dir, &err);
 	if (err != NULL) {
-		int rc = ldb_error(err, dir);
+		char what[4200];
+		int rc;
+		snprintf(what, sizeof(what), "open '%s'", dir);
+		rc = ldb_error(err, what);
 		ldb_close(&l->base);
 		return rc;
 	}
