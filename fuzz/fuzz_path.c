@@ -2,12 +2,13 @@
  * fuzz_path.c - arbitrary bytes as paths, names, link targets and
  * delimiters, through the public API.
  *
- * Four stores stay open for the whole run, each with another delimiter
- * (the default "¦" C2 A6, ':' , the 3-byte "•" E2 80 A2 and the single
- * byte FF).  Each has a fixed tree at its root for readers and a scratch
- * subtree /s that is rebuilt before every mutation.  An input is one or
- * more operations, each an operation byte, a flags byte and up to three
- * NUL-terminated strings (the remaining bytes, split at NUL):
+ * Four stores stay open, made again every STORE_LIFE inputs, each with
+ * another delimiter (the default "¦" C2 A6, ':' , the 3-byte "•" E2 80 A2
+ * and the single byte FF).  Each has a fixed tree at its root for readers
+ * and a scratch subtree /s that is rebuilt before every mutation.  An
+ * input is one or more operations, each an operation byte, a flags byte
+ * and up to three NUL-terminated strings (the remaining bytes, split at
+ * NUL):
  *
  *   readers  kt_stat, kt_lstat, kt_get, kt_readlink, kt_iter_new (with
  *            "after"), kt_find_new, kt_attr_get: on the raw path;
@@ -200,10 +201,32 @@ static void make_scratch(kt_store *st)
 	must(kt_attr_set(st, PREFIX "/i", "a", "1", 1, 0), "attr");
 }
 
+/* Make store @p i afresh.  Every write rebuilds /s, and LevelDB keeps the
+ * tombstones of the old rows until a compaction reaches them, so scans
+ * (kt_check after each write) slow down as a run goes on; the stores are
+ * made again every STORE_LIFE inputs (and checked first). */
+#define STORE_LIFE 1024
+
+static void make_store(int i)
+{
+	kt_options o = KT_OPTIONS_INIT;
+
+	if (stores[i] != NULL) {
+		fz_check(stores[i], "before the store is made again");
+		kt_close(stores[i]);
+		stores[i] = NULL;
+	}
+	fz_rmtree(store_dirs[i]);
+	o.create_if_missing = 1;
+	o.delimiter = delims[i];
+	must(kt_open(&stores[i], store_dirs[i], &o), "kt_open");
+	make_root_tree(stores[i]);
+	make_scratch(stores[i]);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	kt_options o = KT_OPTIONS_INIT;
 	int i;
 
 	(void)argc;
@@ -211,11 +234,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	for (i = 0; i < NSTORES; i++) {
 		snprintf(store_dirs[i], sizeof(store_dirs[i]), "%s/store%d",
 			 fz_scratch(), i);
-		o.create_if_missing = 1;
-		o.delimiter = delims[i];
-		must(kt_open(&stores[i], store_dirs[i], &o), "kt_open");
-		make_root_tree(stores[i]);
-		make_scratch(stores[i]);
+		make_store(i);
 	}
 	return 0;
 }
@@ -732,8 +751,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (i = 0; i < n; i++)
 		fop_free(&ops[i]);
-	if (++nexec % 4096 == 0)
+	if (++nexec % STORE_LIFE == 0)
 		for (i = 0; i < NSTORES; i++)
-			fz_check(stores[i], "now and then");
+			make_store((int)i);
 	return 0;
 }
