@@ -349,7 +349,18 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 		for (known = 0, i = 0; rec_keys[i] && !known; i++)
 			known = strcmp(key, rec_keys[i]) == 0;
 		if (!known) {
-			snprintf(err, 128, "unknown field \"%.40s\"", key);
+			char shown[48];
+			size_t k, n = 0;
+			/* The name comes from the input: no control byte
+			 * may reach the terminal through the message. */
+			for (k = 0; key[k] && n + 1 < sizeof(shown) && k < 40;
+			     k++) {
+				unsigned char ch = (unsigned char)key[k];
+				shown[n++] = ch < 0x20 || ch == 0x7f ? '?'
+								     : (char)ch;
+			}
+			shown[n] = '\0';
+			snprintf(err, 128, "unknown field \"%s\"", shown);
 			return -1;
 		}
 	}
