@@ -5,27 +5,7 @@
  * callback being called.
  */
 #include "kt_test.h"
-
-/* Fail the test unless @p call returns 0, showing the library's message. */
-#define ok(call)                                                             \
-	do {                                                                 \
-		int ok__rc = (call);                                         \
-		if (ok__rc != 0)                                             \
-			fail_msg("%s: %d (%s)", #call, ok__rc, kt_errmsg()); \
-	} while (0)
-
-static kt_store *store_of(void **state)
-{
-	return ((kt_test_fixture *)*state)->store;
-}
-
-static void put_str(kt_store *s, const char *path, const char *value)
-{
-	int rc = kt_put(s, path, value, strlen(value), NULL);
-
-	if (rc != 0)
-		fail_msg("put %s: %d (%s)", path, rc, kt_errmsg());
-}
+#include "kt_helpers.h"
 
 typedef struct calls {
 	size_t n;

@@ -5,37 +5,7 @@
  * descendants, and links followed in the prefix's parent.
  */
 #include "kt_test.h"
-
-/* Fail the test unless @p call returns 0, showing the library's message. */
-#define ok(call)                                                             \
-	do {                                                                 \
-		int ok__rc = (call);                                         \
-		if (ok__rc != 0)                                             \
-			fail_msg("%s: %d (%s)", #call, ok__rc, kt_errmsg()); \
-	} while (0)
-
-static kt_store *store_of(void **state)
-{
-	return ((kt_test_fixture *)*state)->store;
-}
-
-static void put_str(kt_store *s, const char *path, const char *value)
-{
-	int rc = kt_put(s, path, value, strlen(value), NULL);
-
-	if (rc != 0)
-		fail_msg("put %s: %d (%s)", path, rc, kt_errmsg());
-}
-
-static kt_statbuf lstat_of(kt_store *s, const char *path)
-{
-	kt_statbuf st;
-	int rc = kt_lstat(&st, s, path);
-
-	if (rc != 0)
-		fail_msg("lstat %s: %d (%s)", path, rc, kt_errmsg());
-	return st;
-}
+#include "kt_helpers.h"
 
 /* The paths found, in the order found. */
 typedef struct found {

@@ -5,36 +5,7 @@
  * and the errors for things that are not listable directories.
  */
 #include "kt_test.h"
-
-/* Fail the test unless @p call returns 0, showing the library's message. */
-#define ok(call)                                                             \
-	do {                                                                 \
-		int ok__rc = (call);                                         \
-		if (ok__rc != 0)                                             \
-			fail_msg("%s: %d (%s)", #call, ok__rc, kt_errmsg()); \
-	} while (0)
-
-/* Fail the test unless @p call returns @p code. */
-#define expect_rc(call, code)                                                \
-	do {                                                                 \
-		int ex__rc = (call);                                         \
-		if (ex__rc != (code))                                        \
-			fail_msg("%s: got %d (%s), want %d", #call, ex__rc,  \
-				 kt_errmsg(), (int)(code));                  \
-	} while (0)
-
-static kt_store *store_of(void **state)
-{
-	return ((kt_test_fixture *)*state)->store;
-}
-
-static void put_str(kt_store *s, const char *path, const char *value)
-{
-	int rc = kt_put(s, path, value, strlen(value), NULL);
-
-	if (rc != 0)
-		fail_msg("put %s: %d (%s)", path, rc, kt_errmsg());
-}
+#include "kt_helpers.h"
 
 static uint64_t id_of(kt_store *s, const char *path)
 {

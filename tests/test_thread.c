@@ -6,20 +6,13 @@
  * cmocka's asserts are for the main thread only.
  */
 #include "kt_test.h"
+#include "kt_helpers.h"
 
 #include <pthread.h>
 
 #define NTHREADS 8
 #define PER_THREAD 400
 #define NSHARED_DIRS 6
-
-/* Fail the test unless @p call returns 0, showing the library's message. */
-#define ok(call)                                                             \
-	do {                                                                 \
-		int ok__rc = (call);                                         \
-		if (ok__rc != 0)                                             \
-			fail_msg("%s: %d (%s)", #call, ok__rc, kt_errmsg()); \
-	} while (0)
 
 typedef struct worker {
 	kt_store *store;
@@ -30,11 +23,6 @@ typedef struct worker {
 	unsigned char acked[PER_THREAD]; /* put of item i returned 0 */
 	int exclusive_wins;    /* EXCL creations of /race/excl-* won */
 } worker;
-
-static kt_store *store_of(void **state)
-{
-	return ((kt_test_fixture *)*state)->store;
-}
 
 static void note(worker *w, const char *what, int rc)
 {
