@@ -69,7 +69,7 @@ extern "C" {
 #define KT_VERSION_STRING "0.1.0"
 
 /** On-disk format version written by this library. */
-#define KT_FORMAT_VERSION 1
+#define KT_FORMAT_VERSION 2
 
 /** @name Limits
  * Enforced by every function; exceeding one fails with a message naming the
@@ -235,6 +235,20 @@ KT_EXTERN int kt_stat(kt_statbuf *st, kt_store *store, const char *path);
 
 /** As kt_stat() but a link in the last component is reported itself. */
 KT_EXTERN int kt_lstat(kt_statbuf *st, kt_store *store, const char *path);
+
+/** The canonical path of the node whose id is @p id, in a NUL-terminated
+ * string (*path, free with kt_free()) and its length (*len, may be NULL).
+ * One lookup: every node has an id row that names its path.  KT_ENOTFOUND
+ * if no node in the tree has that id: it was deleted, never existed, or is
+ * an orphan (reach those with the kt_orphan_* calls). */
+KT_EXTERN int kt_id_path(char **path, size_t *len, kt_store *store,
+			 uint64_t id);
+
+/** kt_id_path() and kt_lstat() of that path, read from one consistent
+ * view.  @p path may be NULL when only the metadata is wanted; otherwise
+ * it is set as by kt_id_path(). */
+KT_EXTERN int kt_id_lstat(kt_statbuf *st, char **path, size_t *len,
+			  kt_store *store, uint64_t id);
 
 /** Flags for kt_setattr(). */
 #define KT_SET_MODE 0x01u
