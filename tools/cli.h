@@ -32,6 +32,7 @@ int cmd_find(int argc, char **argv);
 int cmd_mkdir(int argc, char **argv);
 int cmd_ln(int argc, char **argv);
 int cmd_readlink(int argc, char **argv);
+int cmd_path(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_mv(int argc, char **argv);
 int cmd_stat(int argc, char **argv);

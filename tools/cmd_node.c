@@ -197,6 +197,36 @@ int cmd_readlink(int argc, char **argv)
 	return rc;
 }
 
+int cmd_path(int argc, char **argv)
+{
+	kt_store *st = NULL;
+	const char *arg;
+	char *path = NULL;
+	size_t len = 0, id;
+	int rc;
+
+	if ((rc = opts_none(argc, argv, 0)) >= 0 ||
+	    (rc = operands(argc, argv, 1, 1)) >= 0)
+		return rc;
+	arg = argv[optind];
+	if (cli_parse_size(&id, arg) != 0 || id == 0)
+		return cli_usage("path", "'%s' is not a node id (a positive "
+				 "decimal number, as 'stat' shows)", arg);
+	if ((rc = cli_open(&st, 0)) != CLI_OK)
+		return rc;
+	rc = kt_id_path(&path, &len, st, (uint64_t)id);
+	if (rc < 0) {
+		rc = cli_fail(arg, rc);
+	} else {
+		cli_put_name(stdout, path, len);
+		putchar('\n');
+		rc = CLI_OK;
+	}
+	kt_free(path);
+	kt_close(st);
+	return rc;
+}
+
 int cmd_rm(int argc, char **argv)
 {
 	static const struct option o[] = {{"recursive", no_argument, NULL, 'r'},

@@ -65,6 +65,9 @@ static const cli_command commands[] = {
 	 "Only symbolic links exist in a store, so -s is required.\n"},
 	{"readlink", cmd_readlink, "readlink PATH",
 	 "Print the target of the link at PATH.\n"},
+	{"path", cmd_path, "path ID",
+	 "Print the path of the node whose id is ID: the id 'stat' shows,\n"
+	 "which is also the inode number keytreefs gives the node.\n"},
 	{"rm", cmd_rm, "rm [-r] [--prune] PATH",
 	 "Remove the node at PATH (a link itself, not its target).\n"
 	 "\n"

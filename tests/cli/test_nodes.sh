@@ -30,6 +30,26 @@ t_ln_readlink() {
 	err_has "not a symbolic link"
 }
 
+t_path_of_id() {
+	new_store
+	run 0 kt put /a/b/c v
+	run 0 kt stat /a/b/c
+	id=$(sed -n "s/^id: *//p" "$OUT")
+	[ -n "$id" ] || fail "stat shows no id"
+	run 0 kt path "$id"
+	out_is /a/b/c
+	run 0 kt mv /a /z
+	run 0 kt path "$id"
+	out_is /z/b/c
+	run 0 kt rm /z/b/c
+	run 1 kt path "$id"
+	err_has "keytree: $id:"
+	err_has "no node has id $id"
+	run 2 kt path x12
+	err_has "'x12' is not a node id"
+	run 2 kt path 0
+}
+
 t_rm() {
 	new_store
 	run 0 kt put /a/b/c 1
