@@ -7,9 +7,9 @@
  *
  *   put of a new item:  get the item's node row (absent), get the parent's
  *                       node row; one batch: [alloc row when a counter
- *                       reaches its limit], the item's node row, the
- *                       rewritten parent node row, the index row in the
- *                       parent's partition.
+ *                       reaches its limit], the item's node row, its id
+ *                       row, the rewritten parent node row, the index row
+ *                       in the parent's partition.
  *   get:                one get of the node row.
  *   get through a link: get the link's node row, get its target's node row.
  *   find, list:         one range scan (prefix ¦t, partition ¦big¦).
@@ -225,6 +225,31 @@ static int f_reopen(void *ctx)
 	return f_load_alloc(c);
 }
 
+/* The id row of node @p id: "/id" 00 u64be(id) -> E(path). */
+static void id_row_put(leveldb_writebatch_t *wb, const unsigned char *id_le,
+		       const char *part, size_t plen)
+{
+	char key[4 + 8];
+	int i;
+
+	memcpy(key, "/id", 4);
+	for (i = 0; i < 8; i++)
+		key[4 + i] = (char)id_le[7 - i];
+	leveldb_writebatch_put(wb, key, sizeof(key), part, plen);
+}
+
+static void id_row_delete(leveldb_writebatch_t *wb,
+			  const unsigned char *id_le)
+{
+	char key[4 + 8];
+	int i;
+
+	memcpy(key, "/id", 4);
+	for (i = 0; i < 8; i++)
+		key[4 + i] = (char)id_le[7 - i];
+	leveldb_writebatch_delete(wb, key, sizeof(key));
+}
+
 static int f_write(fctx *c, leveldb_writebatch_t *wb)
 {
 	char *err = NULL;
@@ -308,6 +333,7 @@ static int f_put(void *ctx, long i)
 	idx[0] = 1;
 	put_u64(idx + 1, id);
 	leveldb_writebatch_put(wb, nkey, nlen, (char *)row, sizeof(row));
+	id_row_put(wb, row + 2, nkey, nlen - 1);
 	leveldb_writebatch_put(wb, pkey, plen, parent, plen_row);
 	leveldb_writebatch_put(wb, ikey, ilen, (char *)idx, sizeof(idx));
 	leveldb_free(parent);
@@ -501,6 +527,10 @@ static void move_row(void *arg, const char *k, size_t kl, const char *v,
 	memcpy(m->key, m->to, m->tolen);
 	memcpy(m->key + m->tolen, k + m->fromlen, rest);
 	leveldb_writebatch_put(m->wb, m->key, m->tolen + rest, v, vl);
+	/* A node row (empty sort key): its id row follows it. */
+	if (k[kl - 1] == '\0' && vl >= NODE_HDR)
+		id_row_put(m->wb, (const unsigned char *)v + 2, m->key,
+			   m->tolen + rest - 1);
 	leveldb_writebatch_delete(m->wb, k, kl);
 	m->rows++;
 }
@@ -510,8 +540,8 @@ static void delete_row(void *arg, const char *k, size_t kl, const char *v,
 {
 	mover *m = arg;
 
-	(void)v;
-	(void)vl;
+	if (k[kl - 1] == '\0' && vl >= NODE_HDR)
+		id_row_delete(m->wb, (const unsigned char *)v + 2);
 	leveldb_writebatch_delete(m->wb, k, kl);
 	m->rows++;
 }
@@ -567,6 +597,7 @@ static int f_rename(void *ctx, const char *from, const char *to)
 	put_u64((unsigned char *)row + 46, (uint64_t)t);
 	put_u64((unsigned char *)row + 54, c->next_version++);
 	leveldb_writebatch_put(m.wb, tkey, tlen, row, len);
+	id_row_put(m.wb, (const unsigned char *)row + 2, tkey, tlen - 1);
 	ifrom[0] = ito[0] = D0;
 	ifrom[1] = ito[1] = D1;
 	ifrom[2] = ito[2] = '\0';
@@ -644,6 +675,17 @@ static int f_delete_top(fctx *c, const char *name)
 	}
 	memcpy(nkey + 2, name, nl);
 	nkey[nl + 2] = '\0';
+	{
+		char *top = NULL;
+		size_t toplen = 0;
+		if (f_get_row(c, nkey, nl + 3, &top, &toplen) != 0) {
+			leveldb_writebatch_destroy(m.wb);
+			leveldb_free(root);
+			return -1;
+		}
+		id_row_delete(m.wb, (const unsigned char *)top + 2);
+		leveldb_free(top);
+	}
 	leveldb_writebatch_delete(m.wb, nkey, nl + 3);
 	touch_dir((unsigned char *)root, c->next_version++, t);
 	put_u32((unsigned char *)root + 62,

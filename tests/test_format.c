@@ -116,6 +116,20 @@ static rkey block_key(uint64_t id, uint64_t b)
 	return k;
 }
 
+/* The key of the id row of node @p id: "/id" 0x00 u64be(id). */
+static rkey id_key(uint64_t id)
+{
+	rkey k = {{0}, 0};
+	unsigned char be[8];
+	int i;
+
+	rkey_add(&k, "/id", 4);
+	for (i = 7; i >= 0; i--, id >>= 8)
+		be[i] = (unsigned char)id;
+	rkey_add(&k, be, 8);
+	return k;
+}
+
 /* The key of attribute @p name of node @p id. */
 static rkey attr_key(uint64_t id, const char *name)
 {
@@ -459,7 +473,7 @@ static void test_format__rows_as_documented(void **state)
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const char *alice = "{\"name\":\"Alice\"}";
 	const char *target = "/Accounts/123456/Links/xyzpdq";
-	const unsigned char hdr[] = "keytree\0\x01\0\0\0\0\x40\0\0\0\x10\0\0"
+	const unsigned char hdr[] = "keytree\0\x02\0\0\0\0\x40\0\0\0\x10\0\0"
 				    "\x02\xc2\xa6";
 	uint64_t acct, item, ln, big, root;
 	unsigned char *v, *bigv = big_value();
@@ -582,6 +596,25 @@ static void test_format__rows_as_documented(void **state)
 	assert_memory_equal(v, bigv + 2 * 16384, vl);
 	leveldb_free(v);
 
+	/* Id rows: the node's partition key, E(path); the root's is empty. */
+	k = id_key(acct);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 2 * DLEN + 8 + 6);
+	assert_memory_equal(v, "\xc2\xa6" "Accounts\xc2\xa6" "123456", vl);
+	leveldb_free(v);
+	k = id_key(root);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 0);
+	leveldb_free(v);
+	k = id_key(ln);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 2 * DLEN + 5 + 6);
+	assert_memory_equal(v, "\xc2\xa6" "Links\xc2\xa6" "xyzpdq", vl);
+	leveldb_free(v);
+
 	raw_end(f, db);
 	free(bigv);
 }
@@ -658,9 +691,15 @@ static void test_format__newer_format_version(void **state)
 	leveldb_free(v);
 	leveldb_close(db);
 
-	fails_naming(kt_open(&s, f->path, NULL), KT_EVERSION, "version 2");
-	assert_null(s);
-	assert_non_null(strstr(kt_errmsg(), "up to 1"));
+	{
+		char want[64], upto[64];
+		snprintf(want, sizeof(want), "version %d",
+			 KT_FORMAT_VERSION + 1);
+		snprintf(upto, sizeof(upto), "up to %d", KT_FORMAT_VERSION);
+		fails_naming(kt_open(&s, f->path, NULL), KT_EVERSION, want);
+		assert_null(s);
+		assert_non_null(strstr(kt_errmsg(), upto));
+	}
 	assert_non_null(strstr(kt_errmsg(), f->path));
 
 	/* Put it back so that teardown checks a readable store. */
@@ -830,6 +869,171 @@ static void test_format__index_row_to_nothing(void **state)
 	assert_value(f->store, "/d/item", "hello");
 	assert_survivors(f->store);
 	assert_reported(nfix);
+}
+
+static void assert_id_path(kt_store *s, const char *path)
+{
+	char *p = NULL;
+	size_t len = 0;
+
+	ok(kt_id_path(&p, &len, s, id_of(s, path)));
+	assert_string_equal(p, path);
+	assert_int_equal(len, strlen(path));
+	kt_free(p);
+}
+
+static void test_format__node_without_id_row(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	uint64_t id;
+	char *p = NULL;
+	size_t nfix;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	id = id_of(f->store, "/d/item");
+	db = raw_begin(f);
+	k = id_key(id);
+	ldb_del(db, &k);
+	raw_end(f, db);
+
+	assert_int_equal(kt_id_path(&p, NULL, f->store, id), KT_ENOTFOUND);
+	assert_null(p);
+	assert_check_finds(f->store, "'/d/item'", "no id row", NULL);
+	nfix = repair_and_check(f->store);
+	assert_id_path(f->store, "/d/item");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__id_row_names_another_path(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	uint64_t id;
+	size_t nfix;
+	leveldb_t *db;
+	rkey k, wrong = node_key("/keep");
+	char *p = NULL;
+
+	populate(f->store);
+	id = id_of(f->store, "/d/item");
+	db = raw_begin(f);
+	k = id_key(id);
+	ldb_put(db, &k, wrong.p, wrong.len - 1);
+	raw_end(f, db);
+
+	/* The lookup sees that /keep has another id, never answers it. */
+	assert_int_equal(kt_id_path(&p, NULL, f->store, id), KT_ECORRUPT);
+	assert_null(p);
+	assert_check_finds(f->store, "'/d/item'", "names another path", NULL);
+	nfix = repair_and_check(f->store);
+	assert_id_path(f->store, "/d/item");
+	assert_id_path(f->store, "/keep");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+static void test_format__id_row_of_no_node(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	rkey k = node_key("/d/item"), ik;
+	size_t nfix;
+	leveldb_t *db;
+	char *p = NULL;
+
+	populate(f->store);
+	db = raw_begin(f);
+	ik = id_key(987654);
+	ldb_put(db, &ik, k.p, k.len - 1);
+	raw_end(f, db);
+
+	assert_int_equal(kt_id_path(&p, NULL, f->store, 987654),
+			 KT_ECORRUPT);
+	assert_check_finds(f->store, "id row of id 987654", "names no node",
+			   NULL);
+	nfix = repair_and_check(f->store);
+	assert_int_equal(kt_id_path(&p, NULL, f->store, 987654),
+			 KT_ENOTFOUND);
+	assert_id_path(f->store, "/d/item");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* A format 1 store has no id rows: read-only it opens and checks clean
+ * but cannot look ids up; the first writable open adds them and raises
+ * the header to format 2. */
+static void test_format__format_1_upgraded(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_options ro = KT_OPTIONS_INIT;
+	kt_store *s = NULL;
+	leveldb_t *db;
+	leveldb_readoptions_t *rdo;
+	leveldb_iterator_t *it;
+	leveldb_writebatch_t *wb;
+	leveldb_writeoptions_t *wo;
+	rkey k = meta_key("header");
+	unsigned char *v;
+	char *p = NULL, *err = NULL, *before;
+	size_t vl, nid = 0;
+
+	populate(f->store);
+	before = kt_test_digest(f->store);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	put_le32(v + 8, 1);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	/* Drop every id row, as format 1 never wrote them. */
+	rdo = leveldb_readoptions_create();
+	wo = leveldb_writeoptions_create();
+	wb = leveldb_writebatch_create();
+	it = leveldb_create_iterator(db, rdo);
+	for (leveldb_iter_seek(it, "/id", 4); leveldb_iter_valid(it);
+	     leveldb_iter_next(it)) {
+		size_t kl;
+		const char *key = leveldb_iter_key(it, &kl);
+		if (kl < 4 || memcmp(key, "/id", 4) != 0)
+			break;
+		leveldb_writebatch_delete(wb, key, kl);
+		nid++;
+	}
+	leveldb_iter_destroy(it);
+	assert_true(nid > 5);
+	leveldb_write(db, wo, wb, &err);
+	assert_null(err);
+	leveldb_writebatch_destroy(wb);
+	leveldb_writeoptions_destroy(wo);
+	leveldb_readoptions_destroy(rdo);
+	leveldb_close(db);
+
+	ro.read_only = 1;
+	ok(kt_open(&s, f->path, &ro));
+	assert_clean(s);
+	kt_assert_rejected(s, kt_id_path(&p, NULL, s, 1), KT_EVERSION,
+			   "format version 1");
+	kt_close(s);
+
+	kt_test_reopen(f);
+	assert_clean(f->store);
+	assert_id_path(f->store, "/");
+	assert_id_path(f->store, "/d/item");
+	assert_id_path(f->store, "/d/sub/leaf");
+	assert_id_path(f->store, "/ln");
+	{
+		char *after = kt_test_digest(f->store);
+		assert_string_equal(before, after);
+		free(after);
+	}
+	free(before);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(le32(v + 8), KT_FORMAT_VERSION);
+	leveldb_free(v);
+	raw_end(f, db);
 }
 
 static void test_format__node_without_index_row(void **state)
@@ -1221,6 +1425,14 @@ int main(void)
 		T(delimiter_mismatch),
 		T(index_row_to_nothing),
 		T(node_without_index_row),
+		T(node_without_id_row),
+		T(id_row_names_another_path),
+		T(id_row_of_no_node),
+		T(format_1_upgraded),
+	T(node_without_id_row),
+	T(id_row_names_another_path),
+	T(id_row_of_no_node),
+	T(format_1_upgraded),
 		T(node_without_parent),
 		T(index_kind_disagrees),
 		T(index_row_does_not_decode),

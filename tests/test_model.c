@@ -2128,6 +2128,27 @@ static void check_all(mctx *c)
 	}
 	free(ids);
 
+	/* every node's id leads back to its path, and to its metadata */
+	for (i = 0; i < c->m.n; i++) {
+		mnode *mn = c->m.v[i];
+		kt_statbuf st;
+		char *ip = NULL;
+		size_t il = 0;
+		rc = kt_id_path(&ip, &il, c->f->store, mn->id);
+		if (rc != 0 || il != strlen(mn->path) ||
+		    strcmp(ip, mn->path) != 0) {
+			kt_free(ip);
+			mismatch(c, "kt_id_path(%llu): %s \"%s\", expected "
+				 "\"%s\"", (unsigned long long)mn->id,
+				 rcname(rc), rc ? kt_errmsg() : "", mn->path);
+		}
+		kt_free(ip);
+		rc = kt_id_lstat(&st, NULL, NULL, c->f->store, mn->id);
+		if (rc != 0)
+			expect_rc(c, "kt_id_lstat", mn->path, 0, rc, NULL);
+		cmp_stat(c, "kt_id_lstat", mn->path, mn, &st);
+	}
+
 	/* a random directory: its subtree, and the nodes whose paths start
 	 * with it plus a name (so "/a" finds "/ab" too), all of them or
 	 * only items */

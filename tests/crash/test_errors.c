@@ -680,9 +680,15 @@ static void test_errors__open_newer_format(void **state)
 	before = raw_rows(f->path);
 	assert_int_equal(kt_open(&st, f->path, NULL), KT_EVERSION);
 	assert_null(st);
-	if (strstr(kt_errmsg(), "version 2") == NULL)
-		fail_msg("message '%s' does not name the version", kt_errmsg());
-	show("kt_open(a store of format version 2)");
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "version %d",
+			 KT_FORMAT_VERSION + 1);
+		if (strstr(kt_errmsg(), want) == NULL)
+			fail_msg("message '%s' does not name the version",
+				 kt_errmsg());
+	}
+	show("kt_open(a store of a newer format version)");
 	after = raw_rows(f->path);
 	assert_string_equal(before, after);
 	free(before);

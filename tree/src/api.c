@@ -248,6 +248,112 @@ int kt_lstat(kt_statbuf *sb, kt_store *st, const char *path)
 	return stat_common(sb, st, path, 0);
 }
 
+/* Find the node with @p id through its id row, then check the node row at
+ * the path it names still carries that id: a rename between the two reads
+ * is seen and the lookup tried again, so the answer was true at the moment
+ * of the second read. */
+static int id_lookup(kt__node *n, kt__buf *path, kt_store *st, uint64_t id,
+		     const char *op)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__buf part = {0}, val = {0};
+	int rc, tries;
+
+	if (st == NULL)
+		return kt__err(KT_EINVAL, "%s: store is NULL", op);
+	if (st->format < 2)
+		return kt__err(KT_EVERSION, "%s: the store has format version "
+			       "%u, which has no id rows; open it writable "
+			       "once to upgrade it", op, st->format);
+	for (tries = 0; tries < 8; tries++) {
+		part.len = 0;
+		rc = kt__id_get(&part, &rd, id);
+		if (rc == KT_ENOTFOUND)
+			return kt__err(KT_ENOTFOUND, "%s: no node has id %llu",
+				       op, (unsigned long long)id);
+		if (rc == 0)
+			rc = kt__rd_get(&rd, kt__sl(part.p ? part.p : "",
+						    part.len),
+					kt__sl("", 0), &val);
+		if (rc == 0) {
+			rc = kt__node_decode(n, val.p, val.len);
+			kt__buf_free(&val);
+			if (rc == 0 && n->id == id)
+				break;
+			kt__node_free(n);
+			memset(n, 0, sizeof(*n));
+			if (rc == 0)
+				rc = KT_ENOTFOUND;
+		}
+		if (rc != KT_ENOTFOUND)
+			goto out;
+	}
+	if (rc != 0) {
+		rc = kt__err(KT_ECORRUPT, "%s: the id row of %llu names a path"
+			     " whose node has another id or is missing", op,
+			     (unsigned long long)id);
+		goto out;
+	}
+	if (path != NULL)
+		rc = kt__dec_node(path, &st->delim, part.p ? part.p : "",
+				  part.len);
+out:
+	kt__buf_free(&part);
+	return rc;
+}
+
+static int id_path_out(char **path, size_t *len, kt__buf *b)
+{
+	if (kt__buf_addc(b, '\0') != 0)
+		return kt__err(KT_ENOMEM, "out of memory");
+	b->len--;
+	*path = kt__buf_detach(b, len);
+	return *path ? 0 : kt__err(KT_ENOMEM, "out of memory");
+}
+
+int kt_id_path(char **path, size_t *len, kt_store *st, uint64_t id)
+{
+	kt__node n = {0};
+	kt__buf b = {0};
+	int rc;
+
+	if (path == NULL)
+		return kt__err(KT_EINVAL, "id_path: path is NULL");
+	*path = NULL;
+	if (len != NULL)
+		*len = 0;
+	rc = id_lookup(&n, &b, st, id, "id_path");
+	if (rc == 0)
+		rc = id_path_out(path, len, &b);
+	kt__node_free(&n);
+	kt__buf_free(&b);
+	return rc;
+}
+
+int kt_id_lstat(kt_statbuf *sb, char **path, size_t *len, kt_store *st,
+		uint64_t id)
+{
+	kt__node n = {0};
+	kt__buf b = {0};
+	int rc;
+
+	if (sb == NULL)
+		return kt__err(KT_EINVAL, "id_lstat: statbuf is NULL");
+	memset(sb, 0, sizeof(*sb));
+	if (path != NULL)
+		*path = NULL;
+	if (len != NULL)
+		*len = 0;
+	rc = id_lookup(&n, path ? &b : NULL, st, id, "id_lstat");
+	if (rc == 0)
+		kt__node_fill_stat(sb, &n);
+	if (rc == 0 && path != NULL)
+		rc = id_path_out(path, len, &b);
+	kt__node_free(&n);
+	kt__buf_free(&b);
+	return rc;
+}
+
 int kt_readlink(char **target, size_t *len, kt_store *st, const char *path)
 {
 	kt__rd rd = {st, NULL, NULL};

@@ -11,6 +11,8 @@
  *  3. Every index row decodes and points at a node row of the same kind
  *     and id (no index row points at nothing).
  *  4. Every block and attribute row belongs to a live node.
+ *  5. Every node has an id row naming its path, and every id row belongs
+ *     to a node in the tree (format 2).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -217,6 +219,23 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 				  (unsigned long long)n.id);
 		rc = 0;
 	}
+	/* The id row names this node's path. */
+	if (st->format >= 2) {
+		pv.len = 0;
+		rc = kt__id_get(&pv, &c->rd, n.id);
+		if (rc == KT_ENOTFOUND)
+			violation(c, "node '%s': id %llu has no id row",
+				  showp(a, sizeof(a), &path),
+				  (unsigned long long)n.id);
+		else if (rc != 0)
+			goto out;
+		else if (pv.len != part.len ||
+			 (part.len > 0 && memcmp(pv.p, part.p, part.len) != 0))
+			violation(c, "node '%s': the id row of id %llu names "
+				  "another path", showp(a, sizeof(a), &path),
+				  (unsigned long long)n.id);
+		rc = 0;
+	}
 	/* Children. */
 	ipart.len = 0;
 	if ((rc = kt__enc_index(&ipart, &st->delim, path.p, path.len)) != 0 ||
@@ -342,6 +361,37 @@ static int check_detached(checker *c)
 		}
 		rc = 0;
 		kt__node_free(&n);
+	}
+	kt__mcur_free(cur);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+/* Every id row must belong to a node in the tree (that the node's id row
+ * names its path was checked with the node).  Runs before the detached
+ * items join the id set: they have no id rows. */
+static int check_id_rows(checker *c)
+{
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	int rc;
+
+	if (c->st->format < 2)
+		return 0;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(KT__PART_ID, strlen(KT__PART_ID));
+	if ((rc = kt__rd_scan(&cur, &c->rd, &how)) != 0)
+		return rc;
+	while (!c->stop && (rc = kt__mcur_next(cur, &row)) == 0) {
+		uint64_t id;
+		if (row.sort.len != 8) {
+			violation(c, "an id row has a malformed key");
+			continue;
+		}
+		id = kt__get64be((const unsigned char *)row.sort.p);
+		if (!id_has(c, id))
+			violation(c, "the id row of id %llu names no node",
+				  (unsigned long long)id);
 	}
 	kt__mcur_free(cur);
 	return rc == KT_ITEROVER ? 0 : rc;
@@ -495,6 +545,8 @@ int kt_check_ex(size_t *nviolations, kt_store *st,
 	kt__mcur_free(cur);
 	if (rc == KT_ITEROVER)
 		rc = 0;
+	if (rc == 0 && !c.stop)
+		rc = check_id_rows(&c);
 	if (rc == 0 && !c.stop)
 		rc = check_detached(&c);
 	if (rc == 0 && !c.stop)

@@ -172,6 +172,47 @@ int kt__index_decode(unsigned int *kind, uint64_t *id, const char *p,
 	return 0;
 }
 
+static kt__slice id_part(void)
+{
+	return kt__sl(KT__PART_ID, sizeof(KT__PART_ID) - 1);
+}
+
+int kt__id_put_enc(kt__tx *tx, uint64_t id, const char *part, size_t plen)
+{
+	unsigned char k[8];
+
+	kt__put64be(k, id);
+	return kt__tx_put(tx, id_part(), kt__sl(k, 8), kt__sl(part, plen));
+}
+
+int kt__id_put(kt__tx *tx, uint64_t id, const char *p, size_t len)
+{
+	kt__buf part = {0};
+	int rc;
+
+	rc = kt__enc_node(&part, &tx->st->delim, p, len);
+	if (rc == 0)
+		rc = kt__id_put_enc(tx, id, part.p ? part.p : "", part.len);
+	kt__buf_free(&part);
+	return rc;
+}
+
+int kt__id_del(kt__tx *tx, uint64_t id)
+{
+	unsigned char k[8];
+
+	kt__put64be(k, id);
+	return kt__tx_del(tx, id_part(), kt__sl(k, 8));
+}
+
+int kt__id_get(kt__buf *part, kt__rd *rd, uint64_t id)
+{
+	unsigned char k[8];
+
+	kt__put64be(k, id);
+	return kt__rd_get(rd, id_part(), kt__sl(k, 8), part);
+}
+
 void kt__part_blk(char out[32], uint64_t id)
 {
 	snprintf(out, 32, KT__PART_BLK "%016llx", (unsigned long long)id);
@@ -310,6 +351,8 @@ int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
 	/* Node first, then the index row that makes it visible. */
 	if (rc == 0)
 		rc = kt__node_put(tx, p, len, &n);
+	if (rc == 0)
+		rc = kt__id_put(tx, n.id, p, len);
 	if (rc == 0)
 		rc = kt__index_put(tx, p, len, &n);
 	if (rc == 0)

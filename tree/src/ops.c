@@ -195,6 +195,8 @@ static int subtree_drop(kt__tx *tx, const rowvec *rv)
 			rc = kt__node_decode_hdr(&n, c->val, c->vlen);
 			if (rc == 0)
 				rc = kt__node_drop_data(tx, &n);
+			if (rc == 0)
+				rc = kt__id_del(tx, n.id);
 		}
 		if (rc == 0)
 			rc = kt__tx_del(tx, kt__sl(c->part, c->plen),
@@ -213,6 +215,7 @@ static int remove_node(kt__tx *tx, const char *p, size_t len,
 
 	if ((rc = index_del(tx, p, len)) != 0 ||
 	    (rc = node_del(tx, p, len)) != 0 ||
+	    (rc = kt__id_del(tx, n->id)) != 0 ||
 	    (rc = kt__node_drop_data(tx, n)) != 0)
 		return rc;
 	return kt__parent_touch(tx, p, len, (n->kind & KT_KIND_DIR) ? -1 : 0);
@@ -235,6 +238,8 @@ static int remove_tree(kt__tx *tx, const char *p, size_t len,
 		rc = subtree_drop(tx, &rv);
 	if (rc == 0)
 		rc = node_del(tx, p, len);
+	if (rc == 0)
+		rc = kt__id_del(tx, n->id);
 	if (rc == 0)
 		rc = kt__node_drop_data(tx, n);
 	if (rc == 0)
@@ -308,11 +313,20 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 			rc = kt__tx_put(tx, kt__slb(&np),
 					kt__sl(c->sort, c->slen),
 					kt__sl(c->val, c->vlen));
+		if (rc == 0 && c->slen == 0) {
+			/* A node row below: its id row follows it. */
+			kt__node sub = {0};
+			rc = kt__node_decode_hdr(&sub, c->val, c->vlen);
+			if (rc == 0)
+				rc = kt__id_put_enc(tx, sub.id, np.p, np.len);
+		}
 	}
 	if (rc == 0) {
 		n->ctime = tx->now;
 		rc = kt__node_put(tx, dst, dlen, n);
 	}
+	if (rc == 0)
+		rc = kt__id_put_enc(tx, n->id, dp.p ? dp.p : "", dp.len);
 	if (rc == 0)
 		rc = kt__index_put(tx, dst, dlen, n);
 	if (rc == 0)

@@ -107,6 +107,8 @@ int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 				rc = kt__tx_del(&tx, kt__slb(&part),
 						kt__sl("", 0));
 		}
+		if (rc == 0)
+			rc = kt__id_del(&tx, r.node.id);
 		if (rc == 0) {
 			r.node.ctime = tx.now;
 			rc = orphan_put(&tx, &r.node);

@@ -8,11 +8,13 @@
  *   - a node row that does not decode, or whose parent is missing or not a
  *     directory, is removed (its descendants follow, as their parent is
  *     then missing);
- *   - a node without an index row is linked back into its parent;
+ *   - a node without an index row is linked back into its parent, and one
+ *     without an id row naming its path gets one;
  * then every index row that points at nothing is removed and one that
  * disagrees with its node is rewritten; counts are recomputed; block and
  * attribute rows of no live node, and blocks past the end of a value, are
- * removed; the counter row is raised above every id and version in use.
+ * removed, as are id rows that name no node with their id; the counter
+ * row is raised above every id and version in use.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,6 +142,69 @@ static int drop(fixer *f, const kt__buf *part, const kt__buf *sort)
 	return kt__tx_del(&f->tx, kt__slb(part), kt__slb(sort));
 }
 
+/* The id row of surviving node n must name its partition @p part. */
+static int fix_id_row(fixer *f, const kt__node *n, const kt__buf *part,
+		      const char *shown)
+{
+	kt__buf v = {0};
+	int rc = kt__id_get(&v, &f->rd, n->id);
+
+	if (rc == KT_ENOTFOUND ||
+	    (rc == 0 && (v.len != part->len ||
+			 (v.len > 0 && memcmp(v.p, part->p, v.len) != 0)))) {
+		fixed(f, "%s the id row of '%s'",
+		      rc == 0 ? "rewrote" : "restored", shown);
+		rc = kt__id_put_enc(&f->tx, n->id, part->p ? part->p : "",
+				    part->len);
+	}
+	kt__buf_free(&v);
+	return rc;
+}
+
+/* Remove id rows that name no node with their id (rows of removed or
+ * never-finished nodes).  Reads through the batch, so that the rows
+ * restored above count. */
+static int fix_stray_ids(fixer *f, const rows *r)
+{
+	size_t i, il = strlen(KT__PART_ID);
+	int rc = 0;
+
+	for (i = 0; i < r->n && rc == 0; i++) {
+		const kt__buf *p = &r->part[i];
+		kt__buf v = {0}, nv = {0};
+		kt__node n = {0};
+		uint64_t id;
+		if (p->len != il || memcmp(p->p, KT__PART_ID, il) != 0)
+			continue;
+		if (r->sort[i].len != 8) {
+			fixed(f, "removed an id row with a malformed key");
+			rc = drop(f, p, &r->sort[i]);
+			continue;
+		}
+		id = kt__get64be((const unsigned char *)r->sort[i].p);
+		rc = kt__id_get(&v, &f->rd, id);
+		if (rc == 0) {
+			rc = kt__rd_get(&f->rd, kt__sl(v.p ? v.p : "", v.len),
+					kt__sl("", 0), &nv);
+			if (rc == 0 &&
+			    (kt__node_decode_hdr(&n, nv.p, nv.len) != 0 ||
+			     n.id != id))
+				rc = KT_ENOTFOUND;
+			if (rc == KT_ENOTFOUND) {
+				fixed(f, "removed the id row of id %llu, which "
+				      "names no node with that id",
+				      (unsigned long long)id);
+				rc = drop(f, p, &r->sort[i]);
+			}
+		} else if (rc == KT_ENOTFOUND) {
+			rc = 0; /* already dropped in this batch */
+		}
+		kt__buf_free(&v);
+		kt__buf_free(&nv);
+	}
+	return rc;
+}
+
 static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 {
 	kt_store *st = f->tx.st;
@@ -190,6 +255,8 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 		      rc == 0 ? "rewrote" : "restored", path.p);
 		rc = kt__index_put(&f->tx, path.p, path.len, &n);
 	}
+	if (rc == 0)
+		rc = fix_id_row(f, &n, part, path.p);
 out:
 	kt__node_free(&n);
 	kt__node_free(&parent);
@@ -321,6 +388,10 @@ static int fix_root(fixer *f)
 		if (rc == 0)
 			rc = kt__node_put(&f->tx, "/", 1, &n);
 	}
+	if (rc == 0) {
+		kt__buf none = {0};
+		rc = fix_id_row(f, &n, &none, "/");
+	}
 	kt__node_free(&n);
 	return rc;
 }
@@ -415,6 +486,8 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 	}
 	if (rc == 0)
 		rc = fix_orphans(&f, &r);
+	if (rc == 0)
+		rc = fix_stray_ids(&f, &r);
 	if (rc == 0 && f.max_id >= f.tx.id_limit) {
 		fixed(&f, "raised the id counter above %llu",
 		      (unsigned long long)f.max_id);

@@ -55,13 +55,11 @@ static int probe_dir(const char *dir)
 	return 0;
 }
 
-static int write_initial(kt_store *st)
+/* Add the header row, for this library's format version, to @p tx. */
+static int header_put(kt__tx *tx)
 {
+	kt_store *st = tx->st;
 	unsigned char h[HEADER_LEN + 8];
-	kt__tx tx;
-	kt__node root = {0};
-	kt__owner own;
-	int rc;
 
 	memcpy(h, MAGIC, MAGIC_LEN);
 	kt__put32(h + 8, KT_FORMAT_VERSION);
@@ -69,7 +67,18 @@ static int write_initial(kt_store *st)
 	kt__put32(h + 16, st->inline_max);
 	h[20] = (unsigned char)st->delim.len;
 	memcpy(h + 21, st->delim.s, st->delim.len);
+	return kt__tx_put(tx, meta_part(), kt__sl("header", 6),
+			  kt__sl(h, HEADER_LEN + st->delim.len));
+}
 
+static int write_initial(kt_store *st)
+{
+	kt__tx tx;
+	kt__node root = {0};
+	kt__owner own;
+	int rc;
+
+	st->format = KT_FORMAT_VERSION;
 	kt__tx_init(&tx, st);
 	own.uid = st->euid;
 	own.gid = st->egid;
@@ -81,10 +90,11 @@ static int write_initial(kt_store *st)
 	rc = kt__tx_alloc_id(&tx, &root.id);
 	if (rc == 0)
 		rc = kt__node_put(&tx, "/", 1, &root);
+	if (rc == 0)
+		rc = kt__id_put(&tx, root.id, "/", 1);
 	/* The header goes last: a store without it is not yet a store. */
 	if (rc == 0)
-		rc = kt__tx_put(&tx, meta_part(), kt__sl("header", 6),
-				kt__sl(h, HEADER_LEN + st->delim.len));
+		rc = header_put(&tx);
 	if (rc == 0)
 		rc = kt__tx_commit(&tx);
 	kt__tx_free(&tx);
@@ -121,6 +131,7 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 			       "version %u; this library (%s) reads up to %d",
 			       dir, fmt, KT_VERSION_STRING, KT_FORMAT_VERSION);
 	}
+	st->format = fmt;
 	st->block = kt__get32(u + 12);
 	st->inline_max = kt__get32(u + 16);
 	st->delim.len = u[20];
@@ -157,6 +168,33 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 	st->next_id = st->id_limit;
 	st->next_ver = st->ver_limit;
 	return 0;
+}
+
+/* Bring a format 1 store to format 2: kt_repair gives every node its id
+ * row (and fixes whatever else it finds), then the header says so.  A
+ * crash in between leaves a format 1 store with id rows, upgraded again
+ * on the next writable open. */
+static int upgrade(kt_store *st, const char *dir)
+{
+	kt__tx tx;
+	int rc;
+
+	rc = kt_repair(NULL, st, NULL, NULL);
+	if (rc != 0) {
+		kt__err_prefix("open '%s': upgrading from format %u", dir,
+			       st->format);
+		return rc;
+	}
+	pthread_mutex_lock(&st->wlock);
+	kt__tx_init(&tx, st);
+	rc = header_put(&tx);
+	if (rc == 0)
+		rc = kt__tx_commit(&tx);
+	kt__tx_free(&tx);
+	pthread_mutex_unlock(&st->wlock);
+	if (rc == 0)
+		st->format = KT_FORMAT_VERSION;
+	return rc;
 }
 
 int kt_open(kt_store **out, const char *dir, const kt_options *opts)
@@ -238,6 +276,8 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 	}
 	if (rc == 0)
 		rc = read_header(st, dir, opts->delimiter);
+	if (rc == 0 && !opts->read_only && st->format < KT_FORMAT_VERSION)
+		rc = upgrade(st, dir);
 	/* Orphans belonged to open files of a process that is gone. */
 	if (rc == 0 && !opts->read_only)
 		rc = kt__orphans_drop_all(st);

@@ -17,6 +17,8 @@
 #define KT__PART_BLK "/blk/"   /* + 16 hex digits of the node id */
 #define KT__PART_ATTR "/attr/" /* + 16 hex digits of the node id */
 #define KT__PART_ORPHAN "/orphan" /* sort key: the id, 8 bytes big-endian */
+#define KT__PART_ID "/id" /* sort key: the id, 8 bytes big-endian; value:
+			     the node's partition key (its encoded path) */
 
 /* Ids and versions are handed out from counters whose persisted limit is
  * raised KT__ALLOC_CHUNK at a time, in the same batch as the first row
@@ -32,6 +34,7 @@ struct kt_store {
 	int sync;
 	uint32_t block;      /* KT__BLOCK, as recorded in the header */
 	uint32_t inline_max; /* KT__INLINE_MAX, as recorded */
+	uint32_t format;     /* the store's format version */
 
 	pthread_mutex_t wlock; /* serialises every mutation */
 	/* Protected by wlock: */
@@ -131,6 +134,14 @@ typedef struct kt__mcur kt__mcur;
 int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how);
 int kt__mcur_next(kt__mcur *c, kt__row *row);
 void kt__mcur_free(kt__mcur *c);
+
+/* Id rows (format 2): id -> the node's partition key.  kt__id_put takes a
+ * canonical path, kt__id_put_enc an already encoded partition key. */
+int kt__id_put(kt__tx *tx, uint64_t id, const char *p, size_t len);
+int kt__id_put_enc(kt__tx *tx, uint64_t id, const char *part, size_t plen);
+int kt__id_del(kt__tx *tx, uint64_t id);
+/* Read the id row of @p id: its partition key into @p part. */
+int kt__id_get(kt__buf *part, kt__rd *rd, uint64_t id);
 
 /* Read the node row of canonical path p: 0, KT_ENOTFOUND, error. */
 int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len);

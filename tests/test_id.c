@@ -1,0 +1,148 @@
+/*
+ * test_id.c - finding a node by its id: kt_id_path and kt_id_lstat follow
+ * the node through renames and exchanges, fail for deleted and detached
+ * nodes, and survive a reopen.
+ */
+#include "kt_test.h"
+#include "kt_helpers.h"
+
+/* The path kt_id_path gives for @p id must be @p want. */
+static void assert_id_at(kt_store *s, uint64_t id, const char *want)
+{
+	char *p = NULL;
+	size_t len = 0;
+
+	ok(kt_id_path(&p, &len, s, id));
+	assert_non_null(p);
+	assert_string_equal(p, want);
+	assert_int_equal(len, strlen(want));
+	kt_free(p);
+}
+
+static void test_id__root_and_new_nodes(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	kt_statbuf st;
+	char *p = NULL;
+	size_t len = 0;
+
+	co.flags = KT_CREATE_PARENTS;
+	ok(kt_put(s, "/a/b/c", "v", 1, &co));
+	ok(kt_symlink(s, "/l", "/a/b/c", NULL));
+	assert_id_at(s, lstat_of(s, "/").id, "/");
+	assert_id_at(s, lstat_of(s, "/a").id, "/a");
+	assert_id_at(s, lstat_of(s, "/a/b/c").id, "/a/b/c");
+	/* A link is found as itself, not as its target. */
+	assert_id_at(s, lstat_of(s, "/l").id, "/l");
+
+	ok(kt_id_lstat(&st, &p, &len, s, lstat_of(s, "/a/b/c").id));
+	assert_string_equal(p, "/a/b/c");
+	assert_int_equal(len, 6);
+	assert_int_equal(st.kind, KT_KIND_ITEM);
+	assert_int_equal(st.size, 1);
+	assert_int_equal(st.version, lstat_of(s, "/a/b/c").version);
+	kt_free(p);
+	ok(kt_id_lstat(&st, NULL, NULL, s, lstat_of(s, "/l").id));
+	assert_int_equal(st.kind, KT_KIND_LINK);
+}
+
+static void test_id__follows_rename_and_exchange(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *s = f->store;
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	uint64_t dir, leaf, other;
+
+	co.flags = KT_CREATE_PARENTS;
+	ok(kt_put(s, "/x/y/leaf", "1", 1, &co));
+	ok(kt_put(s, "/other", "2", 1, NULL));
+	dir = lstat_of(s, "/x").id;
+	leaf = lstat_of(s, "/x/y/leaf").id;
+	other = lstat_of(s, "/other").id;
+
+	ok(kt_rename(s, "/x", "/moved", 0));
+	assert_id_at(s, dir, "/moved");
+	assert_id_at(s, leaf, "/moved/y/leaf");
+
+	ok(kt_rename(s, "/moved/y/leaf", "/other", KT_RENAME_EXCHANGE));
+	assert_id_at(s, leaf, "/other");
+	assert_id_at(s, other, "/moved/y/leaf");
+
+	/* Replacing a node ends its id. */
+	ok(kt_rename(s, "/moved/y/leaf", "/other", 0));
+	assert_id_at(s, other, "/other");
+	kt_assert_rejected(s, kt_id_path(&(char *){NULL}, NULL, s, leaf),
+			   KT_ENOTFOUND, "no node has id");
+
+	kt_test_reopen(f);
+	assert_id_at(f->store, dir, "/moved");
+	assert_id_at(f->store, other, "/other");
+}
+
+static void test_id__gone_after_delete_and_detach(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	char want[64], *p = (char *)1;
+	uint64_t d, sub, file, orphan = 0;
+
+	co.flags = KT_CREATE_PARENTS;
+	ok(kt_put(s, "/d/sub/x", "1", 1, &co));
+	ok(kt_put(s, "/file", "2", 1, NULL));
+	d = lstat_of(s, "/d").id;
+	sub = lstat_of(s, "/d/sub").id;
+	file = lstat_of(s, "/file").id;
+
+	ok(kt_delete(s, "/d", KT_DELETE_RECURSIVE));
+	snprintf(want, sizeof(want), "no node has id %llu",
+		 (unsigned long long)sub);
+	kt_assert_rejected(s, kt_id_path(&p, NULL, s, sub), KT_ENOTFOUND,
+			   want);
+	assert_null(p);
+	expect_rc(kt_id_path(&p, NULL, s, d), KT_ENOTFOUND);
+
+	ok(kt_orphan_detach(&orphan, s, "/file"));
+	assert_int_equal(orphan, file);
+	expect_rc(kt_id_path(&p, NULL, s, file), KT_ENOTFOUND);
+	ok(kt_orphan_release(s, orphan));
+
+	/* An item+directory that loses its value keeps its id. */
+	ok(kt_mkdir(s, "/both", NULL));
+	ok(kt_mkdir(s, "/both/child", NULL));
+	ok(kt_put(s, "/both", "v", 1, NULL));
+	assert_int_equal(lstat_of(s, "/both").kind,
+			 KT_KIND_ITEM | KT_KIND_DIR);
+	d = lstat_of(s, "/both").id;
+	ok(kt_delete(s, "/both", KT_DELETE_ITEM));
+	assert_id_at(s, d, "/both");
+}
+
+static void test_id__rejects(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf st;
+	char *p = NULL;
+
+	expect_rc(kt_id_path(NULL, NULL, s, 1), KT_EINVAL);
+	expect_rc(kt_id_lstat(NULL, &p, NULL, s, 1), KT_EINVAL);
+	expect_rc(kt_id_path(&p, NULL, NULL, 1), KT_EINVAL);
+	expect_rc(kt_id_lstat(&st, NULL, NULL, NULL, 1), KT_EINVAL);
+	expect_rc(kt_id_path(&p, NULL, s, 0), KT_ENOTFOUND);
+	expect_rc(kt_id_path(&p, NULL, s, UINT64_MAX), KT_ENOTFOUND);
+	assert_null(p);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, kt_test_setup, \
+					      kt_test_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_id__root_and_new_nodes),
+		T(test_id__follows_rename_and_exchange),
+		T(test_id__gone_after_delete_and_detach),
+		T(test_id__rejects),
+	};
+#undef T
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
