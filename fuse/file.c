@@ -46,14 +46,15 @@ static int file_take_error(struct ktfs *fs, struct ktfs_file *f)
 
 /* Register an open of inode @ino in @fi.  The caller holds ns_lock, so no
  * unlink can pass between its resolution and this count. */
-static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino)
+static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
+		     int orphan)
 {
 	struct ktfs_file *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return -ENOMEM;
 	f->append = (fi->flags & O_APPEND) != 0;
-	if (!(f->open = ktfs_open_get(fs, ino))) {
+	if (!(f->open = ktfs_open_get(fs, ino, orphan))) {
 		free(f);
 		return -ENOMEM;
 	}
@@ -90,8 +91,11 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (rc == 0 && !n.orphan && (fi->flags & O_TRUNC) &&
 	    (fi->flags & O_ACCMODE) != O_RDONLY)
 		rc = truncate_on_open(fs, n.path);
+	if (rc == 0 && n.orphan && (fi->flags & O_TRUNC) &&
+	    (fi->flags & O_ACCMODE) != O_RDONLY)
+		rc = ktfs_errno(kt_orphan_truncate(fs->store, n.id, 0));
 	if (rc == 0)
-		rc = file_open(fs, fi, ino);
+		rc = file_open(fs, fi, ino, n.orphan);
 	ktfs_node_free(&n);
 	ktfs_ns_unlock(fs);
 	if (rc < 0)
@@ -185,7 +189,7 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_node_free(&dir);
 	}
 	if (rc == 0)
-		rc = file_open(fs, fi, st.st_ino);
+		rc = file_open(fs, fi, st.st_ino, 0);
 	ktfs_ns_unlock(fs);
 	if (rc < 0) {
 		ktfs_reply_err(req, rc);

@@ -176,11 +176,12 @@ int ktfs_link_shows_mountpoint(const struct ktfs *fs, const char *target);
  * until its last handle is released. */
 /**@{*/
 
-/** Count one more handle of inode @p ino; NULL when out of memory.  An
- * entry of an orphaned inode is set aside first (a value file's inode
- * number comes back when its directory gets a value again): the new
- * handle is of the file that has the name now. */
-struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino);
+/** Count one more handle of inode @p ino; NULL when out of memory.  With
+ * @p orphan the handle is of the orphan of @p ino (an open of
+ * /proc/PID/fd/N); without, an orphaned entry of @p ino is set aside first
+ * (a value file's inode number comes back when its directory gets a value
+ * again): the new handle is of the file that has the name now. */
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan);
 
 /** Count one handle of @p o less; the last one of an orphaned inode drops
  * the orphan.  0, or the negative errno of that drop. */

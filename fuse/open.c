@@ -60,13 +60,13 @@ static void unhook(struct ktfs *fs, struct ktfs_open *o)
 	o->hooked = 0;
 }
 
-struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino)
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan)
 {
 	struct ktfs_open **op, *o;
 
 	pthread_mutex_lock(&fs->lock);
 	op = slot(fs, ino);
-	if (*op && (*op)->orphaned)
+	if (*op && (*op)->orphaned && !orphan)
 		unhook(fs, *op); /* a value file's number, in use again */
 	op = slot(fs, ino);
 	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {

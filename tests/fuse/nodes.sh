@@ -5,7 +5,7 @@
 # positions of a directory of 2500 entries, and EINVAL for the position of
 # a removed entry; fstat of a file unlinked while open after its directory
 # is removed too; `ls -l` of 2500 entries costing no LOOKUP or GETATTR per
-# entry (readdirplus).  (That the daemon keeps nothing per inode is
+# entry (readdirplus); an unlinked open file reopened through /proc.  (That the daemon keeps nothing per inode is
 # measured by bench/run, which lists 10^6 entries: docs/FUSE.md.)
 source "$(dirname "$0")/lib.sh"
 
@@ -50,6 +50,18 @@ ok "seekdir to early telldir positions of 2500 entries; removed: EINVAL"
 "$KTFS_PROBE" orphan-rmdir "$MNT"
 [ ! -e sub ] || fail "sub still there"
 ok "fstat of an open unlinked file after rmdir of its directory"
+
+printf 'abc' >reo
+exec 5<>reo
+rm reo
+expect_eq "an unlinked file reopened through /proc" \
+	"$(cat /proc/self/fd/5)" abc
+echo more >/proc/self/fd/5
+expect_eq "written through the reopened descriptor" "$(cat <&5)" more
+expect_eq "link count through the descriptor" \
+	"$(stat -L -c %h /proc/self/fd/5)" 0
+exec 5>&-
+ok "an open unlinked file reopened through /proc/self/fd"
 
 cd /
 ktfs_umount
