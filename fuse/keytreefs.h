@@ -1,36 +1,74 @@
 /*
- * keytreefs.h - what main.c, ops.c and errno.c of keytreefs share: the
- * mounted filesystem's state and the two functions between the files.
- * Private to fuse/; nothing here is installed.
+ * keytreefs.h - what the files of keytreefs share: the mounted
+ * filesystem's state, how a FUSE inode number names a store node, and the
+ * functions between the files.  Private to fuse/; nothing here is
+ * installed.
+ *
+ * keytreefs uses libfuse's low-level API.  A FUSE inode number (nodeid) is
+ * the node's persistent keytree id (the root's id is 1, FUSE_ROOT_ID); the
+ * value file of an item+dir is its node's id with bit 63 set.  Nothing is
+ * kept per inode the kernel knows: every request resolves its inode
+ * afresh with kt_id_lstat(), so FORGET costs nothing and the daemon's
+ * memory does not grow with what the kernel has looked up or listed.
+ *
+ * Files:
+ *   main.c   options, session, mount, signals, the loop
+ *   ops.c    the operations table, init, forget
+ *   node.c   inode resolution, the namespace lock, attributes, replies
+ *   open.c   the open table and the orphans of files unlinked while open
+ *   file.c   open, create, read, write, flush, release, fsync
+ *   ns.c     lookup, mkdir, unlink, rmdir, symlink, readlink, rename, ...
+ *   dir.c    opendir, readdir, readdirplus, releasedir, fsyncdir
+ *   attr.c   getattr, setattr, statfs, extended attributes
+ *   errno.c  kt_error -> errno
+ *
+ * Threads and locks.  Requests run on libfuse's worker threads.  Lock
+ * order: ns_lock, then one name stripe, then the open table's lock, then a
+ * directory handle's lock.
+ * - ns_lock (a writer-preferring rwlock): unlink, rmdir and rename take it
+ *   exclusively, because they are what can make a path name another node
+ *   (or none); every other request holds it shared from its inode's
+ *   resolution to its last library call, so a path it resolved cannot go
+ *   stale while it uses it.
+ * - name stripes: mkdir, create and symlink check that a name is free and
+ *   then make it; a stripe (by parent id and name) makes that pair atomic
+ *   against the other creators of the same name, so a file and a directory
+ *   racing for one name never merge into an item+dir.
+ * - the open table's lock (open.c) protects the table and each open
+ *   file's error field.
  */
 #ifndef KEYTREEFS_H
 #define KEYTREEFS_H
 
 #define FUSE_USE_VERSION 314
 
-#include <fuse.h>
-#include <fuse_lowlevel.h> /* fuse_parse_cmdline */
+#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <keytree.h>
 
 /** The keytreefs release, which follows the library it is built with. */
 #define KTFS_VERSION KT_VERSION_STRING
 
+/** Inode numbers of value files: the node id with this bit set. */
+#define KTFS_VALUE_BIT (UINT64_C(1) << 63)
+
+#define KTFS_OPEN_BUCKETS 256
+#define KTFS_NAME_STRIPES 64
+
 /** One open inode's entry in the open table (open.c). */
 struct ktfs_open;
 
 /** An open regular file, the fi->fh of its handle. */
 struct ktfs_file {
-	uint64_t ino; /**< inode number: node id, | bit 63 for a value file */
-	int append;   /**< opened with O_APPEND */
-	int error;    /**< a write error not reported at flush yet (lock) */
+	struct ktfs_open *open; /**< its inode's open-table entry */
+	int append;             /**< opened with O_APPEND */
+	int error;              /**< a write error not reported yet (lock) */
 };
 
-#define KTFS_OPEN_BUCKETS 256
-
-/** The state of one mount, the private_data of every request. */
+/** The state of one mount, the userdata of every request. */
 struct ktfs {
 	kt_store *store;           /**< set before the loop starts */
 	char *store_dir;           /**< the store's directory, for statfs */
@@ -40,47 +78,126 @@ struct ktfs {
 	size_t mountpoint_len;
 	int abslinks_host;         /**< 1: absolute targets are host paths */
 	int read_only;
+	double entry_timeout;      /**< kernel cache timeouts, seconds */
+	double attr_timeout;
+	double negative_timeout;
 
-	pthread_mutex_t lock;      /**< protects the two fields below */
+	pthread_rwlock_t ns_lock;  /**< see the opening comment */
+	pthread_mutex_t names[KTFS_NAME_STRIPES]; /**< name stripes */
+
+	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
 	uint64_t copy_seq;         /**< names of temporary copies (open.c) */
 };
 
-/** The FUSE operations table (ops.c). */
-extern const struct fuse_operations ktfs_ops;
+/** What one inode names, as ktfs_node_get() resolved it. */
+struct ktfs_node {
+	uint64_t ino;    /**< the FUSE inode number asked for */
+	char *path;      /**< store path (kt_free); NULL for an orphan */
+	size_t path_len;
+	int value;       /**< the value file of the item+dir at path */
+	int orphan;      /**< a file unlinked while open, reached by id */
+	uint64_t id;     /**< with orphan: the orphan's id, else the node's */
+	kt_statbuf st;   /**< the node's (or orphan's) metadata */
+};
+
+/** The operations table (ops.c). */
+extern const struct fuse_lowlevel_ops ktfs_ops;
 
 /** The negative errno for a kt_error code (errno.c); 0 for KT_OK. */
 int ktfs_errno(int code);
 
+/** @name Resolution, attributes and replies (node.c) */
+/**@{*/
+
+/** The mount of request @p req. */
+struct ktfs *ktfs_of(fuse_req_t req);
+
+/** Take ns_lock shared (@p excl 0) or exclusively; and release it. */
+void ktfs_ns_lock(struct ktfs *fs, int excl);
+void ktfs_ns_unlock(struct ktfs *fs);
+
+/** The name stripe for @p name in directory @p parent_id, locked;
+ * unlock it with pthread_mutex_unlock(). */
+pthread_mutex_t *ktfs_name_lock(struct ktfs *fs, uint64_t parent_id,
+				const char *name);
+
+/** Resolve inode @p ino into @p n: an orphan if it was unlinked while open
+ * (and @p f, its open file or NULL, says so, or no handle does), else the
+ * node's current path and metadata, read in one view.  0, or -ENOENT when
+ * no node has that id any more (or the value file is gone).  Call with
+ * ns_lock held; release @p n with ktfs_node_free(). */
+int ktfs_node_get(struct ktfs_node *n, struct ktfs *fs, uint64_t ino,
+		  const struct ktfs_file *f);
+
+/** As ktfs_node_get() for a directory: -ENOTDIR otherwise. */
+int ktfs_dir_get(struct ktfs_node *n, struct ktfs *fs, uint64_t ino);
+
+void ktfs_node_free(struct ktfs_node *n);
+
+/** "@p dir/@p name" (the root's children: "/name"), from malloc; NULL
+ * when out of memory. */
+char *ktfs_child_path(const char *dir, size_t dir_len, const char *name);
+
+/** 1 if @p name is the value file's name. */
+int ktfs_is_value_name(const struct ktfs *fs, const char *name);
+
+/** Fill @p st for the node @p ks at store path @p path (@p value: its value
+ * file).  A link costs one more read, for the length readlink returns. */
+void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
+		    const kt_statbuf *ks, int value);
+
+/** ktfs_fill_stat() of a resolved node (an orphan: link count 0). */
+void ktfs_node_stat(struct stat *st, struct ktfs *fs,
+		    const struct ktfs_node *n);
+
+/** Reply to a LOOKUP, MKDIR, SYMLINK... with the entry @p st. */
+void ktfs_reply_entry(fuse_req_t req, struct ktfs *fs, const struct stat *st);
+
+/** Fill an entry parameter for @p st with the mount's timeouts. */
+void ktfs_entry_param(struct fuse_entry_param *e, struct ktfs *fs,
+		      const struct stat *st);
+
+/** Reply with the negative errno @p rc (or success with nothing). */
+void ktfs_reply_err(fuse_req_t req, int rc);
+
+/** Nanoseconds <-> timespec; ktfs_ns_of() gives -EINVAL out of range. */
+struct timespec ktfs_ts_of(int64_t ns);
+int ktfs_ns_of(int64_t *ns, const struct timespec *t);
+
+/** 1 if readlink shows the stored target @p target with the mountpoint
+ * in front (-o abslinks=store and an absolute target). */
+int ktfs_link_shows_mountpoint(const struct ktfs *fs, const char *target);
+/**@}*/
+
 /** @name The open table and orphans (open.c)
  * Open handles are counted per inode.  An inode that is unlinked or
  * replaced while it has handles becomes a library orphan, reached by id
- * (and by libfuse's hidden name for it) until its last handle is
- * released. */
+ * until its last handle is released. */
 /**@{*/
 
-/** Count one more handle of inode @p ino; 0 or -ENOMEM. */
-int ktfs_open_get(struct ktfs *fs, uint64_t ino);
+/** Count one more handle of inode @p ino; NULL when out of memory.  With
+ * @p orphan the handle is of the orphan of @p ino (an open of
+ * /proc/PID/fd/N); without, an orphaned entry of @p ino is set aside first
+ * (a value file's inode number comes back when its directory gets a value
+ * again): the new handle is of the file that has the name now. */
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan);
 
-/** Count one handle of @p ino less; the last one of an orphaned inode
- * drops the orphan.  0, or the negative errno of that drop. */
-int ktfs_open_put(struct ktfs *fs, uint64_t ino);
+/** Count one handle of @p o less; the last one of an orphaned inode drops
+ * the orphan.  0, or the negative errno of that drop. */
+int ktfs_open_put(struct ktfs *fs, struct ktfs_open *o);
 
-/** 1 and the orphan's id in @p id if inode @p ino was unlinked while
- * open, else 0. */
-int ktfs_open_orphan(struct ktfs *fs, uint64_t ino, uint64_t *id);
-
-/** 1 with the inode and orphan id of the file libfuse hid under the base
- * name @p name, else 0. */
-int ktfs_open_hidden(struct ktfs *fs, const char *name, uint64_t *ino,
-		     uint64_t *id);
+/** 1 and the orphan's id in @p id if the handles of @p o (or, when @p o is
+ * NULL, of inode @p ino) are of an orphan, else 0. */
+int ktfs_open_orphan(struct ktfs *fs, const struct ktfs_open *o,
+		     uint64_t ino, uint64_t *id);
 
 /** Hold the open table still (no handle opens or closes) across a
  * check of ktfs_open_busy() and the change it decides. */
 void ktfs_open_lock(struct ktfs *fs);
 void ktfs_open_unlock(struct ktfs *fs);
 
-/** Handles of inode @p ino; the table must be held. */
+/** Handles of inode @p ino not orphaned yet; the table must be held. */
 unsigned int ktfs_open_busy(struct ktfs *fs, uint64_t ino);
 
 /** How ktfs_orphan_make() takes the file out of the tree. */
@@ -92,14 +209,82 @@ enum ktfs_orphan_how {
 };
 
 /** Make the file at store path @p path an orphan for the handles of inode
- * @p ino, known to libfuse by the base name @p hidden (or NULL); the table
- * must be held.  0 or a negative errno. */
+ * @p ino; the table must be held.  0 or a negative errno. */
 int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, const char *path,
-		     enum ktfs_orphan_how how, const char *hidden);
+		     enum ktfs_orphan_how how);
 
 /** Undo a KTFS_ORPHAN_COPY whose follow-up failed: the handles of @p ino
  * go back to the path.  The table must be held. */
 void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino);
+
+/** Set the orphaned entry of @p ino aside: its handles still reach the
+ * orphan, but handle-less requests on @p ino reach the file that has the
+ * name now (a value file replaced by a rename).  The table must be held. */
+void ktfs_open_setaside(struct ktfs *fs, uint64_t ino);
+
+/** Take the file @p path (inode @p ino, a value file if @p value) out of
+ * the tree: an orphan for its handles if it has any, else deleted if
+ * @p or_delete, else left alone (returning 1).  The value of an item+dir
+ * is copied into its orphan, since it cannot be detached without its
+ * directory.  Call with ns_lock held exclusively. */
+int ktfs_unlink_file(struct ktfs *fs, const char *path, uint64_t ino,
+		     int value, int or_delete);
+/**@}*/
+
+/** @name Handlers (file.c, ns.c, dir.c, attr.c) */
+/**@{*/
+void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ktfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		mode_t mode);
+void ktfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		mode_t mode, dev_t rdev);
+void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ktfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ktfs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
+		  const char *name);
+void ktfs_readlink(fuse_req_t req, fuse_ino_t ino);
+void ktfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 fuse_ino_t newparent, const char *newname,
+		 unsigned int flags);
+void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+	       const char *newname);
+
+void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, struct fuse_file_info *fi);
+void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	       struct fuse_file_info *fi);
+void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		size_t size, off_t off, struct fuse_file_info *fi);
+void ktfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ktfs_release(fuse_req_t req, fuse_ino_t ino,
+		  struct fuse_file_info *fi);
+void ktfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		struct fuse_file_info *fi);
+/** Remember the first failed write or truncate of @p f (NULL: none); the
+ * negative errno @p rc is returned. */
+int ktfs_file_error(struct ktfs *fs, struct ktfs_file *f, int rc);
+
+void ktfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ktfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+void ktfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		      struct fuse_file_info *fi);
+void ktfs_releasedir(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi);
+void ktfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		   struct fuse_file_info *fi);
+
+void ktfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ktfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		  int to_set, struct fuse_file_info *fi);
+void ktfs_statfs(fuse_req_t req, fuse_ino_t ino);
+void ktfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		   const char *value, size_t size, int flags);
+void ktfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		   size_t size);
+void ktfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void ktfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 /**@}*/
 
 #endif /* KEYTREEFS_H */

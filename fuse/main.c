@@ -4,9 +4,9 @@
  *   keytreefs [OPTIONS] STORE MOUNTPOINT
  *
  * Parses our options and libfuse's, opens the store (failing before the
- * mount when another process has it), mounts, runs libfuse's
- * multi-threaded loop until unmount, SIGINT or SIGTERM, then unmounts and
- * closes the store.  Also run by mount.fuse3 for `mount -t fuse.keytreefs`
+ * mount when another process has it), makes a libfuse low-level session,
+ * mounts, runs libfuse's multi-threaded session loop until unmount, SIGINT
+ * or SIGTERM, then unmounts and closes the store.  Also run by mount.fuse3 for `mount -t fuse.keytreefs`
  * and /etc/fstab lines.  docs/FUSE.md and docs/keytreefs.1 describe it.
  */
 
@@ -33,6 +33,9 @@ struct options {
 	int no_default_permissions;
 	char *value_name;
 	char *abslinks;
+	double entry_timeout;
+	double attr_timeout;
+	double negative_timeout;
 	int show_help;
 	int show_version;
 };
@@ -47,6 +50,9 @@ static const struct fuse_opt option_spec[] = {
 	OPT("no_default_permissions", no_default_permissions, 1),
 	OPT("value_name=%s", value_name, 0),
 	OPT("abslinks=%s", abslinks, 0),
+	OPT("entry_timeout=%lf", entry_timeout, 0),
+	OPT("attr_timeout=%lf", attr_timeout, 0),
+	OPT("negative_timeout=%lf", negative_timeout, 0),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -165,6 +171,22 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	return 0;
 }
 
+/* FUSE's root inode (FUSE_ROOT_ID, 1) is the store's root node, because
+ * inode numbers are node ids: the root's must be 1. */
+static int root_check(struct ktfs *fs)
+{
+	kt_statbuf ks;
+	int rc = kt_lstat(&ks, fs->store, "/");
+
+	if (rc < 0 || ks.id != FUSE_ROOT_ID) {
+		fprintf(stderr, "keytreefs: %s: the root node %s\n",
+			fs->store_dir,
+			rc < 0 ? kt_errmsg() : "does not have id 1");
+		return 1;
+	}
+	return 0;
+}
+
 /* Fill @fs from the options; non-zero (after a message) if they are bad. */
 static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 {
@@ -196,7 +218,15 @@ static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 		fprintf(stderr, "keytreefs: abslinks must be store or host\n");
 		return 1;
 	}
-	if (store_open(fs, o))
+	fs->entry_timeout = o->entry_timeout;
+	fs->attr_timeout = o->attr_timeout;
+	fs->negative_timeout = o->negative_timeout;
+	if (fs->entry_timeout < 0 || fs->attr_timeout < 0 ||
+	    fs->negative_timeout < 0) {
+		fprintf(stderr, "keytreefs: timeouts must not be negative\n");
+		return 1;
+	}
+	if (store_open(fs, o) || root_check(fs))
 		return 1;
 	delim = kt_delimiter(fs->store, &dlen);
 	if (o->value_name) {
@@ -218,13 +248,14 @@ static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 	return 0;
 }
 
-static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *co)
+static int run_loop(struct fuse_session *se,
+		    const struct fuse_cmdline_opts *co)
 {
 	struct fuse_loop_config *lc;
 	int rc;
 
 	if (co->singlethread)
-		return fuse_loop(f);
+		return fuse_session_loop(se);
 	lc = fuse_loop_cfg_create();
 	if (!lc)
 		return -1;
@@ -233,7 +264,7 @@ static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *co)
 		fuse_loop_cfg_set_idle_threads(lc, co->max_idle_threads);
 	if (co->max_threads > 0 && co->max_threads <= 100000)
 		fuse_loop_cfg_set_max_threads(lc, co->max_threads);
-	rc = fuse_loop_mt(f, lc);
+	rc = fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
 	return rc;
 }
@@ -242,37 +273,69 @@ static int run_loop(struct fuse *f, const struct fuse_cmdline_opts *co)
 static int serve(struct ktfs *fs, struct fuse_args *args,
 		 const struct fuse_cmdline_opts *co, const struct options *o)
 {
-	struct fuse *f;
+	struct fuse_session *se;
 	int rc = 1;
 
-	f = fuse_new(args, &ktfs_ops, sizeof(ktfs_ops), fs);
-	if (!f)
+	se = fuse_session_new(args, &ktfs_ops, sizeof(ktfs_ops), fs);
+	if (!se)
 		return 1;
-	if (fuse_mount(f, co->mountpoint) != 0)
-		goto out_destroy;
 	/* libfuse only catches signals that are not ignored, and a shell
 	 * starts background commands with SIGINT ignored: SIGINT and SIGTERM
 	 * must always unmount cleanly. */
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
-	if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
-		goto out_unmount;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_destroy;
+	if (fuse_session_mount(se, co->mountpoint) != 0)
+		goto out_signals;
 	if (!co->foreground) {
 		/* A forked child holds no LevelDB lock and no threads:
 		 * close the store and open it again in the daemon. */
 		kt_close(fs->store);
 		fs->store = NULL;
 		if (fuse_daemonize(0) != 0 || store_open(fs, o) != 0)
-			goto out_signals;
+			goto out_unmount;
 	}
-	rc = run_loop(f, co) < 0 ? 1 : 0;
-out_signals:
-	fuse_remove_signal_handlers(fuse_get_session(f));
+	rc = run_loop(se, co) < 0 ? 1 : 0;
 out_unmount:
-	fuse_unmount(f);
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
 out_destroy:
-	fuse_destroy(f);
+	fuse_session_destroy(se);
 	return rc;
+}
+
+/* The locks of @fs (keytreefs.h): a writer-preferring namespace lock, so
+ * a rename is not starved by a stream of reads. */
+static int locks_init(struct ktfs *fs)
+{
+	pthread_rwlockattr_t a;
+	size_t i;
+
+	if (pthread_rwlockattr_init(&a) != 0)
+		return -1;
+	pthread_rwlockattr_setkind_np(&a,
+				      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	if (pthread_rwlock_init(&fs->ns_lock, &a) != 0) {
+		pthread_rwlockattr_destroy(&a);
+		return -1;
+	}
+	pthread_rwlockattr_destroy(&a);
+	for (i = 0; i < KTFS_NAME_STRIPES; i++)
+		pthread_mutex_init(&fs->names[i], NULL);
+	pthread_mutex_init(&fs->lock, NULL);
+	return 0;
+}
+
+static void locks_destroy(struct ktfs *fs)
+{
+	size_t i;
+
+	for (i = 0; i < KTFS_NAME_STRIPES; i++)
+		pthread_mutex_destroy(&fs->names[i]);
+	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->ns_lock);
 }
 
 int main(int argc, char *argv[])
@@ -286,7 +349,10 @@ int main(int argc, char *argv[])
 	memset(&o, 0, sizeof(o));
 	memset(&co, 0, sizeof(co));
 	memset(&fs, 0, sizeof(fs));
-	pthread_mutex_init(&fs.lock, NULL);
+	o.entry_timeout = 1.0;
+	o.attr_timeout = 1.0;
+	if (locks_init(&fs) != 0)
+		return 1;
 	if (fuse_opt_parse(&args, &o, option_spec, opt_proc) != 0)
 		goto out;
 	if (o.show_version) {
@@ -299,7 +365,7 @@ int main(int argc, char *argv[])
 		usage(argv[0]);
 		printf("FUSE options:\n");
 		fuse_cmdline_help();
-		fuse_lib_help(&args);
+		fuse_lowlevel_help();
 		rc = 0;
 		goto out;
 	}
@@ -332,6 +398,6 @@ out:
 	free(o.value_name);
 	free(o.abslinks);
 	fuse_opt_free_args(&args);
-	pthread_mutex_destroy(&fs.lock);
+	locks_destroy(&fs);
 	return rc;
 }

@@ -3,18 +3,17 @@
  * unlinked or replaced while open.
  *
  * The table counts the open handles of each inode (node id, with bit 63
- * set for the value file of an item+dir).  When the last name of an inode
- * with handles goes away (unlink, or a rename over it: libfuse then
- * renames it to a hidden name, see ops.c), ops.c makes it a library
- * orphan here: a plain item is detached as it is
- * (kt_orphan_detach, one atomic step that keeps its id, value and
- * attributes); the value of an item+dir cannot be detached without its
- * directory, so it is copied into a temporary item that is detached at
- * once.  The table then maps the inode, and libfuse's hidden name, to the
- * orphan's id; ops.c serves every operation on its handles, and on the
- * hidden name, by that id, and the last release drops
- * the orphan (kt_orphan_release).  Orphans of a daemon that died are
- * dropped by the library at the next kt_open.
+ * set for the value file of an item+dir); each handle points at its
+ * inode's entry.  With the low-level API the kernel sends UNLINK (or
+ * RENAME over the file) at once and RELEASE at the last close; when the
+ * name of an inode with handles goes away, ns.c makes it a library orphan
+ * here: a plain item is detached as it is (kt_orphan_detach, one atomic
+ * step that keeps its id, value and attributes); the value of an item+dir
+ * cannot be detached without its directory, so it is copied into a
+ * temporary item that is detached at once.  Requests on the inode, with or
+ * without a handle, are then served by the orphan's id (node.c), and the
+ * last release drops the orphan (kt_orphan_release).  Orphans of a daemon
+ * that died are dropped by the library at the next kt_open.
  */
 
 #include <errno.h>
@@ -33,8 +32,8 @@ struct ktfs_open {
 	uint64_t ino;
 	unsigned int count; /* open handles */
 	int orphaned;       /* no name left: served by orphan */
+	int hooked;         /* in the table (an orphaned entry may not be) */
 	uint64_t orphan;    /* the orphan's id */
-	char *hidden;       /* libfuse's hidden name for it, or NULL */
 	struct ktfs_open *next;
 };
 
@@ -49,36 +48,47 @@ static struct ktfs_open **slot(struct ktfs *fs, uint64_t ino)
 	return op;
 }
 
-int ktfs_open_get(struct ktfs *fs, uint64_t ino)
+/* Take @o out of the table (it lives on while it has handles). */
+static void unhook(struct ktfs *fs, struct ktfs_open *o)
+{
+	struct ktfs_open **op = slot(fs, o->ino);
+
+	if (o->hooked && *op == o) {
+		*op = o->next;
+		o->next = NULL;
+	}
+	o->hooked = 0;
+}
+
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan)
 {
 	struct ktfs_open **op, *o;
-	int rc = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	op = slot(fs, ino);
-	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL)
+	if (*op && (*op)->orphaned && !orphan)
+		unhook(fs, *op); /* a value file's number, in use again */
+	op = slot(fs, ino);
+	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
 		(*op)->ino = ino;
+		(*op)->hooked = 1;
+	}
 	if ((o = *op) != NULL)
 		o->count++;
-	else
-		rc = -ENOMEM;
 	pthread_mutex_unlock(&fs->lock);
-	return rc;
+	return o;
 }
 
-int ktfs_open_put(struct ktfs *fs, uint64_t ino)
+int ktfs_open_put(struct ktfs *fs, struct ktfs_open *o)
 {
-	struct ktfs_open **op, *o;
 	uint64_t id = 0;
 	int orphaned = 0, rc;
 
 	pthread_mutex_lock(&fs->lock);
-	op = slot(fs, ino);
-	if ((o = *op) != NULL && --o->count == 0) {
-		*op = o->next;
+	if (--o->count == 0) {
+		unhook(fs, o);
 		orphaned = o->orphaned;
 		id = o->orphan;
-		free(o->hidden);
 		free(o);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -91,38 +101,20 @@ int ktfs_open_put(struct ktfs *fs, uint64_t ino)
 	return ktfs_errno(rc);
 }
 
-int ktfs_open_orphan(struct ktfs *fs, uint64_t ino, uint64_t *id)
+int ktfs_open_orphan(struct ktfs *fs, const struct ktfs_open *o, uint64_t ino,
+		     uint64_t *id)
 {
-	struct ktfs_open *o;
 	int orphaned = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	if ((o = *slot(fs, ino)) != NULL && o->orphaned) {
+	if (!o)
+		o = *slot(fs, ino);
+	if (o && o->orphaned) {
 		orphaned = 1;
 		*id = o->orphan;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return orphaned;
-}
-
-int ktfs_open_hidden(struct ktfs *fs, const char *name, uint64_t *ino,
-		     uint64_t *id)
-{
-	struct ktfs_open *o;
-	size_t i;
-	int found = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	for (i = 0; i < KTFS_OPEN_BUCKETS && !found; i++)
-		for (o = fs->open[i]; o; o = o->next)
-			if (o->hidden && strcmp(o->hidden, name) == 0) {
-				*ino = o->ino;
-				*id = o->orphan;
-				found = 1;
-				break;
-			}
-	pthread_mutex_unlock(&fs->lock);
-	return found;
 }
 
 void ktfs_open_lock(struct ktfs *fs)
@@ -186,28 +178,22 @@ static int orphan_copy(uint64_t *id, struct ktfs *fs, const char *path)
 }
 
 int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, const char *path,
-		     enum ktfs_orphan_how how, const char *hidden)
+		     enum ktfs_orphan_how how)
 {
 	struct ktfs_open *o = *slot(fs, ino);
-	char *h = NULL;
 	uint64_t id = 0;
 	int rc;
 
 	if (!o)
 		return -ENOENT;
-	if (hidden && !(h = strdup(hidden)))
-		return -ENOMEM;
 	if (how == KTFS_ORPHAN_DETACH)
 		rc = kt_orphan_detach(&id, fs->store, path);
 	else
 		rc = orphan_copy(&id, fs, path);
-	if (rc < 0) {
-		free(h);
+	if (rc < 0)
 		return ktfs_errno(rc);
-	}
 	o->orphaned = 1;
 	o->orphan = id;
-	o->hidden = h;
 	return 0;
 }
 
@@ -220,6 +206,36 @@ void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino)
 	kt_orphan_release(fs->store, o->orphan);
 	o->orphaned = 0;
 	o->orphan = 0;
-	free(o->hidden);
-	o->hidden = NULL;
+}
+
+void ktfs_open_setaside(struct ktfs *fs, uint64_t ino)
+{
+	struct ktfs_open *o = *slot(fs, ino);
+
+	if (o && o->orphaned)
+		unhook(fs, o);
+}
+
+int ktfs_unlink_file(struct ktfs *fs, const char *path, uint64_t ino,
+		     int value, int or_delete)
+{
+	int rc;
+
+	ktfs_open_lock(fs);
+	if (ktfs_open_busy(fs, ino) == 0) {
+		rc = or_delete ? ktfs_errno(kt_delete(fs->store, path,
+						      value ? KT_DELETE_ITEM
+							    : 0))
+			       : 1;
+	} else if (!value) {
+		rc = ktfs_orphan_make(fs, ino, path, KTFS_ORPHAN_DETACH);
+	} else if ((rc = ktfs_orphan_make(fs, ino, path, KTFS_ORPHAN_COPY)) ==
+			   0 &&
+		   or_delete) {
+		rc = ktfs_errno(kt_delete(fs->store, path, KT_DELETE_ITEM));
+		if (rc < 0)
+			ktfs_orphan_unmake(fs, ino);
+	}
+	ktfs_open_unlock(fs);
+	return rc;
 }

@@ -14,6 +14,11 @@
  *   ktfs_probe fsync FILE                       fsync, fdatasync, dir fsync
  *   ktfs_probe stats STORE                      "VALUE_BYTES ROW_BYTES"
  *   ktfs_probe readdir DIR                      streaming and seekdir
+ *   ktfs_probe seekdir DIR                      seekdir to early telldir
+ *                                               positions, and to a removed
+ *                                               entry's (EINVAL)
+ *   ktfs_probe orphan-rmdir DIR                 fstat of an unlinked open
+ *                                               file after rmdir of its dir
  *
  * Dump lines: "PATH KIND MODE UID GID SIZE MTIME_NS DATA" with KIND one of
  * d, f, l and DATA the link target or a hash of the content.  An item that
@@ -438,6 +443,130 @@ static int readdir_check(const char *dir)
 	return bad;
 }
 
+/* Read all of DIR (regular files, more than 2000) with telldir() before
+ * each entry; then seekdir() to early and scattered positions, each of
+ * which must give the same entries again in the same order; then unlink
+ * an early entry and seekdir() to the position just after it (the cookie
+ * is the removed entry's): readdir must fail with EINVAL, not skip or
+ * repeat.  Prints the number of entries. */
+static int seekdir_check(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	long *pos = NULL;
+	size_t n = 0, i, k, t;
+	size_t tries[8];
+	int bad = 0;
+
+	if (!d)
+		return fail(dir);
+	for (;;) {
+		long p = telldir(d);
+
+		if (!(e = readdir(d)))
+			break;
+		names = realloc(names, (n + 1) * sizeof(*names));
+		pos = realloc(pos, (n + 1) * sizeof(*pos));
+		names[n] = strdup(e->d_name);
+		pos[n++] = p;
+	}
+	if (n < 2000) {
+		fprintf(stderr, "ktfs_probe: only %zu entries\n", n);
+		return 1;
+	}
+	tries[0] = 0;
+	tries[1] = 1;
+	tries[2] = 3;
+	tries[3] = 5;
+	tries[4] = 17;
+	tries[5] = n / 3;
+	tries[6] = 7;
+	tries[7] = n - 1;
+	for (t = 0; t < 8 && !bad; t++) {
+		k = tries[t];
+		seekdir(d, pos[k]);
+		for (i = k; i < n && i < k + 300; i++) {
+			errno = 0;
+			e = readdir(d);
+			if (!e || strcmp(e->d_name, names[i]) != 0) {
+				fprintf(stderr,
+					"ktfs_probe: seekdir to #%zu: entry "
+					"#%zu is %s, not %s\n",
+					k, i, e ? e->d_name : strerror(errno),
+					names[i]);
+				bad = 1;
+				break;
+			}
+		}
+	}
+	/* names[0..2] are ".", ".." (any order) and children follow. */
+	k = 10;
+	if (!bad && unlinkat(dirfd(d), names[k - 1], 0) != 0)
+		bad = fail(names[k - 1]);
+	if (!bad) {
+		seekdir(d, pos[k]);
+		errno = 0;
+		e = readdir(d);
+		if (e || errno != EINVAL) {
+			fprintf(stderr,
+				"ktfs_probe: seekdir after a removed entry: "
+				"%s\n",
+				e ? e->d_name : strerror(errno));
+			bad = 1;
+		}
+	}
+	printf("%zu\n", n);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(pos);
+	closedir(d);
+	return bad;
+}
+
+/* DIR/sub/f is opened, written, unlinked, then DIR/sub removed: fstat on
+ * the descriptor must still work (link count 0, the size, the inode
+ * number it had), and so must read, write, ftruncate and fchmod. */
+static int orphan_rmdir(const char *dir)
+{
+	char sub[4096], f[4200], buf[16];
+	struct stat before, st;
+	int fd;
+
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(f, sizeof(f), "%s/f", sub);
+	if (mkdir(sub, 0755) != 0)
+		return fail(sub);
+	if ((fd = open(f, O_RDWR | O_CREAT | O_EXCL, 0644)) < 0)
+		return fail(f);
+	if (write(fd, "orphan", 6) != 6 || fstat(fd, &before) != 0)
+		return fail("write");
+	if (unlink(f) != 0 || rmdir(sub) != 0)
+		return fail("unlink, rmdir");
+	if (fstat(fd, &st) != 0)
+		return fail("fstat after rmdir");
+	if (st.st_nlink != 0 || st.st_size != 6 || st.st_ino != before.st_ino) {
+		fprintf(stderr,
+			"ktfs_probe: fstat: nlink %lu size %lld ino %llu "
+			"(was %llu)\n",
+			(unsigned long)st.st_nlink, (long long)st.st_size,
+			(unsigned long long)st.st_ino,
+			(unsigned long long)before.st_ino);
+		return 1;
+	}
+	if (pwrite(fd, "!", 1, 6) != 1 || ftruncate(fd, 5) != 0 ||
+	    fchmod(fd, 0600) != 0 || fstat(fd, &st) != 0)
+		return fail("pwrite, ftruncate, fchmod, fstat");
+	if (st.st_size != 5 || (st.st_mode & 07777) != 0600)
+		return fail("size or mode after ftruncate and fchmod");
+	if (pread(fd, buf, sizeof(buf), 0) != 5 || memcmp(buf, "orpha", 5))
+		return fail("pread");
+	if (close(fd) != 0)
+		return fail("close");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "dump-store") == 0)
@@ -460,6 +589,10 @@ int main(int argc, char **argv)
 		return stats(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "readdir") == 0)
 		return readdir_check(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "seekdir") == 0)
+		return seekdir_check(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "orphan-rmdir") == 0)
+		return orphan_rmdir(argv[2]);
 	fprintf(stderr, "usage: see the opening comment of tests/fuse/probe.c\n");
 	return 2;
 }

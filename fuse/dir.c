@@ -1,0 +1,364 @@
+/*
+ * dir.c - directory listings of keytreefs: opendir, readdir, readdirplus,
+ * releasedir and fsyncdir.
+ *
+ * A listing streams: each READDIR(PLUS) reply is filled from a fresh
+ * library iterator that starts after a name, never by a count, and never
+ * holds more than one reply's entries.  Offsets (the kernel's cookies,
+ * what telldir returns) are stable and are not indexes:
+ *
+ *   0            the start
+ *   1            after "."
+ *   2            after ".."
+ *   3            after the value file (an item+dir's own value)
+ *   id + 16      after the child whose node id is id (children's ids are
+ *                above 1, the root's, and far below 2^62, so this never
+ *                meets the others or overflows off_t)
+ *
+ * The handle remembers the names of its last reply's entries (its last
+ * name is where sequential reading continues), so sequential reading, and a kernel that used
+ * only part of a reply, continue by name even if those children were
+ * removed meanwhile (rm -r).  Any other offset (seekdir to an older
+ * telldir) is resolved with kt_id_path(): if the child is still in this
+ * directory, the listing continues after its current name; if it was
+ * removed or moved out, the position is gone and the reply is EINVAL.
+ *
+ * Every entry carries d_type.  READDIRPLUS gives each child's full
+ * attributes and an entry with the mount's timeouts, so `ls -l` costs no
+ * LOOKUP or GETATTR per entry.  The kernel counts lookups for those
+ * entries; FORGET is a no-op here, since nothing is kept per inode.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keytreefs.h"
+
+#define DIR_OFF_DOT 1
+#define DIR_OFF_DOTDOT 2
+#define DIR_OFF_VALUE 3
+#define DIR_OFF_BASE 16
+
+/* An entry of the last reply: its offset and name. */
+struct recent {
+	off_t off;
+	char *name;
+};
+
+/* An open directory (fi->fh). */
+struct ktfs_dir {
+	pthread_mutex_t lock;  /* the kernel may overlap requests on one fh */
+	struct recent *recent; /* the last reply's children, in order */
+	size_t nrecent, caprecent;
+};
+
+/* Where a reply starts: the stage (0 ".", 1 "..", 2 the value file, 3
+ * children) and, for children, the name to start after (or NULL). */
+struct start {
+	int stage;
+	char *after;
+};
+
+static struct ktfs_dir *dir_of(const struct fuse_file_info *fi)
+{
+	return (struct ktfs_dir *)(uintptr_t)fi->fh;
+}
+
+static off_t child_off(uint64_t id)
+{
+	return (off_t)(id + DIR_OFF_BASE);
+}
+
+static void recent_clear(struct ktfs_dir *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nrecent; i++)
+		free(d->recent[i].name);
+	d->nrecent = 0;
+}
+
+static int recent_add(struct ktfs_dir *d, off_t off, const char *name)
+{
+	if (d->nrecent == d->caprecent) {
+		size_t cap = d->caprecent ? 2 * d->caprecent : 64;
+		struct recent *r = realloc(d->recent, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		d->recent = r;
+		d->caprecent = cap;
+	}
+	if (!(d->recent[d->nrecent].name = strdup(name)))
+		return -ENOMEM;
+	d->recent[d->nrecent++].off = off;
+	return 0;
+}
+
+/* The start of a reply for offset @off in directory @dir.  -EINVAL when
+ * the child @off names is no longer in the directory. */
+static int dir_start(struct start *s, struct ktfs *fs, struct ktfs_dir *d,
+		     const struct ktfs_node *dir, off_t off)
+{
+	char *path = NULL;
+	size_t len = 0, i;
+	int rc;
+
+	s->after = NULL;
+	if (off < DIR_OFF_BASE) {
+		if (off < 0 || off > DIR_OFF_VALUE)
+			return -EINVAL;
+		s->stage = (int)off;
+		return 0;
+	}
+	s->stage = 3;
+	for (i = d->nrecent; i-- > 0;)
+		if (d->recent[i].off == off)
+			return (s->after = strdup(d->recent[i].name)) ? 0
+								   : -ENOMEM;
+	rc = kt_id_path(&path, &len, fs->store, (uint64_t)off - DIR_OFF_BASE);
+	if (rc < 0)
+		return rc == KT_ENOTFOUND ? -EINVAL : ktfs_errno(rc);
+	/* Still a child of this directory? */
+	if (len > dir->path_len &&
+	    memcmp(path, dir->path, dir->path_len) == 0 &&
+	    (dir->path_len == 1 || path[dir->path_len] == '/') &&
+	    !strchr(path + dir->path_len + (dir->path_len > 1), '/'))
+		s->after = strdup(strrchr(path, '/') + 1);
+	else
+		rc = -EINVAL;
+	kt_free(path);
+	if (rc == 0 && !s->after)
+		rc = -ENOMEM;
+	return rc;
+}
+
+void ktfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ktfs *fs = ktfs_of(req);
+	struct ktfs_node n;
+	struct ktfs_dir *d;
+	int rc;
+
+	ktfs_ns_lock(fs, 0);
+	rc = ktfs_dir_get(&n, fs, ino);
+	ktfs_node_free(&n);
+	ktfs_ns_unlock(fs);
+	if (rc < 0) {
+		ktfs_reply_err(req, rc);
+		return;
+	}
+	if (!(d = calloc(1, sizeof(*d)))) {
+		ktfs_reply_err(req, -ENOMEM);
+		return;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) != 0) {
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+	}
+}
+
+/* One reply being filled. */
+struct fill {
+	fuse_req_t req;
+	struct ktfs *fs;
+	struct ktfs_dir *d;
+	int plus;
+	char *buf;
+	size_t size, used;
+};
+
+/* Add one entry; 1 if it does not fit (the reply is full). */
+static int fill_add(struct fill *f, const char *name, const struct stat *st,
+		    off_t off)
+{
+	struct fuse_entry_param e;
+	size_t n;
+
+	if (f->plus) {
+		ktfs_entry_param(&e, f->fs, st);
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+			e.ino = 0; /* the kernel takes no entry for them */
+		n = fuse_add_direntry_plus(f->req, f->buf + f->used,
+					   f->size - f->used, name, &e, off);
+	} else {
+		n = fuse_add_direntry(f->req, f->buf + f->used,
+				      f->size - f->used, name, st, off);
+	}
+	if (n > f->size - f->used)
+		return 1;
+	f->used += n;
+	return 0;
+}
+
+/* ".", ".." and the value file, from stage @stage on.  1: full. */
+static int fill_special(struct fill *f, const struct ktfs_node *dir,
+			int stage)
+{
+	struct stat st;
+	kt_statbuf ps;
+	char *parent;
+
+	if (stage == 0) {
+		ktfs_fill_stat(&st, f->fs, dir->path, &dir->st, 0);
+		if (fill_add(f, ".", &st, DIR_OFF_DOT))
+			return 1;
+	}
+	if (stage <= 1) {
+		memset(&st, 0, sizeof(st));
+		st.st_mode = S_IFDIR;
+		st.st_ino = dir->st.id;
+		if (dir->path_len > 1 && (parent = strdup(dir->path)) != NULL) {
+			*strrchr(parent, '/') = '\0';
+			if (kt_lstat(&ps, f->fs->store,
+				     parent[0] ? parent : "/") == 0)
+				st.st_ino = ps.id;
+			free(parent);
+		}
+		if (fill_add(f, "..", &st, DIR_OFF_DOTDOT))
+			return 1;
+	}
+	if (stage <= 2 && (dir->st.kind & KT_KIND_ITEM)) {
+		ktfs_fill_stat(&st, f->fs, dir->path, &dir->st, 1);
+		if (fill_add(f, f->fs->value_name, &st, DIR_OFF_VALUE))
+			return 1;
+	}
+	return 0;
+}
+
+/* The stat of child @e of @dir: full attributes with plus, else the
+ * inode number and type.  1: it is gone. */
+static int child_stat(struct stat *st, struct fill *f,
+		      const struct ktfs_node *dir, const kt_entry *e)
+{
+	kt_statbuf ks;
+	char *p;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (!f->plus) {
+		st->st_ino = e->id;
+		st->st_mode = (e->kind & KT_KIND_LINK)  ? S_IFLNK
+			      : (e->kind & KT_KIND_DIR) ? S_IFDIR
+							: S_IFREG;
+		return 0;
+	}
+	if (!(p = ktfs_child_path(dir->path, dir->path_len, e->name)))
+		return -ENOMEM;
+	rc = kt_lstat(&ks, f->fs->store, p);
+	if (rc == 0)
+		ktfs_fill_stat(st, f->fs, p, &ks, 0);
+	free(p);
+	return rc == KT_ENOTFOUND ? 1 : ktfs_errno(rc);
+}
+
+/* The children of @dir after @after, until the reply is full. */
+static int fill_children(struct fill *f, const struct ktfs_node *dir,
+			 const char *after)
+{
+	kt_list_options lo = KT_LIST_OPTIONS_INIT;
+	const kt_entry *e;
+	kt_iter *it = NULL;
+	struct stat st;
+	int rc;
+
+	lo.after = after;
+	lo.after_len = after ? strlen(after) : 0;
+	if ((rc = kt_iter_new(&it, f->fs->store, dir->path, &lo)) < 0)
+		return ktfs_errno(rc);
+	for (;;) {
+		if ((rc = kt_iter_next(&e, it)) < 0) {
+			rc = rc == KT_ITEROVER ? 0 : ktfs_errno(rc);
+			break;
+		}
+		if ((rc = child_stat(&st, f, dir, e)) < 0)
+			break;
+		if (rc == 1)
+			continue; /* gone since the snapshot */
+		if (fill_add(f, e->name, &st, child_off(e->id))) {
+			rc = 0; /* full */
+			break;
+		}
+		if ((rc = recent_add(f->d, child_off(e->id), e->name)) < 0)
+			break;
+	}
+	kt_iter_free(it);
+	return rc;
+}
+
+static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi, int plus)
+{
+	struct fill f = {req, ktfs_of(req), dir_of(fi), plus, NULL, size, 0};
+	struct start s = {0, NULL};
+	struct ktfs_node dir;
+	int rc;
+
+	if (!(f.buf = malloc(size ? size : 1))) {
+		ktfs_reply_err(req, -ENOMEM);
+		return;
+	}
+	ktfs_ns_lock(f.fs, 0);
+	pthread_mutex_lock(&f.d->lock);
+	if ((rc = ktfs_dir_get(&dir, f.fs, ino)) < 0) {
+		/* Removed while open: nothing is left in it. */
+		rc = rc == -ENOENT ? 0 : rc;
+		goto out;
+	}
+	if ((rc = dir_start(&s, f.fs, f.d, &dir, off)) < 0)
+		goto out_dir;
+	recent_clear(f.d);
+	if (s.stage < 3 && fill_special(&f, &dir, s.stage))
+		goto out_dir;
+	rc = fill_children(&f, &dir, s.after);
+out_dir:
+	ktfs_node_free(&dir);
+out:
+	pthread_mutex_unlock(&f.d->lock);
+	ktfs_ns_unlock(f.fs);
+	if (rc < 0 && f.used == 0)
+		ktfs_reply_err(req, rc);
+	else
+		fuse_reply_buf(req, f.buf, f.used);
+	free(s.after);
+	free(f.buf);
+}
+
+void ktfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi)
+{
+	dir_read(req, ino, size, off, fi, 0);
+}
+
+void ktfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		      struct fuse_file_info *fi)
+{
+	dir_read(req, ino, size, off, fi, 1);
+}
+
+void ktfs_releasedir(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi)
+{
+	struct ktfs_dir *d = dir_of(fi);
+
+	(void)ino;
+	recent_clear(d);
+	free(d->recent);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+/* fsync(2) of a directory: its entries are rows like any other, and one
+ * synced write makes every earlier write durable. */
+void ktfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		   struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	ktfs_reply_err(req, ktfs_errno(kt_sync(ktfs_of(req)->store)));
+}

@@ -1,0 +1,304 @@
+/*
+ * file.c - regular files of keytreefs: open, create, read, write, flush,
+ * release and fsync.
+ *
+ * A handle (struct ktfs_file, fi->fh) points at its inode's entry in the
+ * open table (open.c).  Reads and writes resolve the inode each time
+ * (node.c), so a file that is renamed, or whose directory is, while open
+ * keeps working; one unlinked while open is served by its orphan id.
+ * Every write is committed to the store before it is acknowledged.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keytreefs.h"
+
+static struct ktfs_file *file_of(const struct fuse_file_info *fi)
+{
+	return fi ? (struct ktfs_file *)(uintptr_t)fi->fh : NULL;
+}
+
+int ktfs_file_error(struct ktfs *fs, struct ktfs_file *f, int rc)
+{
+	if (rc < 0 && f) {
+		ktfs_open_lock(fs);
+		if (f->error == 0)
+			f->error = rc;
+		ktfs_open_unlock(fs);
+	}
+	return rc;
+}
+
+/* The write error of @f not reported yet (0 if none), now reported. */
+static int file_take_error(struct ktfs *fs, struct ktfs_file *f)
+{
+	int rc;
+
+	ktfs_open_lock(fs);
+	rc = f->error;
+	f->error = 0;
+	ktfs_open_unlock(fs);
+	return rc;
+}
+
+/* Register an open of inode @ino in @fi.  The caller holds ns_lock, so no
+ * unlink can pass between its resolution and this count. */
+static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
+		     int orphan)
+{
+	struct ktfs_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->append = (fi->flags & O_APPEND) != 0;
+	if (!(f->open = ktfs_open_get(fs, ino, orphan))) {
+		free(f);
+		return -ENOMEM;
+	}
+	fi->fh = (uintptr_t)f;
+	/* The mount is the store's only writer: keep the page cache. */
+	fi->keep_cache = 1;
+	return 0;
+}
+
+/* O_TRUNC: cut the value, and mark mtime and ctime even when it was
+ * already empty, as POSIX asks of open(). */
+static int truncate_on_open(struct ktfs *fs, const char *path)
+{
+	kt_setattr_args a = {0};
+	int rc = kt_truncate(fs->store, path, 0);
+
+	if (rc == 0) {
+		a.mask = KT_SET_MTIME_NOW;
+		rc = kt_setattr(fs->store, path, &a, 0);
+	}
+	return ktfs_errno(rc);
+}
+
+void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ktfs *fs = ktfs_of(req);
+	struct ktfs_node n;
+	int rc;
+
+	ktfs_ns_lock(fs, 0);
+	rc = ktfs_node_get(&n, fs, ino, NULL);
+	if (rc == 0 && !n.value && !n.orphan && (n.st.kind & KT_KIND_DIR))
+		rc = -EISDIR;
+	if (rc == 0 && !n.orphan && (fi->flags & O_TRUNC) &&
+	    (fi->flags & O_ACCMODE) != O_RDONLY)
+		rc = truncate_on_open(fs, n.path);
+	if (rc == 0 && n.orphan && (fi->flags & O_TRUNC) &&
+	    (fi->flags & O_ACCMODE) != O_RDONLY)
+		rc = ktfs_errno(kt_orphan_truncate(fs->store, n.id, 0));
+	if (rc == 0)
+		rc = file_open(fs, fi, ino, n.orphan);
+	ktfs_node_free(&n);
+	ktfs_ns_unlock(fs);
+	if (rc < 0)
+		ktfs_reply_err(req, rc);
+	else if (fuse_reply_open(req, fi) != 0) {
+		/* Interrupted: the kernel sends no release for it. */
+		ktfs_open_put(fs, file_of(fi)->open);
+		free(file_of(fi));
+	}
+}
+
+/* New files belong to the caller, with the mode after its umask; a
+ * set-group-ID parent @ps passes on its group. */
+static void new_file_owner(kt_create_options *o, fuse_req_t req,
+			   const kt_statbuf *ps, mode_t mode)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	o->flags |= KT_CREATE_MODE | KT_CREATE_OWNER;
+	o->mode = mode & 07777 & ~ctx->umask;
+	o->uid = ctx->uid;
+	o->gid = (ps->mode & S_ISGID) ? ps->gid : ctx->gid;
+}
+
+/* Create (or, without O_EXCL, open) @name in the directory @dir; the
+ * stat of the file in @st. */
+static int create_in(struct ktfs *fs, fuse_req_t req, const struct ktfs_node *dir,
+		     const char *name, mode_t mode, int flags, struct stat *st)
+{
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	int excl = (flags & O_EXCL) != 0, value = 0, rc;
+	pthread_mutex_t *stripe;
+	const char *path;
+	char *child = NULL;
+	kt_statbuf ks;
+
+	if (ktfs_is_value_name(fs, name)) {
+		if (dir->st.id == 1)
+			return -EPERM; /* the root holds no value */
+		value = 1;
+		path = dir->path;
+	} else {
+		if (!(child = ktfs_child_path(dir->path, dir->path_len, name)))
+			return -ENOMEM;
+		path = child;
+	}
+	stripe = ktfs_name_lock(fs, dir->st.id, name);
+	rc = value ? 0 : kt_lstat(&ks, fs->store, path);
+	if (value) {
+		/* Give the directory a value: it becomes an item+dir. */
+		ks = dir->st;
+		if (!(ks.kind & KT_KIND_ITEM))
+			rc = ktfs_errno(kt_put(fs->store, path, NULL, 0, NULL));
+		else if (excl)
+			rc = -EEXIST;
+	} else if (rc == 0) {
+		rc = excl ? -EEXIST : (ks.kind & KT_KIND_DIR) ? -EISDIR : 0;
+	} else if (rc != KT_ENOTFOUND) {
+		rc = ktfs_errno(rc);
+	} else {
+		o.flags = KT_CREATE_EXCL;
+		new_file_owner(&o, req, &dir->st, mode);
+		rc = ktfs_errno(kt_put(fs->store, path, NULL, 0, &o));
+	}
+	if (rc == 0 && (rc = ktfs_errno(kt_lstat(&ks, fs->store, path))) == 0) {
+		if (!value && (ks.kind & KT_KIND_LINK))
+			rc = -EEXIST; /* O_CREAT of a dangling link's name */
+		else if ((flags & O_TRUNC) && ks.size > 0 &&
+			 (flags & O_ACCMODE) != O_RDONLY)
+			rc = truncate_on_open(fs, path);
+	}
+	if (rc == 0 && (rc = ktfs_errno(kt_lstat(&ks, fs->store, path))) == 0)
+		ktfs_fill_stat(st, fs, path, &ks, value);
+	pthread_mutex_unlock(stripe);
+	free(child);
+	return rc;
+}
+
+void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode, struct fuse_file_info *fi)
+{
+	struct ktfs *fs = ktfs_of(req);
+	struct fuse_entry_param e;
+	struct ktfs_node dir;
+	struct stat st;
+	int rc;
+
+	ktfs_ns_lock(fs, 0);
+	if ((rc = ktfs_dir_get(&dir, fs, parent)) == 0) {
+		rc = create_in(fs, req, &dir, name, mode, fi->flags, &st);
+		ktfs_node_free(&dir);
+	}
+	if (rc == 0)
+		rc = file_open(fs, fi, st.st_ino, 0);
+	ktfs_ns_unlock(fs);
+	if (rc < 0) {
+		ktfs_reply_err(req, rc);
+		return;
+	}
+	ktfs_entry_param(&e, fs, &st);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		ktfs_open_put(fs, file_of(fi)->open);
+		free(file_of(fi));
+	}
+}
+
+/* The last release of a file unlinked while open drops its orphan.  A
+ * write error not reported yet is returned (close(2) got it from flush). */
+void ktfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ktfs *fs = ktfs_of(req);
+	struct ktfs_file *f = file_of(fi);
+	int rc = f->error, drop;
+
+	(void)ino;
+	drop = ktfs_open_put(fs, f->open);
+	free(f);
+	ktfs_reply_err(req, rc ? rc : drop);
+}
+
+void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	       struct fuse_file_info *fi)
+{
+	struct ktfs *fs = ktfs_of(req);
+	struct ktfs_node n;
+	char *buf = malloc(size ? size : 1);
+	size_t got = 0;
+	int rc;
+
+	if (!buf) {
+		ktfs_reply_err(req, -ENOMEM);
+		return;
+	}
+	ktfs_ns_lock(fs, 0);
+	if ((rc = ktfs_node_get(&n, fs, ino, file_of(fi))) == 0) {
+		if (n.orphan)
+			rc = kt_orphan_read(&got, fs->store, n.id, buf, size,
+					    (uint64_t)off);
+		else
+			rc = kt_read(&got, fs->store, n.path, buf, size,
+				     (uint64_t)off);
+		rc = ktfs_errno(rc);
+		ktfs_node_free(&n);
+	}
+	ktfs_ns_unlock(fs);
+	if (rc < 0)
+		ktfs_reply_err(req, rc);
+	else
+		fuse_reply_buf(req, buf, got);
+	free(buf);
+}
+
+/* An O_APPEND write goes to the end of the value as the store has it,
+ * under the library's writer lock (KT_APPEND), so appenders never
+ * overwrite each other.  The reply is the byte count; the kernel moves
+ * the file position past the end it knows, which is the store's end since
+ * the mount is the store's only writer. */
+void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		off_t off, struct fuse_file_info *fi)
+{
+	struct ktfs *fs = ktfs_of(req);
+	struct ktfs_file *f = file_of(fi);
+	uint64_t at = f->append ? KT_APPEND : (uint64_t)off;
+	struct ktfs_node n;
+	int rc;
+
+	ktfs_ns_lock(fs, 0);
+	if ((rc = ktfs_node_get(&n, fs, ino, f)) == 0) {
+		if (n.orphan)
+			rc = kt_orphan_write(fs->store, n.id, buf, size, at);
+		else
+			rc = kt_write(fs->store, n.path, buf, size, at);
+		rc = ktfs_errno(rc);
+		ktfs_node_free(&n);
+	}
+	ktfs_ns_unlock(fs);
+	if (rc < 0)
+		ktfs_reply_err(req, ktfs_file_error(fs, f, rc));
+	else
+		fuse_reply_write(req, size);
+}
+
+/* close(2): every write is committed to the store before it is
+ * acknowledged, so nothing is left to push; what is left to do is report
+ * a write on this handle that failed, once. */
+void ktfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	ktfs_reply_err(req, file_take_error(ktfs_of(req), file_of(fi)));
+}
+
+/* fsync(2): a failed write on this handle, else make every write so far
+ * durable (one synced LevelDB write).  An orphan's rows are synced with
+ * the rest. */
+void ktfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		struct fuse_file_info *fi)
+{
+	struct ktfs *fs = ktfs_of(req);
+	int rc = 0;
+
+	(void)ino;
+	(void)datasync;
+	if (file_of(fi))
+		rc = file_take_error(fs, file_of(fi));
+	ktfs_reply_err(req, rc ? rc : ktfs_errno(kt_sync(fs->store)));
+}
