@@ -198,7 +198,7 @@ static int list_files(files *fs, const char *dir)
 		else if (strcmp(e->d_name, "CURRENT") == 0)
 			k = F_CURRENT;
 		if (k >= 0 && fs->n[k] < 16 && l < 64)
-			snprintf(fs->name[k][fs->n[k]++], 64, "%s", e->d_name);
+			memcpy(fs->name[k][fs->n[k]++], e->d_name, l + 1);
 	}
 	closedir(d);
 	return 0;
