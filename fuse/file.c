@@ -50,13 +50,14 @@ static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
 		     int orphan)
 {
 	struct ktfs_file *f = calloc(1, sizeof(*f));
+	int err;
 
 	if (!f)
 		return -ENOMEM;
 	f->append = (fi->flags & O_APPEND) != 0;
-	if (!(f->open = ktfs_open_get(fs, ino, orphan))) {
+	if (!(f->open = ktfs_open_get(fs, ino, orphan, &err))) {
 		free(f);
-		return -ENOMEM;
+		return err;
 	}
 	fi->fh = (uintptr_t)f;
 	/* The mount is the store's only writer: keep the page cache. */
@@ -88,11 +89,12 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rc = ktfs_node_get(&n, fs, ino, NULL);
 	if (rc == 0 && !n.value && !n.orphan && (n.st.kind & KT_KIND_DIR))
 		rc = -EISDIR;
-	if (rc == 0 && !n.orphan && (fi->flags & O_TRUNC) &&
-	    (fi->flags & O_ACCMODE) != O_RDONLY)
+	/* Linux truncates on O_TRUNC whatever the access mode (it has
+	 * checked write permission), and with atomic O_TRUNC it counts on
+	 * the OPEN to have done it. */
+	if (rc == 0 && !n.orphan && (fi->flags & O_TRUNC))
 		rc = truncate_on_open(fs, n.path);
-	if (rc == 0 && n.orphan && (fi->flags & O_TRUNC) &&
-	    (fi->flags & O_ACCMODE) != O_RDONLY)
+	if (rc == 0 && n.orphan && (fi->flags & O_TRUNC))
 		rc = ktfs_errno(kt_orphan_truncate(fs->store, n.id, 0));
 	if (rc == 0)
 		rc = file_open(fs, fi, ino, n.orphan);
@@ -163,8 +165,7 @@ static int create_in(struct ktfs *fs, fuse_req_t req, const struct ktfs_node *di
 	if (rc == 0 && (rc = ktfs_errno(kt_lstat(&ks, fs->store, path))) == 0) {
 		if (!value && (ks.kind & KT_KIND_LINK))
 			rc = -EEXIST; /* O_CREAT of a dangling link's name */
-		else if ((flags & O_TRUNC) && ks.size > 0 &&
-			 (flags & O_ACCMODE) != O_RDONLY)
+		else if ((flags & O_TRUNC) && ks.size > 0)
 			rc = truncate_on_open(fs, path);
 	}
 	if (rc == 0 && (rc = ktfs_errno(kt_lstat(&ks, fs->store, path))) == 0)
@@ -200,6 +201,28 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_open_put(fs, file_of(fi)->open);
 		free(file_of(fi));
 	}
+}
+
+/* mknod of a regular file: an exclusive create that opens nothing. */
+void ktfs_mknod_file(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	struct ktfs *fs = ktfs_of(req);
+	struct ktfs_node dir;
+	struct stat st;
+	int rc;
+
+	ktfs_ns_lock(fs, 0);
+	if ((rc = ktfs_dir_get(&dir, fs, parent)) == 0) {
+		rc = create_in(fs, req, &dir, name, mode, O_CREAT | O_EXCL,
+			       &st);
+		ktfs_node_free(&dir);
+	}
+	ktfs_ns_unlock(fs);
+	if (rc < 0)
+		ktfs_reply_err(req, rc);
+	else
+		ktfs_reply_entry(req, fs, &st);
 }
 
 /* The last release of a file unlinked while open drops its orphan.  A
@@ -258,7 +281,9 @@ void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct ktfs *fs = ktfs_of(req);
 	struct ktfs_file *f = file_of(fi);
-	uint64_t at = f->append ? KT_APPEND : (uint64_t)off;
+	/* A page of a shared mapping written back through an O_APPEND
+	 * handle still goes to its own offset. */
+	uint64_t at = f->append && !fi->writepage ? KT_APPEND : (uint64_t)off;
 	struct ktfs_node n;
 	int rc;
 

@@ -87,7 +87,6 @@ struct ktfs {
 
 	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
-	uint64_t copy_seq;         /**< names of temporary copies (open.c) */
 };
 
 /** What one inode names, as ktfs_node_get() resolved it. */
@@ -176,12 +175,15 @@ int ktfs_link_shows_mountpoint(const struct ktfs *fs, const char *target);
  * until its last handle is released. */
 /**@{*/
 
-/** Count one more handle of inode @p ino; NULL when out of memory.  With
+/** Count one more handle of inode @p ino; NULL with the negative errno in
+ * @p err when out of memory, or when the orphan an open of /proc/PID/fd/N
+ * asked for was released meanwhile (ENOENT).  With
  * @p orphan the handle is of the orphan of @p ino (an open of
  * /proc/PID/fd/N); without, an orphaned entry of @p ino is set aside first
  * (a value file's inode number comes back when its directory gets a value
  * again): the new handle is of the file that has the name now. */
-struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan);
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
+				int *err);
 
 /** Count one handle of @p o less; the last one of an orphaned inode drops
  * the orphan.  0, or the negative errno of that drop. */
@@ -250,6 +252,9 @@ void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	       const char *newname);
 
 void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/** mknod of a regular file (file.c): created as by an exclusive create. */
+void ktfs_mknod_file(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode);
 void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode, struct fuse_file_info *fi);
 void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -11,6 +11,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -269,13 +270,79 @@ static int run_loop(struct fuse_session *se,
 	return rc;
 }
 
+/* Become a daemon.  The parent waits until the child has opened the
+ * store and mounted, told by one status byte through a pipe, and exits
+ * with the result: a store in use or a failed mount is reported by the
+ * command that asked for the mount, with the child's message, before
+ * anything is mounted.  Returns in the child only (0), with the pipe's
+ * write end in @ready, or -1 in the parent if the fork failed. */
+static int daemon_fork(int *ready)
+{
+	int p[2];
+	char c = 1;
+	pid_t pid;
+
+	if (pipe(p) != 0) {
+		perror("keytreefs: pipe");
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		perror("keytreefs: fork");
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			c = 1; /* the child ended before it was ready */
+		_exit(c == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	setsid();
+	*ready = p[1];
+	return 0;
+}
+
+/* The mount is up: detach from the terminal and let the parent go. */
+static void daemon_ready(int ready)
+{
+	char c = 0;
+	int fd;
+
+	if (chdir("/") != 0)
+		perror("keytreefs: chdir /");
+	if ((fd = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	if (write(ready, &c, 1) != 1) {
+		/* The parent is gone; nothing to tell. */
+	}
+	close(ready);
+}
+
 /* Mount @fs and serve until unmounted or signalled; 0 on a clean end. */
 static int serve(struct ktfs *fs, struct fuse_args *args,
 		 const struct fuse_cmdline_opts *co, const struct options *o)
 {
 	struct fuse_session *se;
-	int rc = 1;
+	int rc = 1, ready = -1;
 
+	if (!co->foreground) {
+		/* A forked child holds no LevelDB lock and no threads: close
+		 * the store, and open it again in the daemon. */
+		kt_close(fs->store);
+		fs->store = NULL;
+		if (daemon_fork(&ready) != 0 || store_open(fs, o) != 0)
+			return 1;
+	}
 	se = fuse_session_new(args, &ktfs_ops, sizeof(ktfs_ops), fs);
 	if (!se)
 		return 1;
@@ -288,16 +355,9 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 		goto out_destroy;
 	if (fuse_session_mount(se, co->mountpoint) != 0)
 		goto out_signals;
-	if (!co->foreground) {
-		/* A forked child holds no LevelDB lock and no threads:
-		 * close the store and open it again in the daemon. */
-		kt_close(fs->store);
-		fs->store = NULL;
-		if (fuse_daemonize(0) != 0 || store_open(fs, o) != 0)
-			goto out_unmount;
-	}
+	if (ready >= 0)
+		daemon_ready(ready);
 	rc = run_loop(se, co) < 0 ? 1 : 0;
-out_unmount:
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

@@ -89,6 +89,9 @@ void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		child_free(&c);
 	}
 	ktfs_ns_unlock(fs);
+	/* A name holding the delimiter (KT_ERESERVED) can never exist. */
+	if (rc == -EINVAL)
+		rc = -ENOENT;
 	if (rc == 0) {
 		ktfs_reply_entry(req, fs, &st);
 	} else if (rc == -ENOENT && fs->negative_timeout > 0) {
@@ -156,16 +159,17 @@ void ktfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_reply_err(req, rc);
 }
 
-/* Only regular files (through create), directories and links exist in a
- * store: device nodes, FIFOs and sockets are refused. */
+/* Only regular files, directories and links exist in a store: mknod
+ * makes a regular file as create would; device nodes, FIFOs and sockets
+ * are refused. */
 void ktfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mode_t mode, dev_t rdev)
 {
-	(void)parent;
-	(void)name;
-	(void)mode;
 	(void)rdev;
-	ktfs_reply_err(req, -EPERM);
+	if (S_ISREG(mode))
+		ktfs_mknod_file(req, parent, name, mode);
+	else
+		ktfs_reply_err(req, -EPERM);
 }
 
 void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -240,11 +244,14 @@ void ktfs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 	struct stat st;
 	int rc;
 
-	/* A target inside the mount is kept as the store path it names. */
+	/* A target inside the mount is kept as the store path it names;
+	 * the mountpoint itself is the store's root. */
 	if (!fs->abslinks_host && fs->mountpoint_len > 1 &&
 	    strncmp(target, fs->mountpoint, fs->mountpoint_len) == 0 &&
-	    target[fs->mountpoint_len] == '/')
-		target += fs->mountpoint_len;
+	    (target[fs->mountpoint_len] == '/' ||
+	     target[fs->mountpoint_len] == '\0'))
+		target = target[fs->mountpoint_len] ? target + fs->mountpoint_len
+						    : "/";
 	ktfs_ns_lock(fs, 0);
 	if ((rc = child_get(&c, fs, parent, name, 1)) == 0) {
 		stripe = ktfs_name_lock(fs, c.dir.st.id, name);
@@ -253,7 +260,9 @@ void ktfs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 		} else {
 			o.flags = KT_CREATE_OWNER;
 			o.uid = ctx->uid;
-			o.gid = ctx->gid;
+			/* In a set-group-ID directory, its group. */
+			o.gid = (c.dir.st.mode & S_ISGID) ? c.dir.st.gid
+							  : ctx->gid;
 			rc = ktfs_errno(
 				kt_symlink(fs->store, c.path, target, &o));
 			if (rc == 0)
@@ -416,9 +425,12 @@ void ktfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		else
 			rc = plain_rename(fs, from.path, to.path, flags);
 	}
-	if (made && to.value) {
-		/* The copy serves the old handles; the inode number is the
+	if (to.value && (made || rc >= 0)) {
+		/* An orphan (copied now, or left by an earlier unlink of the
+		 * open value) serves the old handles; the inode number is the
 		 * new value's now, or the old value's again on failure. */
+		if (!made)
+			ino = to.dir.st.id | KTFS_VALUE_BIT;
 		ktfs_open_lock(fs);
 		if (rc < 0)
 			ktfs_orphan_unmake(fs, ino);

@@ -24,9 +24,6 @@
 
 #include "keytreefs.h"
 
-/* Temporary copies live at "/" KTFS_COPY_PREFIX "<n>" for the moment
- * between their creation and their detach. */
-#define KTFS_COPY_PREFIX ".keytreefs-copy."
 
 struct ktfs_open {
 	uint64_t ino;
@@ -60,12 +57,21 @@ static void unhook(struct ktfs *fs, struct ktfs_open *o)
 	o->hooked = 0;
 }
 
-struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan)
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
+				int *err)
 {
 	struct ktfs_open **op, *o;
 
+	*err = -ENOMEM;
 	pthread_mutex_lock(&fs->lock);
 	op = slot(fs, ino);
+	/* An open of an orphan (through /proc/PID/fd) that lost the race
+	 * with its last release: the orphan is gone. */
+	if (orphan && !(*op && (*op)->orphaned)) {
+		pthread_mutex_unlock(&fs->lock);
+		*err = -ENOENT;
+		return NULL;
+	}
 	if (*op && (*op)->orphaned && !orphan)
 		unhook(fs, *op); /* a value file's number, in use again */
 	op = slot(fs, ino);
@@ -134,47 +140,27 @@ unsigned int ktfs_open_busy(struct ktfs *fs, uint64_t ino)
 	return o && !o->orphaned ? o->count : 0;
 }
 
-/* Copy the value, mode, owner and times of the item (or item+dir) at
- * @path into a new orphan; @id receives it.  Costs the value's size.  The
- * copy has a name only between its kt_put and its kt_orphan_detach. */
+/* Copy the value, owner, times and attributes of the item (or item+dir)
+ * at @path into a new orphan (kt_orphan_copy: stored blocks only, so
+ * holes stay holes); @id receives it.  The value file of an item+dir
+ * shows its mode without the execute bits, and so does the copy. */
 static int orphan_copy(uint64_t *id, struct ktfs *fs, const char *path)
 {
-	kt_create_options o = KT_CREATE_OPTIONS_INIT;
 	kt_setattr_args a = {0};
-	kt_statbuf ks, ts;
-	char tmp[64];
-	void *val = NULL;
-	size_t len = 0;
-	int rc, tries = 0;
+	kt_statbuf ks;
+	int rc;
 
-	if ((rc = kt_stat(&ks, fs->store, path)) < 0 ||
-	    (rc = kt_get(&val, &len, fs->store, path)) < 0)
+	if ((rc = kt_orphan_copy(id, fs->store, path)) < 0)
 		return rc;
-	o.flags = KT_CREATE_EXCL | KT_CREATE_MODE | KT_CREATE_OWNER;
-	o.mode = ks.mode & ((ks.kind & KT_KIND_DIR) ? 0666 : 07777);
-	o.uid = ks.uid;
-	o.gid = ks.gid;
-	do {
-		snprintf(tmp, sizeof(tmp), "/%s%" PRIu64, KTFS_COPY_PREFIX,
-			 ++fs->copy_seq);
-		rc = kt_lstat(&ts, fs->store, tmp);
-		if (rc == KT_ENOTFOUND)
-			rc = kt_put(fs->store, tmp, val, len, &o);
-		else if (rc == 0)
-			rc = KT_EEXISTS;
-	} while (rc == KT_EEXISTS && ++tries < 16);
-	kt_free(val);
-	if (rc < 0)
-		return rc;
-	if ((rc = kt_orphan_detach(id, fs->store, tmp)) < 0) {
-		kt_delete(fs->store, tmp, KT_DELETE_ITEM);
-		return rc;
+	if ((rc = kt_orphan_stat(&ks, fs->store, *id)) == 0 &&
+	    (ks.mode & 0111)) {
+		a.mask = KT_SET_MODE;
+		a.mode = ks.mode & 0666;
+		rc = kt_orphan_setattr(fs->store, *id, &a);
 	}
-	a.mask = KT_SET_ATIME | KT_SET_MTIME;
-	a.atime_ns = ks.atime_ns;
-	a.mtime_ns = ks.mtime_ns;
-	kt_orphan_setattr(fs->store, *id, &a); /* times only: best effort */
-	return 0;
+	if (rc < 0)
+		kt_orphan_release(fs->store, *id);
+	return rc;
 }
 
 int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, const char *path,

@@ -27,6 +27,11 @@ static void ktfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned int)(FUSE_CAP_POSIX_LOCKS |
 				      FUSE_CAP_FLOCK_LOCKS |
 				      FUSE_CAP_WRITEBACK_CACHE);
+	/* The kernel clears set-user-ID and set-group-ID bits on write,
+	 * truncate and chown by sending the mode change itself; with
+	 * HANDLE_KILLPRIV (which libfuse asks for by default) it would
+	 * leave that to the daemon. */
+	conn->want &= ~(unsigned int)FUSE_CAP_HANDLE_KILLPRIV;
 }
 
 static void ktfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

@@ -106,6 +106,73 @@ static void test_orphan__reopen_drops_leftovers(void **state)
 	assert_int_equal(kt_orphan_stat(&sb, f->store, id), KT_ENOTFOUND);
 }
 
+/* kt_orphan_copy: a new orphan with the value (holes kept), attributes,
+ * owner and times of an item or item+dir; the original stays as it was. */
+static void test_orphan__copy_keeps_holes_and_original(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store_stats before, after;
+	kt_statbuf src, sb;
+	uint64_t id = 0, id2 = 0;
+	char buf[16], *v = NULL;
+	size_t got = 0, bad = 1, len = 0;
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+
+	/* A 64 MiB value with two 3-byte islands: two block rows. */
+	co.flags = KT_CREATE_PARENTS;
+	assert_int_equal(kt_put(f->store, "/d/sparse", "abc", 3, &co), 0);
+	assert_int_equal(kt_write(f->store, "/d/sparse", "xyz", 3,
+				  (64u << 20) - 3),
+			 0);
+	assert_int_equal(kt_attr_set(f->store, "/d/sparse", "k", "v", 1, 0),
+			 0);
+	assert_int_equal(kt_lstat(&src, f->store, "/d/sparse"), 0);
+	assert_int_equal(kt_stats(&before, f->store), 0);
+
+	assert_int_equal(kt_orphan_copy(&id, f->store, "/d/sparse"), 0);
+	assert_true(id != 0 && id != src.id);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), 0);
+	assert_int_equal(sb.kind, KT_KIND_ITEM);
+	assert_int_equal(sb.size, 64u << 20);
+	assert_int_equal(sb.mode, src.mode);
+	assert_int_equal(sb.mtime_ns, src.mtime_ns);
+	assert_int_equal(sb.nattrs, 1);
+	assert_int_equal(kt_orphan_read(&got, f->store, id, buf, 3,
+					(64u << 20) - 3),
+			 0);
+	assert_int_equal(got, 3);
+	assert_memory_equal(buf, "xyz", 3);
+	assert_int_equal(kt_orphan_read(&got, f->store, id, buf, 4, 1u << 20),
+			 0);
+	assert_memory_equal(buf, "\0\0\0\0", 4);
+	/* Only the two stored blocks were copied, not 64 MiB of zeros. */
+	assert_int_equal(kt_stats(&after, f->store), 0);
+	assert_true(after.row_bytes < before.row_bytes + 2 * 16384 + 4096);
+
+	/* The copy is independent of the original. */
+	assert_int_equal(kt_orphan_write(f->store, id, "QQ", 2, 0), 0);
+	assert_int_equal(kt_get((void **)&v, &len, f->store, "/d/sparse"), 0);
+	assert_int_equal(len, 64u << 20);
+	assert_memory_equal(v, "abc", 3);
+	kt_free(v);
+	assert_int_equal(kt_lstat(&sb, f->store, "/d/sparse"), 0);
+	assert_int_equal(sb.version, src.version);
+	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(bad, 0);
+
+	/* An item+dir's value is copied as a plain item. */
+	assert_int_equal(kt_put(f->store, "/d", "dir value", 9, NULL), 0);
+	assert_int_equal(kt_orphan_copy(&id2, f->store, "/d"), 0);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id2), 0);
+	assert_int_equal(sb.kind, KT_KIND_ITEM);
+	assert_int_equal(sb.size, 9);
+	assert_int_equal(sb.nsubdirs, 0);
+
+	assert_int_equal(kt_orphan_release(f->store, id), 0);
+	assert_int_equal(kt_orphan_release(f->store, id2), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+}
+
 static void test_orphan__rejects(void **state)
 {
 	kt_test_fixture *f = *state;
@@ -126,6 +193,14 @@ static void test_orphan__rejects(void **state)
 			   KT_ENOTFOUND, "/no");
 	kt_assert_rejected(f->store, kt_orphan_detach(&id, f->store, "a//b"),
 			   KT_EINVAL, "a//b");
+	kt_assert_rejected(f->store, kt_orphan_copy(&id, f->store, "/dir"),
+			   KT_EISDIR, "/dir");
+	kt_assert_rejected(f->store, kt_orphan_copy(&id, f->store, "/ln"),
+			   KT_EINVAL, "/ln");
+	kt_assert_rejected(f->store, kt_orphan_copy(&id, f->store, "/no"),
+			   KT_ENOTFOUND, "/no");
+	kt_assert_rejected(f->store, kt_orphan_copy(NULL, f->store, "/both"),
+			   KT_EINVAL, "id");
 	kt_assert_rejected(f->store, kt_orphan_write(f->store, 12345, "x", 1,
 						     0),
 			   KT_ENOTFOUND, "12345");
@@ -140,6 +215,7 @@ int main(void)
 		T(test_orphan__write_truncate_setattr),
 		T(test_orphan__release_drops_data),
 		T(test_orphan__reopen_drops_leftovers),
+		T(test_orphan__copy_keeps_holes_and_original),
 		T(test_orphan__rejects),
 	};
 #undef T

@@ -107,6 +107,24 @@ if mv -T empty full 2>/dev/null; then fail "dir over a non-empty dir"; fi
 if ln r1 hard 2>/dev/null; then fail "link() succeeded"; fi
 ok "RENAME_NOREPLACE, RENAME_EXCHANGE, ENOTEMPTY, link -> EPERM"
 
+# Smaller things tools and conformance suites meet.
+"$KTFS_PROBE" mknod-file made-by-mknod
+echo data >tr
+"$KTFS_PROBE" rdonly-trunc tr
+expect_eq "size after O_RDONLY|O_TRUNC, from the store" "$(wc -c <tr)" 0
+if stat "a${VALUE%value}b" 2>"$KTFS_TMP/delim.err"; then
+	fail "a name holding the delimiter exists"
+fi
+grep -q 'No such file' "$KTFS_TMP/delim.err" ||
+	fail "a name holding the delimiter: $(cat "$KTFS_TMP/delim.err")"
+mkdir sgid && chmod 2775 sgid && chgrp 123 sgid
+ln -s target sgid/link
+expect_eq "group of a link in a set-group-ID directory" \
+	"$(stat -c %g sgid/link)" 123
+echo x >suid && chmod 4755 suid && chown 1000 suid
+expect_eq "set-user-ID bit cleared by chown" "$(stat -c %a suid)" 755
+ok "mknod of a file, O_RDONLY|O_TRUNC, names with the delimiter, set-group-ID links, set-user-ID cleared"
+
 mkdir many
 (cd many && seq -f 'entry-%05g' 3000 | xargs touch)
 expect_eq "readdir count" "$("$KTFS_PROBE" readdir many)" 3002

@@ -19,6 +19,9 @@
  *                                               entry's (EINVAL)
  *   ktfs_probe orphan-rmdir DIR                 fstat of an unlinked open
  *                                               file after rmdir of its dir
+ *   ktfs_probe mknod-file FILE                  mknod(S_IFREG) makes a file
+ *   ktfs_probe rdonly-trunc FILE                open(O_RDONLY|O_TRUNC)
+ *                                               truncates, as in Linux
  *
  * Dump lines: "PATH KIND MODE UID GID SIZE MTIME_NS DATA" with KIND one of
  * d, f, l and DATA the link target or a hash of the content.  An item that
@@ -567,6 +570,42 @@ static int orphan_rmdir(const char *dir)
 	return 0;
 }
 
+static mode_t current_umask(void)
+{
+	mode_t m = umask(0);
+
+	umask(m);
+	return m;
+}
+
+static int mknod_file(const char *path)
+{
+	struct stat st;
+
+	if (mknod(path, S_IFREG | 0640, 0) != 0)
+		return fail("mknod S_IFREG");
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & 0777) != (0640 & ~current_umask()) ||
+	    st.st_size != 0)
+		return fail("the node mknod made is not an empty regular file");
+	if (mknod(path, S_IFREG | 0640, 0) == 0 || errno != EEXIST)
+		return fail("mknod over an existing name");
+	return 0;
+}
+
+static int rdonly_trunc(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_TRUNC);
+
+	if (fd < 0)
+		return fail("open O_RDONLY|O_TRUNC");
+	if (fstat(fd, &st) != 0 || st.st_size != 0)
+		return fail("not truncated at open");
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "dump-store") == 0)
@@ -593,6 +632,10 @@ int main(int argc, char **argv)
 		return seekdir_check(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "orphan-rmdir") == 0)
 		return orphan_rmdir(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "mknod-file") == 0)
+		return mknod_file(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "rdonly-trunc") == 0)
+		return rdonly_trunc(argv[2]);
 	fprintf(stderr, "usage: see the opening comment of tests/fuse/probe.c\n");
 	return 2;
 }

@@ -90,6 +90,16 @@ grep -q 'in use by another process' "$KTFS_TMP/busy.log" ||
 ! mountpoint -q "$KTFS_TMP/mnt2" || fail "the busy store got mounted"
 ok "a store in use fails before mounting"
 
+# Without -f the command waits for the detached daemon, so the failure
+# is still its own: status 1 and the message, nothing mounted.
+rc=0
+"$KEYTREEFS" "$STORE" "$KTFS_TMP/mnt2" 2>"$KTFS_TMP/busy2.log" || rc=$?
+expect_eq "exit status of a detaching mount of a store in use" "$rc" 1
+grep -q 'in use by another process' "$KTFS_TMP/busy2.log" ||
+	fail "no message from the detached daemon: $(cat "$KTFS_TMP/busy2.log")"
+! mountpoint -q "$KTFS_TMP/mnt2" || fail "the busy store got mounted"
+ok "a store in use fails before mounting, also when detaching"
+
 for sig in TERM INT; do
 	kill -"$sig" "$KTFS_PID"
 	rc=0

@@ -440,6 +440,15 @@ KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
 KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
 			       const char *path);
 
+/** Make a new orphan holding a copy of the value and attributes of the
+ * item at @p path (an item, or an item+directory: its value), with its mode
+ * bits, owner and times; @p id receives the new orphan's id.  The node at
+ * @p path is not changed.  Stored blocks are copied as they are, so holes
+ * stay holes: the cost is the bytes stored, not the value's size.  One
+ * atomic batch; the copy is held in memory until it commits.  KT_EISDIR
+ * for a directory without a value, KT_EINVAL for a link. */
+KT_EXTERN int kt_orphan_copy(uint64_t *id, kt_store *store, const char *path);
+
 /** Metadata of orphan @p id; KT_ENOTFOUND if there is none. */
 KT_EXTERN int kt_orphan_stat(kt_statbuf *st, kt_store *store, uint64_t id);
 

@@ -127,6 +127,95 @@ int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 	return rc;
 }
 
+/* Copy every row of partition @p from to partition @p to. */
+static int copy_part(kt__tx *tx, const char *from, const char *to)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	int rc;
+
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(from, strlen(from));
+	if ((rc = kt__rd_scan(&c, &rd, &how)) != 0)
+		return rc;
+	while ((rc = kt__mcur_next(c, &row)) == 0)
+		if ((rc = kt__tx_put(tx, kt__sl(to, strlen(to)), row.sort,
+				     row.value)) != 0)
+			break;
+	kt__mcur_free(c);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
+{
+	kt__tx tx;
+	kt__rd rd;
+	kt__res r;
+	kt__node n = {0};
+	char a[KT__SHOWSZ], from[32], to[32];
+	uint64_t old = 0;
+	int rc;
+
+	if (id == NULL)
+		return kt__err(KT_EINVAL, "orphan_copy: id is NULL");
+	*id = 0;
+	if ((rc = writable(st, "orphan_copy")) != 0 ||
+	    (rc = kt__path_check(&st->delim, path, "orphan_copy")) != 0)
+		return rc;
+	pthread_mutex_lock(&st->wlock);
+	kt__tx_init(&tx, st);
+	rd.st = st;
+	rd.tx = &tx;
+	rd.snap = NULL;
+	rc = kt__resolve(&r, &rd, path, 0, "orphan_copy");
+	if (rc != 0)
+		goto out;
+	if (!r.exists)
+		rc = kt__err(KT_ENOTFOUND, "orphan_copy '%s': no such node",
+			     SHOW(a, path));
+	else if (r.node.kind == KT_KIND_LINK)
+		rc = kt__err(KT_EINVAL, "orphan_copy '%s': a link is not an "
+			     "item", SHOW(a, path));
+	else if (!(r.node.kind & KT_KIND_ITEM))
+		rc = kt__err(KT_EISDIR, "orphan_copy '%s': a directory "
+			     "without a value", SHOW(a, path));
+	if (rc == 0) {
+		n = r.node;
+		memset(&r.node, 0, sizeof(r.node)); /* n owns the payload */
+		old = n.id;
+		n.kind = KT_KIND_ITEM;
+		n.nsubdirs = 0;
+		n.ctime = tx.now;
+		rc = kt__tx_alloc_id(&tx, &n.id);
+	}
+	/* Blocks and attributes are keyed by id: copy them under the new
+	 * one as they are stored, so holes (absent rows) stay holes. */
+	if (rc == 0 && !kt__node_inline(st, &n)) {
+		kt__part_blk(from, old);
+		kt__part_blk(to, n.id);
+		rc = copy_part(&tx, from, to);
+	}
+	if (rc == 0 && n.nattrs > 0) {
+		kt__part_attr(from, old);
+		kt__part_attr(to, n.id);
+		rc = copy_part(&tx, from, to);
+	}
+	if (rc == 0)
+		rc = orphan_put(&tx, &n);
+	if (rc == 0)
+		rc = kt__tx_commit(&tx);
+	if (rc == 0)
+		*id = n.id;
+	kt__res_free(&r);
+out:
+	kt__node_free(&n);
+	kt__tx_free(&tx);
+	pthread_mutex_unlock(&st->wlock);
+	return rc;
+}
+
 int kt_orphan_stat(kt_statbuf *sb, kt_store *st, uint64_t id)
 {
 	kt__rd rd = {st, NULL, NULL};
