@@ -417,6 +417,21 @@ static void test_errors__orphan_detach_directory(void **state)
 	REJECT(kt_orphan_detach(&id, ST, "/empty"), KT_EISDIR, "/empty");
 }
 
+static void test_errors__orphan_copy_directory(void **state)
+{
+	uint64_t id = 0;
+
+	REJECT(kt_orphan_copy(&id, ST, "/empty"), KT_EISDIR, "/empty");
+}
+
+static void test_errors__id_path_unknown_id(void **state)
+{
+	char *p = NULL;
+
+	REJECT(kt_id_path(&p, NULL, ST, 987654), KT_ENOTFOUND, "987654");
+	assert_null(p);
+}
+
 static void test_errors__batch_failing_op_commits_nothing(void **state)
 {
 	kt_batch *b = NULL;
@@ -785,6 +800,8 @@ int main(void)
 		T(test_errors__rename_missing_source),
 		T(test_errors__setattr_bad_mode),
 		T(test_errors__orphan_detach_directory),
+		T(test_errors__orphan_copy_directory),
+		T(test_errors__id_path_unknown_id),
 		T(test_errors__batch_failing_op_commits_nothing),
 		T(test_errors__batch_commit_twice),
 		T(test_errors__batch_records_bad_path),
