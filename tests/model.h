@@ -1,0 +1,2084 @@
+/*
+ * model.h - the reference model of the tree operations, the operation
+ * generator and every comparison between a store and the model, shared by
+ * the model-based test (tests/test_model.c, choices from a seeded PRNG)
+ * and the fuzz target (fuzz/fuzz_ops.c, choices read from the fuzz input).
+ * tests/test_model.c's opening comment describes what is generated and
+ * compared, and the decisions the model takes where keytree.h leaves a
+ * corner open.
+ *
+ * Include it once, from a .c file, after <keytree.h>, the C library
+ * headers, cmocka-style assert_true/assert_non_null/assert_int_equal and
+ * these definitions:
+ *   PBUF, BIGVAL        path buffer size, largest generated value
+ *   MODEL_FIXTURE       the fixture type: a struct with a kt_store *store
+ *   MODEL_CTX_FIELDS    the includer's own fields of mctx (its source of
+ *                       choices)
+ *   MODEL_EXTRA_NAMES   more names for the alphabet, each with a leading
+ *                       comma, or nothing
+ * and define, after it, the functions it declares as the includer's:
+ *   rn(c, n)                       a choice in [0, n)
+ *   model_value_bytes(c, v, n)     n bytes of a value to put or write
+ *   model_fail(c, what)            report a mismatch and stop (no return)
+ */
+#ifndef KT_MODEL_H
+#define KT_MODEL_H
+
+/* ------------------------------------------------------------------------
+ * Small containers */
+
+static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = malloc(n);
+
+	assert_non_null(p);
+	memcpy(p, s, n);
+	return p;
+}
+
+static void *xmemdup(const void *s, size_t n)
+{
+	unsigned char *p = malloc(n + 1);
+
+	assert_non_null(p);
+	if (n > 0)
+		memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+/* A list of strings owned by the list. */
+typedef struct strlist {
+	char **v;
+	size_t n, cap;
+} strlist;
+
+static void sl_push(strlist *l, const char *s)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		assert_non_null(l->v);
+	}
+	l->v[l->n++] = xstrdup(s);
+}
+
+static void sl_push_unique(strlist *l, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return;
+	sl_push(l, s);
+}
+
+static void sl_clear(strlist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	l->n = 0;
+}
+
+static void sl_free(strlist *l)
+{
+	sl_clear(l);
+	free(l->v);
+	l->v = NULL;
+	l->cap = 0;
+}
+
+/* A set of 64-bit numbers (open addressing; 0 is kept aside). */
+typedef struct u64set {
+	uint64_t *v;
+	size_t n, cap;
+	int has_zero;
+} u64set;
+
+static size_t u64_slot(const u64set *s, uint64_t x)
+{
+	uint64_t h = x * 0x9e3779b97f4a7c15ULL;
+	size_t i = (size_t)(h >> 7) & (s->cap - 1);
+
+	while (s->v[i] != 0 && s->v[i] != x)
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+static int u64_has(const u64set *s, uint64_t x)
+{
+	if (x == 0)
+		return s->has_zero;
+	return s->cap > 0 && s->v[u64_slot(s, x)] == x;
+}
+
+static void u64_add(u64set *s, uint64_t x)
+{
+	size_t i;
+
+	if (x == 0) {
+		s->has_zero = 1;
+		return;
+	}
+	if (2 * (s->n + 1) > s->cap) {
+		u64set t = {0};
+		t.cap = s->cap ? s->cap * 2 : 1024;
+		t.v = calloc(t.cap, sizeof(*t.v));
+		assert_non_null(t.v);
+		for (i = 0; i < s->cap; i++)
+			if (s->v[i] != 0) {
+				t.v[u64_slot(&t, s->v[i])] = s->v[i];
+				t.n++;
+			}
+		free(s->v);
+		t.has_zero = s->has_zero;
+		*s = t;
+	}
+	i = u64_slot(s, x);
+	if (s->v[i] == 0) {
+		s->v[i] = x;
+		s->n++;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Paths */
+
+/* Whether @p p is canonical as keytree.h defines it. */
+static int canonical(const char *p)
+{
+	const char *c;
+
+	if (p[0] != '/')
+		return 0;
+	if (p[1] == '\0')
+		return 1;
+	c = p + 1;
+	for (;;) {
+		const char *e = strchr(c, '/');
+		size_t len = e ? (size_t)(e - c) : strlen(c);
+		if (len == 0)
+			return 0;
+		if ((len == 1 && c[0] == '.') ||
+		    (len == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		if (e == NULL)
+			return 1;
+		c = e + 1;
+	}
+}
+
+/* The error every function gives for @p p before looking at the store:
+ * KT_EINVAL if it is not canonical, KT_ERESERVED if a name contains the
+ * (default) delimiter, else 0. */
+static int path_err(const char *p)
+{
+	if (!canonical(p))
+		return KT_EINVAL;
+	if (strstr(p, KT_DEFAULT_DELIMITER) != NULL)
+		return KT_ERESERVED;
+	return 0;
+}
+
+/* out = dir + "/" + name[0..len) */
+static void join_n(char *out, const char *dir, const char *name, size_t len)
+{
+	size_t dl = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		dl = 0;
+	assert_true(dl + 1 + len < PBUF);
+	memmove(out, dir, dl);
+	out[dl] = '/';
+	memcpy(out + dl + 1, name, len);
+	out[dl + 1 + len] = '\0';
+}
+
+static void join(char *out, const char *dir, const char *name)
+{
+	join_n(out, dir, name, strlen(name));
+}
+
+/* The lexical parent of a canonical path other than "/". */
+static void parent_of(char *out, const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	if (s == p) {
+		strcpy(out, "/");
+		return;
+	}
+	memmove(out, p, (size_t)(s - p));
+	out[s - p] = '\0';
+}
+
+/* Whether @p p is a proper descendant of @p anc. */
+static int is_under(const char *p, const char *anc)
+{
+	size_t n = strlen(anc);
+
+	if (strcmp(anc, "/") == 0)
+		return strcmp(p, "/") != 0;
+	return strncmp(p, anc, n) == 0 && p[n] == '/';
+}
+
+/* ------------------------------------------------------------------------
+ * The model: nodes in an array sorted by path (strcmp is byte order). */
+
+enum { V_KNOWN, V_DIRTY, V_NEW };
+
+typedef struct mattr {
+	char *name;
+	unsigned char *val;
+	size_t len;
+} mattr;
+
+typedef struct mnode {
+	char *path;
+	unsigned int kind;
+	unsigned char *val; /* ITEM: the value */
+	size_t vlen;
+	char *target; /* LINK: the target */
+	mattr *attrs; /* sorted by name */
+	size_t nattrs;
+	uint64_t id;	    /* 0 until first observed */
+	uint64_t ver;	    /* last observed version */
+	int vstate;	    /* V_*: what the next observed version must be */
+	unsigned long mark; /* check_all: epoch in which find reported it */
+	uint32_t mode;	    /* the default mode it was made with; 0 once an
+			       item became item+dir or the reverse, where
+			       keytree.h does not say */
+} mnode;
+
+typedef struct model {
+	mnode **v;
+	size_t n, cap;
+} model;
+
+static size_t m_lower(const model *m, const char *path)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(m->v[mid]->path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static mnode *m_find(const model *m, const char *path)
+{
+	size_t i = m_lower(m, path);
+
+	return i < m->n && strcmp(m->v[i]->path, path) == 0 ? m->v[i] : NULL;
+}
+
+static mnode *m_new(model *m, const char *path, unsigned int kind)
+{
+	mnode *n = calloc(1, sizeof(*n));
+	size_t i = m_lower(m, path);
+
+	assert_non_null(n);
+	assert_true(i == m->n || strcmp(m->v[i]->path, path) != 0);
+	n->path = xstrdup(path);
+	n->kind = kind;
+	n->vstate = V_NEW;
+	if (m->n == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 64;
+		m->v = realloc(m->v, m->cap * sizeof(*m->v));
+		assert_non_null(m->v);
+	}
+	memmove(m->v + i + 1, m->v + i, (m->n - i) * sizeof(*m->v));
+	m->v[i] = n;
+	m->n++;
+	return n;
+}
+
+static void m_node_free(mnode *n)
+{
+	size_t i;
+
+	for (i = 0; i < n->nattrs; i++) {
+		free(n->attrs[i].name);
+		free(n->attrs[i].val);
+	}
+	free(n->attrs);
+	free(n->val);
+	free(n->target);
+	free(n->path);
+	free(n);
+}
+
+static void m_set_value(mnode *n, const void *v, size_t len)
+{
+	if (!(n->kind & KT_KIND_ITEM))
+		n->mode = 0;
+	free(n->val);
+	n->val = xmemdup(v, len);
+	n->vlen = len;
+	n->kind |= KT_KIND_ITEM;
+}
+
+/* The range [*lo, *hi) of proper descendants of @p path. */
+static void m_desc_range(const model *m, const char *path, size_t *lo,
+			 size_t *hi)
+{
+	char pre[PBUF];
+	size_t i, pl;
+
+	if (strcmp(path, "/") == 0)
+		strcpy(pre, "/");
+	else
+		join(pre, path, "");
+	pl = strlen(pre);
+	i = m_lower(m, pre);
+	*lo = i;
+	while (i < m->n && strncmp(m->v[i]->path, pre, pl) == 0) {
+		if (strcmp(m->v[i]->path, "/") == 0) {
+			*lo = ++i;
+			continue;
+		}
+		i++;
+	}
+	*hi = i;
+}
+
+static int m_has_children(const model *m, const char *path)
+{
+	size_t lo, hi;
+
+	m_desc_range(m, path, &lo, &hi);
+	return hi > lo;
+}
+
+/* The direct children of @p path in byte order of name, into @p out
+ * (allocated; caller frees the array only). */
+static size_t m_children(const model *m, const char *path, mnode ***out)
+{
+	size_t lo, hi, i, n = 0,
+			  pl = strcmp(path, "/") == 0 ? 1 : strlen(path) + 1;
+	mnode **v;
+
+	m_desc_range(m, path, &lo, &hi);
+	v = malloc((hi - lo + 1) * sizeof(*v));
+	assert_non_null(v);
+	for (i = lo; i < hi; i++)
+		if (strchr(m->v[i]->path + pl, '/') == NULL)
+			v[n++] = m->v[i];
+	*out = v;
+	return n;
+}
+
+static uint32_t m_nsubdirs(const model *m, const char *path)
+{
+	mnode **ch;
+	size_t n = m_children(m, path, &ch), i;
+	uint32_t d = 0;
+
+	for (i = 0; i < n; i++)
+		if (ch[i]->kind & KT_KIND_DIR)
+			d++;
+	free(ch);
+	return d;
+}
+
+/* Remove the node at @p path and all its descendants. */
+static void m_remove_subtree(model *m, const char *path)
+{
+	size_t lo, hi, i = m_lower(m, path), k;
+
+	assert_true(i < m->n && strcmp(m->v[i]->path, path) == 0);
+	m_desc_range(m, path, &lo, &hi);
+	assert_int_equal(lo, i + 1);
+	for (k = i; k < hi; k++)
+		m_node_free(m->v[k]);
+	memmove(m->v + i, m->v + hi, (m->n - hi) * sizeof(*m->v));
+	m->n -= hi - i;
+}
+
+static int m_cmp_node(const void *a, const void *b)
+{
+	const mnode *x = *(mnode *const *)a, *y = *(mnode *const *)b;
+
+	return strcmp(x->path, y->path);
+}
+
+/* Move the subtree at @p a to @p b; with @p swap also the one at @p b to
+ * @p a.  Neither may contain the other. */
+static void m_move(model *m, const char *a, const char *b, int swap)
+{
+	size_t i, al = strlen(a), bl = strlen(b);
+	char np[PBUF];
+
+	for (i = 0; i < m->n; i++) {
+		mnode *n = m->v[i];
+		const char *to = NULL;
+		size_t fl = 0;
+		if (strcmp(n->path, a) == 0 || is_under(n->path, a)) {
+			to = b;
+			fl = al;
+		} else if (swap &&
+			   (strcmp(n->path, b) == 0 || is_under(n->path, b))) {
+			to = a;
+			fl = bl;
+		}
+		if (to == NULL)
+			continue;
+		assert_true(strlen(to) + strlen(n->path + fl) < PBUF);
+		snprintf(np, sizeof(np), "%s%s", to, n->path + fl);
+		free(n->path);
+		n->path = xstrdup(np);
+	}
+	qsort(m->v, m->n, sizeof(*m->v), m_cmp_node);
+}
+
+/* A deep copy of @p src, to roll a failed batch back to. */
+static void m_clone(model *dst, const model *src)
+{
+	size_t i, k;
+
+	dst->n = dst->cap = src->n;
+	dst->v = malloc((src->n + 1) * sizeof(*dst->v));
+	assert_non_null(dst->v);
+	for (i = 0; i < src->n; i++) {
+		const mnode *s = src->v[i];
+		mnode *n = malloc(sizeof(*n));
+		assert_non_null(n);
+		*n = *s;
+		n->path = xstrdup(s->path);
+		n->val = s->val ? xmemdup(s->val, s->vlen) : NULL;
+		n->target = s->target ? xstrdup(s->target) : NULL;
+		n->attrs = malloc((s->nattrs + 1) * sizeof(*n->attrs));
+		assert_non_null(n->attrs);
+		for (k = 0; k < s->nattrs; k++) {
+			n->attrs[k].name = xstrdup(s->attrs[k].name);
+			n->attrs[k].val =
+				xmemdup(s->attrs[k].val, s->attrs[k].len);
+			n->attrs[k].len = s->attrs[k].len;
+		}
+		dst->v[i] = n;
+	}
+}
+
+static void m_free(model *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		m_node_free(m->v[i]);
+	free(m->v);
+	m->v = NULL;
+	m->n = m->cap = 0;
+}
+
+static mattr *m_attr_find(mnode *n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n->nattrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0)
+			return &n->attrs[i];
+	return NULL;
+}
+
+static void m_attr_set(mnode *n, const char *name, const void *v, size_t len)
+{
+	mattr *a = m_attr_find(n, name);
+	size_t i;
+
+	if (a == NULL) {
+		n->attrs = realloc(n->attrs, (n->nattrs + 1) * sizeof(*a));
+		assert_non_null(n->attrs);
+		for (i = n->nattrs; i > 0; i--) {
+			if (strcmp(n->attrs[i - 1].name, name) < 0)
+				break;
+			n->attrs[i] = n->attrs[i - 1];
+		}
+		a = &n->attrs[i];
+		a->name = xstrdup(name);
+		a->val = NULL;
+		n->nattrs++;
+	}
+	free(a->val);
+	a->val = xmemdup(v, len);
+	a->len = len;
+}
+
+static void m_attr_delete(mnode *n, const char *name)
+{
+	mattr *a = m_attr_find(n, name);
+	size_t i = (size_t)(a - n->attrs);
+
+	free(a->name);
+	free(a->val);
+	memmove(a, a + 1, (n->nattrs - i - 1) * sizeof(*a));
+	n->nattrs--;
+}
+
+/* ------------------------------------------------------------------------
+ * The test's state */
+
+enum {
+	OP_PUT,
+	OP_MKDIR,
+	OP_SYMLINK,
+	OP_DELETE,
+	OP_RENAME,
+	OP_ATTR_SET,
+	OP_ATTR_DELETE,
+	OP_BATCH,
+	OP__COUNT
+};
+
+#define NRC 21 /* result codes 0 .. -20 counted per operation */
+
+typedef struct op {
+	int type;
+	char p1[PBUF]; /* the path (rename: src) */
+	char p2[PBUF]; /* rename: dst; symlink: target */
+	unsigned int flags;
+	int null_opts; /* pass NULL options (flags are 0) */
+	const char *aname;
+	unsigned char *val;
+	size_t vlen;
+} op;
+
+typedef struct mctx {
+	MODEL_FIXTURE *f;
+	model m;
+	MODEL_CTX_FIELDS
+	unsigned long step;
+	int verbose;
+	char desc[PBUF * 2 + 256]; /* the current step, for messages */
+	int step_failed;	   /* the current step's op was rejected */
+	strlist plan;	 /* walk_parent: "c<path>" create, "v<path>" convert */
+	strlist touched; /* real paths of nodes the step created or wrote */
+	strlist checks;	 /* paths compared after the step */
+	u64set versions; /* versions observed in earlier steps */
+	u64set step_versions;
+	unsigned long epoch;
+	unsigned long count[OP__COUNT][NRC];
+	size_t max_nodes;
+	unsigned long nchecks;
+	op o;
+	op sub[4]; /* OP_BATCH: the operations recorded */
+	size_t nsub;
+	size_t bad_sub; /* model_batch: index of the failing operation */
+} mctx;
+
+/* What the including file provides (see the top of this file). */
+static unsigned int rn(mctx *c, unsigned int n);
+static void model_value_bytes(mctx *c, unsigned char *v, size_t n);
+static void model_fail(mctx *c, const char *what);
+
+static void mismatch(mctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+typedef struct res res;
+static void expect_rc(mctx *c, const char *call, const char *path, int want,
+		      int got, const res *r);
+
+/* Fail with the step, its operation and what differed. */
+static void mismatch(mctx *c, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	model_fail(c, buf);
+}
+
+static const char *rcname(int rc)
+{
+	static char buf[32];
+
+	switch (rc) {
+	case 0:
+		return "0";
+	case KT_ENOTFOUND:
+		return "KT_ENOTFOUND";
+	case KT_EEXISTS:
+		return "KT_EEXISTS";
+	case KT_ENOTDIR:
+		return "KT_ENOTDIR";
+	case KT_EISDIR:
+		return "KT_EISDIR";
+	case KT_ENOTEMPTY:
+		return "KT_ENOTEMPTY";
+	case KT_ELOOP:
+		return "KT_ELOOP";
+	case KT_EINVAL:
+		return "KT_EINVAL";
+	case KT_ENAMETOOLONG:
+		return "KT_ENAMETOOLONG";
+	case KT_ERESERVED:
+		return "KT_ERESERVED";
+	case KT_ENOMEM:
+		return "KT_ENOMEM";
+	case KT_ECORRUPT:
+		return "KT_ECORRUPT";
+	case KT_EIO:
+		return "KT_EIO";
+	case KT_ENOATTR:
+		return "KT_ENOATTR";
+	case KT_ITEROVER:
+		return "KT_ITEROVER";
+	default:
+		snprintf(buf, sizeof(buf), "%d", rc);
+		return buf;
+	}
+}
+
+static const char *kindname(unsigned int k)
+{
+	static const char *const names[8] = {
+		"none", "item",	     "dir",	 "item+dir",
+		"link", "link+item", "link+dir", "link+item+dir"};
+	return k < 8 ? names[k] : "bad-kind";
+}
+
+/* Append bytes as hex (at most 32 of them) to a message buffer. */
+static const char *hexs(char *buf, size_t cap, const void *v, size_t len)
+{
+	const unsigned char *b = v;
+	size_t i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < len && i < 32 && o + 3 < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%02x", b[i]);
+	if (i < len && o + 4 < cap)
+		snprintf(buf + o, cap - o, "...");
+	return buf;
+}
+
+/* ------------------------------------------------------------------------
+ * Random choices (rn() is the including file's) */
+
+/* "a" is a prefix of "ab"; "æ" (C3 A6) shares its last byte with the
+ * default delimiter (C2 A6); "日本" is multi-byte and sorts last; the
+ * including file may add more. */
+static const char *const names[] = {
+	"a", "b", "c", "ab", "\xc3\xa6",
+	"\xe6\x97\xa5\xe6\x9c\xac" MODEL_EXTRA_NAMES};
+#define NNAMES (sizeof(names) / sizeof(names[0]))
+
+/* The last one starts with the delimiter and is only used now and then. */
+static const char *const anames[] = {"x",
+				     "y",
+				     "xy",
+				     "\xc3\xbc",
+				     "x" KT_DEFAULT_DELIMITER,
+				     KT_DEFAULT_DELIMITER "x"};
+#define NANAMES (sizeof(anames) / sizeof(anames[0]))
+
+/* Append @p depth random names, '/'-separated, to @p buf. */
+static void rand_rel(mctx *c, char *buf, unsigned int depth)
+{
+	unsigned int i;
+
+	for (i = 0; i < depth; i++) {
+		if (i > 0)
+			strcat(buf, "/");
+		strcat(buf, names[rn(c, NNAMES)]);
+	}
+}
+
+static void rand_path(mctx *c, char *buf)
+{
+	unsigned int r = rn(c, 100);
+	unsigned int depth = r < 25 ? 1 : r < 60 ? 2 : r < 85 ? 3 : 4;
+
+	strcpy(buf, "/");
+	rand_rel(c, buf + 1, depth);
+}
+
+/* A path that is often an existing node (maybe one level below it), and
+ * otherwise random. */
+static void pick_path(mctx *c, char *buf)
+{
+	if (c->m.n > 1 && rn(c, 100) < 45) {
+		const char *p =
+			c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
+		if (strlen(p) + 16 < PBUF) {
+			strcpy(buf, p);
+			if (rn(c, 4) == 0) {
+				strcat(buf, "/");
+				strcat(buf, names[rn(c, NNAMES)]);
+			}
+			return;
+		}
+	}
+	rand_path(c, buf);
+}
+
+/* A link target for a link at @p link: absolute or relative, with "." and
+ * "..", often dangling, sometimes the link itself. Never one that ends in
+ * "." or ".." or is "/", so that what a link resolves to always has a
+ * name. */
+static void rand_target(mctx *c, const char *link, char *buf)
+{
+	unsigned int r = rn(c, 100), i;
+
+	buf[0] = '\0';
+	if (r < 28) {
+		strcpy(buf, "/");
+		rand_rel(c, buf + 1, 1 + rn(c, 3));
+	} else if (r < 50) {
+		rand_rel(c, buf, 1 + rn(c, 2));
+	} else if (r < 64) {
+		for (i = 1 + rn(c, 3); i > 0; i--)
+			strcat(buf, "../");
+		rand_rel(c, buf + strlen(buf), 1 + rn(c, 2));
+	} else if (r < 70) {
+		strcpy(buf, "./");
+		rand_rel(c, buf + 2, 1 + rn(c, 2));
+	} else if (r < 78) {
+		/* ".." or "." in the middle: physical resolution */
+		rand_rel(c, buf, 1);
+		strcat(buf, rn(c, 3) ? "/../" : "/./");
+		rand_rel(c, buf + strlen(buf), 1);
+	} else if (r < 86) {
+		/* the link itself: relative or absolute */
+		if (rn(c, 2))
+			strcpy(buf, strrchr(link, '/') + 1);
+		else
+			strcpy(buf, link);
+	} else if (c->m.n > 1) {
+		const char *p =
+			c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
+		if (strlen(p) < 200)
+			strcpy(buf, p);
+		else
+			strcpy(buf, "/a");
+	} else {
+		strcpy(buf, "/a");
+	}
+}
+
+static void rand_value(mctx *c, op *o)
+{
+	unsigned int r = rn(c, 100);
+
+	o->vlen = r < 90 ? rn(c, 13) : r < 98 ? 13 + rn(c, 300) : rn(c, BIGVAL);
+	model_value_bytes(c, o->val, o->vlen);
+}
+
+static const char *const bad_paths[] = {"",	 "a",	   "/a/",     "//a",
+					"/a//b", "/a/./b", "/a/../b", "/.",
+					"/..",	 "/a/.",   "/b/.."};
+#define NBAD (sizeof(bad_paths) / sizeof(bad_paths[0]))
+
+/* Canonical, but with the delimiter in a name. */
+static const char *const reserved_paths[] = {
+	"/a" KT_DEFAULT_DELIMITER, "/" KT_DEFAULT_DELIMITER,
+	"/b/x" KT_DEFAULT_DELIMITER "y", "/" KT_DEFAULT_DELIMITER "/a"};
+#define NRESERVED (sizeof(reserved_paths) / sizeof(reserved_paths[0]))
+
+static void gen_op(mctx *c, op *o)
+{
+	unsigned int r = rn(c, 100);
+	static const unsigned int del_flags[] = {
+		0,
+		KT_DELETE_RECURSIVE,
+		KT_DELETE_PRUNE,
+		KT_DELETE_RECURSIVE | KT_DELETE_PRUNE,
+		KT_DELETE_ITEM,
+		KT_DELETE_ITEM | KT_DELETE_PRUNE,
+		KT_DELETE_RECURSIVE};
+
+	o->flags = 0;
+	o->null_opts = 0;
+	o->vlen = 0;
+	o->aname = anames[rn(c, NANAMES - 1)];
+	if (rn(c, 50) == 0)
+		o->aname = anames[NANAMES - 1];
+	o->p2[0] = '\0';
+	pick_path(c, o->p1);
+	if (r < 24) {
+		o->type = OP_PUT;
+		if (rn(c, 10) == 0)
+			o->flags = KT_CREATE_EXCL;
+		rand_value(c, o);
+	} else if (r < 35) {
+		o->type = OP_MKDIR;
+		if (rn(c, 2))
+			o->flags = KT_CREATE_PARENTS;
+	} else if (r < 45) {
+		o->type = OP_SYMLINK;
+		if (rn(c, 10) < 3)
+			o->flags = KT_CREATE_PARENTS;
+		rand_target(c, o->p1, o->p2);
+	} else if (r < 60) {
+		o->type = OP_DELETE;
+		o->flags = del_flags[rn(c, sizeof(del_flags) /
+						   sizeof(del_flags[0]))];
+		if (rn(c, 300) == 0)
+			strcpy(o->p1, "/");
+	} else if (r < 76) {
+		o->type = OP_RENAME;
+		pick_path(c, o->p2);
+		r = rn(c, 10);
+		o->flags = r < 6   ? 0
+			   : r < 8 ? KT_RENAME_NOREPLACE
+				   : KT_RENAME_EXCHANGE;
+		if (rn(c, 50) == 0)
+			strcpy(o->p2, o->p1);
+	} else if (r < 91) {
+		o->type = OP_ATTR_SET;
+		r = rn(c, 10);
+		o->flags = r < 5 ? 0 : r < 8 ? KT_ATTR_CREATE : KT_ATTR_REPLACE;
+		o->vlen = rn(c, 9);
+		for (r = 0; r < o->vlen; r++)
+			o->val[r] = (unsigned char)rn(c, 256);
+	} else {
+		o->type = OP_ATTR_DELETE;
+	}
+	if (o->flags == 0 && rn(c, 2))
+		o->null_opts = 1;
+	/* now and then a non-canonical path, which everything rejects */
+	if (rn(c, 50) == 0) {
+		const char *bad = rn(c, 3) ? bad_paths[rn(c, NBAD)]
+					   : reserved_paths[rn(c, NRESERVED)];
+		if (o->type == OP_RENAME && rn(c, 2))
+			strcpy(o->p2, bad);
+		else
+			strcpy(o->p1, bad);
+	}
+	if (o->type == OP_SYMLINK && rn(c, 200) == 0)
+		o->p2[0] = '\0'; /* an empty target is invalid */
+}
+
+static void describe_op(char *desc, size_t cap, const op *o)
+{
+	char hx[80];
+	const char *fl = "";
+
+	switch (o->type) {
+	case OP_PUT:
+		snprintf(desc, cap, "kt_put(\"%s\", len %zu [%s], %s)", o->p1,
+			 o->vlen, hexs(hx, sizeof(hx), o->val, o->vlen),
+			 o->flags	? "KT_CREATE_EXCL"
+			 : o->null_opts ? "NULL"
+					: "0");
+		break;
+	case OP_MKDIR:
+	case OP_SYMLINK:
+		fl = o->flags	    ? "KT_CREATE_PARENTS"
+		     : o->null_opts ? "NULL"
+				    : "0";
+		if (o->type == OP_MKDIR)
+			snprintf(desc, cap, "kt_mkdir(\"%s\", %s)", o->p1, fl);
+		else
+			snprintf(desc, cap,
+				 "kt_symlink(\"%s\", target \"%s\", %s)", o->p1,
+				 o->p2, fl);
+		break;
+	case OP_DELETE:
+		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s)", o->p1,
+			 o->flags ? "" : "0",
+			 o->flags & KT_DELETE_RECURSIVE ? "RECURSIVE " : "",
+			 o->flags & KT_DELETE_PRUNE ? "PRUNE " : "",
+			 o->flags & KT_DELETE_ITEM ? "ITEM " : "");
+		break;
+	case OP_RENAME:
+		snprintf(desc, cap, "kt_rename(\"%s\", \"%s\", %s)", o->p1,
+			 o->p2,
+			 o->flags == KT_RENAME_NOREPLACE  ? "NOREPLACE"
+			 : o->flags == KT_RENAME_EXCHANGE ? "EXCHANGE"
+							  : "0");
+		break;
+	case OP_ATTR_SET:
+		snprintf(desc, cap,
+			 "kt_attr_set(\"%s\", \"%s\", len %zu [%s], %s)", o->p1,
+			 o->aname, o->vlen,
+			 hexs(hx, sizeof(hx), o->val, o->vlen),
+			 o->flags == KT_ATTR_CREATE    ? "CREATE"
+			 : o->flags == KT_ATTR_REPLACE ? "REPLACE"
+						       : "0");
+		break;
+	default:
+		snprintf(desc, cap, "kt_attr_delete(\"%s\", \"%s\")", o->p1,
+			 o->aname);
+		break;
+	}
+}
+
+/* c->desc: the step's operation, as a call (or list of calls). */
+static void describe(mctx *c, const op *o)
+{
+	size_t i, len;
+
+	if (o->type != OP_BATCH) {
+		describe_op(c->desc, sizeof(c->desc), o);
+		return;
+	}
+	snprintf(c->desc, sizeof(c->desc), "batch of %zu:", c->nsub);
+	for (i = 0; i < c->nsub; i++) {
+		len = strlen(c->desc);
+		snprintf(c->desc + len, sizeof(c->desc) - len, "\n    %zu. ",
+			 i + 1);
+		len = strlen(c->desc);
+		describe_op(c->desc + len, sizeof(c->desc) - len, &c->sub[i]);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Resolution in the model */
+
+/* Resolve @p rel (a link target, or the rest of a path) starting in the
+ * directory @p dir (a real path), following links in every component and,
+ * with @p follow_last, in the last.  *hops counts links followed.  On 0,
+ * @p out is the real path of the final component and *outn the node there
+ * (NULL if there is none but its parent is a directory). */
+static int resolve_from(mctx *c, const char *dir, const char *rel,
+			int follow_last, int *hops, char *out, mnode **outn)
+{
+	char cur[PBUF], rem[PBUF], tmp[PBUF];
+
+	*outn = NULL;
+	strcpy(cur, dir);
+	if (rel[0] == '/')
+		strcpy(cur, "/");
+	while (rel[0] == '/')
+		rel++;
+	assert_true(strlen(rel) < PBUF);
+	strcpy(rem, rel);
+	for (;;) {
+		char *slash, *rest;
+		char child[PBUF];
+		mnode *n;
+		int last;
+
+		if (rem[0] == '\0') {
+			/* the path ended in "." or ".." (or was "/"): it
+			 * names the directory reached */
+			strcpy(out, cur);
+			*outn = m_find(&c->m, cur);
+			return 0;
+		}
+		slash = strchr(rem, '/');
+		if (slash) {
+			*slash = '\0';
+			rest = slash + 1;
+			while (*rest == '/')
+				rest++;
+		} else {
+			rest = rem + strlen(rem);
+		}
+		last = rest[0] == '\0';
+		if (strcmp(rem, ".") == 0) {
+			memmove(rem, rest, strlen(rest) + 1);
+			continue;
+		}
+		if (strcmp(rem, "..") == 0) {
+			if (strcmp(cur, "/") != 0)
+				parent_of(cur, cur);
+			memmove(rem, rest, strlen(rest) + 1);
+			continue;
+		}
+		join(child, cur, rem);
+		n = m_find(&c->m, child);
+		if (n == NULL) {
+			if (!last)
+				return KT_ENOTFOUND;
+			strcpy(out, child);
+			return 0;
+		}
+		if ((n->kind & KT_KIND_LINK) && (!last || follow_last)) {
+			const char *t = n->target;
+			if (++*hops > KT_LINK_HOPS_MAX)
+				return KT_ELOOP;
+			if (t[0] == '/') {
+				strcpy(cur, "/");
+				while (t[0] == '/')
+					t++;
+			}
+			assert_true(strlen(t) + 1 + strlen(rest) < PBUF);
+			if (rest[0])
+				snprintf(tmp, sizeof(tmp), "%s/%s", t, rest);
+			else
+				snprintf(tmp, sizeof(tmp), "%s", t);
+			strcpy(rem, tmp);
+			continue;
+		}
+		if (last) {
+			strcpy(out, child);
+			*outn = n;
+			return 0;
+		}
+		if (!(n->kind & KT_KIND_DIR))
+			return KT_ENOTDIR;
+		strcpy(cur, child);
+		memmove(rem, rest, strlen(rest) + 1);
+	}
+}
+
+enum { W_STRICT, W_CREATE };
+
+/* Where the walk over an argument path ended. */
+typedef struct walk {
+	int hops;
+	char parent[PBUF]; /* real path of the parent directory */
+	char path[PBUF];   /* parent + last name */
+	mnode *node;	   /* the node there (not followed), or NULL */
+} walk;
+
+/* Walk the components of the canonical path @p path (not "/") but the
+ * last, following links.  W_STRICT: every component must be a directory or
+ * a link to one.  W_CREATE (put, KT_CREATE_PARENTS): missing ones are
+ * planned as new directories and item-only ones to become item+dir.
+ * Inside link targets resolution is always strict. */
+static int walk_parent(mctx *c, const char *path, int mode, walk *w)
+{
+	char cur[PBUF], child[PBUF], tgt[PBUF], tag[PBUF + 1];
+	const char *p = path + 1, *slash;
+	int creating = 0, rc;
+	mnode *n, *tn;
+
+	sl_clear(&c->plan);
+	w->hops = 0;
+	w->node = NULL;
+	strcpy(cur, "/");
+	while ((slash = strchr(p, '/')) != NULL) {
+		join_n(child, cur, p, (size_t)(slash - p));
+		p = slash + 1;
+		n = creating ? NULL : m_find(&c->m, child);
+		if (n == NULL) {
+			if (mode == W_STRICT)
+				return KT_ENOTFOUND;
+			snprintf(tag, sizeof(tag), "c%s", child);
+			sl_push(&c->plan, tag);
+			creating = 1;
+			strcpy(cur, child);
+			continue;
+		}
+		if (n->kind & KT_KIND_LINK) {
+			if (++w->hops > KT_LINK_HOPS_MAX)
+				return KT_ELOOP;
+			rc = resolve_from(c, cur, n->target, 1, &w->hops, tgt,
+					  &tn);
+			if (rc != 0)
+				return rc;
+			if (tn == NULL)
+				return KT_ENOTFOUND;
+			if (!(tn->kind & KT_KIND_DIR))
+				return KT_ENOTDIR;
+			strcpy(cur, tgt);
+			continue;
+		}
+		if (!(n->kind & KT_KIND_DIR)) {
+			if (mode != W_CREATE)
+				return KT_ENOTDIR;
+			snprintf(tag, sizeof(tag), "v%s", child);
+			sl_push(&c->plan, tag);
+		}
+		strcpy(cur, child);
+	}
+	strcpy(w->parent, cur);
+	join(w->path, cur, p);
+	w->node = creating ? NULL : m_find(&c->m, w->path);
+	return 0;
+}
+
+struct res {
+	int rc;
+	char path[PBUF]; /* real path of the final component */
+	mnode *node;	 /* node there, or NULL */
+};
+
+/* Resolve a path as a reader does: following links in the middle
+ * components, and in the last with @p follow. */
+static int m_resolve(mctx *c, const char *path, int follow, res *r)
+{
+	walk w;
+	int rc;
+
+	r->node = NULL;
+	r->path[0] = '\0';
+	if (path_err(path) != 0)
+		return r->rc = path_err(path);
+	if (strcmp(path, "/") == 0) {
+		strcpy(r->path, "/");
+		r->node = m_find(&c->m, "/");
+		return r->rc = 0;
+	}
+	rc = walk_parent(c, path, W_STRICT, &w);
+	if (rc != 0)
+		return r->rc = rc;
+	if (w.node && (w.node->kind & KT_KIND_LINK) && follow) {
+		if (++w.hops > KT_LINK_HOPS_MAX)
+			return r->rc = KT_ELOOP;
+		return r->rc = resolve_from(c, w.parent, w.node->target, 1,
+					    &w.hops, r->path, &r->node);
+	}
+	strcpy(r->path, w.path);
+	r->node = w.node;
+	return r->rc = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Operations on the model.  Each returns the code the store must return
+ * and, on 0, applies the change and records what it wrote. */
+
+static void touch(mctx *c, const char *path)
+{
+	sl_push_unique(&c->touched, path);
+}
+
+/* The node was written: its next observed version must be new. */
+static void dirty(mctx *c, mnode *n)
+{
+	if (n == NULL)
+		return;
+	if (n->vstate != V_NEW)
+		n->vstate = V_DIRTY;
+	touch(c, n->path);
+}
+
+static void dirty_parent(mctx *c, const char *path)
+{
+	char p[PBUF];
+
+	parent_of(p, path);
+	dirty(c, m_find(&c->m, p));
+}
+
+static mnode *m_create(mctx *c, const char *path, unsigned int kind)
+{
+	mnode *n = m_new(&c->m, path, kind);
+
+	/* the defaults of kt_create_options */
+	n->mode = kind == KT_KIND_ITEM	? 0644
+		  : kind == KT_KIND_DIR ? 0755
+					: 0777;
+	dirty_parent(c, path);
+	touch(c, path);
+	return n;
+}
+
+/* Carry out the plan of the last walk_parent. */
+static void apply_plan(mctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->plan.n; i++) {
+		const char *p = c->plan.v[i] + 1;
+		if (c->plan.v[i][0] == 'c') {
+			m_create(c, p, KT_KIND_DIR);
+		} else {
+			mnode *n = m_find(&c->m, p);
+			n->kind |= KT_KIND_DIR;
+			n->mode = 0;
+			dirty(c, n);
+		}
+	}
+}
+
+static int model_put(mctx *c, const op *o)
+{
+	walk w;
+	int rc;
+	mnode *n, *tn;
+	char tp[PBUF];
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0)
+		return KT_EINVAL;
+	rc = walk_parent(c, o->p1, W_CREATE, &w);
+	if (rc != 0)
+		return rc;
+	n = w.node;
+	if (n == NULL) {
+		apply_plan(c);
+		n = m_create(c, w.path, KT_KIND_ITEM);
+		m_set_value(n, o->val, o->vlen);
+		return 0;
+	}
+	if (n->kind & KT_KIND_LINK) {
+		if (o->flags & KT_CREATE_EXCL)
+			return KT_EEXISTS;
+		if (++w.hops > KT_LINK_HOPS_MAX)
+			return KT_ELOOP;
+		rc = resolve_from(c, w.parent, n->target, 1, &w.hops, tp, &tn);
+		if (rc != 0)
+			return rc;
+		if (tn == NULL)
+			return KT_ENOTFOUND; /* dangling */
+		n = tn;
+	} else if ((o->flags & KT_CREATE_EXCL) && (n->kind & KT_KIND_ITEM)) {
+		return KT_EEXISTS;
+	}
+	assert_int_equal(c->plan.n, 0);
+	m_set_value(n, o->val, o->vlen);
+	dirty(c, n);
+	return 0;
+}
+
+static int model_mkdir(mctx *c, const op *o)
+{
+	int parents = (o->flags & KT_CREATE_PARENTS) != 0, rc;
+	walk w;
+	mnode *n;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0)
+		return KT_EINVAL;
+	rc = walk_parent(c, o->p1, parents ? W_CREATE : W_STRICT, &w);
+	if (rc != 0)
+		return rc;
+	n = w.node;
+	if (n == NULL) {
+		apply_plan(c);
+		m_create(c, w.path, KT_KIND_DIR);
+		return 0;
+	}
+	if (n->kind & KT_KIND_LINK)
+		return KT_EEXISTS;
+	if (n->kind & KT_KIND_DIR)
+		return parents ? 0 : KT_EEXISTS;
+	n->kind |= KT_KIND_DIR;
+	n->mode = 0;
+	dirty(c, n);
+	return 0;
+}
+
+static int model_symlink(mctx *c, const op *o)
+{
+	int parents = (o->flags & KT_CREATE_PARENTS) != 0, rc;
+	walk w;
+	mnode *n;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0 || o->p2[0] == '\0')
+		return KT_EINVAL;
+	rc = walk_parent(c, o->p1, parents ? W_CREATE : W_STRICT, &w);
+	if (rc != 0)
+		return rc;
+	if (w.node != NULL)
+		return KT_EEXISTS;
+	apply_plan(c);
+	n = m_create(c, w.path, KT_KIND_LINK);
+	n->target = xstrdup(o->p2);
+	return 0;
+}
+
+/* PRUNE: remove the ancestors from @p dir upwards that are directories
+ * without a value and without children, below the root. */
+static void prune(mctx *c, const char *dir)
+{
+	char p[PBUF];
+	mnode *n;
+
+	strcpy(p, dir);
+	while (strcmp(p, "/") != 0) {
+		n = m_find(&c->m, p);
+		if (n->kind != KT_KIND_DIR || m_has_children(&c->m, p))
+			break;
+		m_remove_subtree(&c->m, p);
+		dirty_parent(c, p);
+		parent_of(p, p);
+	}
+}
+
+static int model_delete(mctx *c, const op *o)
+{
+	walk w;
+	mnode *n;
+	int rc;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strcmp(o->p1, "/") == 0)
+		return KT_EINVAL;
+	rc = walk_parent(c, o->p1, W_STRICT, &w);
+	if (rc != 0)
+		return rc;
+	n = w.node;
+	if (n == NULL)
+		return KT_ENOTFOUND;
+	if (o->flags & KT_DELETE_ITEM) {
+		if (n->kind & KT_KIND_LINK)
+			return KT_EINVAL;
+		if (!(n->kind & KT_KIND_ITEM))
+			return KT_EISDIR;
+		if (n->kind & KT_KIND_DIR) {
+			free(n->val);
+			n->val = NULL;
+			n->vlen = 0;
+			n->kind = KT_KIND_DIR;
+			dirty(c, n);
+		} else {
+			m_remove_subtree(&c->m, w.path);
+			dirty_parent(c, w.path);
+		}
+	} else {
+		if ((n->kind & KT_KIND_DIR) && m_has_children(&c->m, w.path) &&
+		    !(o->flags & KT_DELETE_RECURSIVE))
+			return KT_ENOTEMPTY;
+		m_remove_subtree(&c->m, w.path);
+		dirty_parent(c, w.path);
+	}
+	if (o->flags & KT_DELETE_PRUNE)
+		prune(c, w.parent);
+	return 0;
+}
+
+static int model_rename(mctx *c, const op *o)
+{
+	walk ws, wd;
+	mnode *sn, *dn;
+	int rc, exch = (o->flags & KT_RENAME_EXCHANGE) != 0;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (path_err(o->p2) != 0)
+		return path_err(o->p2);
+	if (strcmp(o->p1, "/") == 0 || strcmp(o->p2, "/") == 0)
+		return KT_EINVAL;
+	rc = walk_parent(c, o->p1, W_STRICT, &ws);
+	if (rc != 0)
+		return rc;
+	rc = walk_parent(c, o->p2, W_STRICT, &wd);
+	if (rc != 0)
+		return rc;
+	sn = ws.node;
+	dn = wd.node;
+	if (sn == NULL)
+		return KT_ENOTFOUND;
+	if ((o->flags & KT_RENAME_NOREPLACE) && dn != NULL)
+		return KT_EEXISTS;
+	if (exch && dn == NULL)
+		return KT_ENOTFOUND;
+	if (is_under(wd.path, ws.path) || (exch && is_under(ws.path, wd.path)))
+		return KT_EINVAL;
+	if (sn == dn)
+		return 0;
+	if (exch) {
+		m_move(&c->m, ws.path, wd.path, 1);
+		dirty(c, sn);
+		dirty(c, dn);
+		return 0;
+	}
+	if (dn != NULL) {
+		int sdir = (sn->kind & KT_KIND_DIR) != 0;
+		int ddir = (dn->kind & KT_KIND_DIR) != 0;
+		if (sdir && !ddir)
+			return KT_ENOTDIR;
+		if (!sdir && ddir)
+			return KT_EISDIR;
+		if (ddir && m_has_children(&c->m, wd.path))
+			return KT_ENOTEMPTY;
+		m_remove_subtree(&c->m, wd.path);
+	}
+	dirty_parent(c, ws.path);
+	m_move(&c->m, ws.path, wd.path, 0);
+	dirty(c, sn);
+	dirty_parent(c, wd.path);
+	return 0;
+}
+
+static int model_attr(mctx *c, const op *o)
+{
+	res r;
+	mattr *a;
+
+	/* the arguments are checked before the store is looked at */
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (strncmp(o->aname, KT_DEFAULT_DELIMITER,
+		    strlen(KT_DEFAULT_DELIMITER)) == 0)
+		return KT_ERESERVED;
+	if (m_resolve(c, o->p1, 1, &r) != 0)
+		return r.rc;
+	if (r.node == NULL)
+		return KT_ENOTFOUND;
+	a = m_attr_find(r.node, o->aname);
+	if (o->type == OP_ATTR_DELETE) {
+		if (a == NULL)
+			return KT_ENOATTR;
+		m_attr_delete(r.node, o->aname);
+	} else {
+		if ((o->flags & KT_ATTR_CREATE) && a != NULL)
+			return KT_EEXISTS;
+		if ((o->flags & KT_ATTR_REPLACE) && a == NULL)
+			return KT_ENOATTR;
+		m_attr_set(r.node, o->aname, o->val, o->vlen);
+	}
+	dirty(c, r.node);
+	return 0;
+}
+
+static int model_apply(mctx *c, const op *o);
+
+/* A batch applies its operations in order, each seeing the ones before,
+ * and on the first failure none of them, returning that failure. */
+static int model_batch(mctx *c)
+{
+	model saved;
+	size_t i;
+	int rc = 0;
+
+	m_clone(&saved, &c->m);
+	for (i = 0; i < c->nsub && rc == 0; i++) {
+		rc = model_apply(c, &c->sub[i]);
+		c->bad_sub = i;
+	}
+	if (rc != 0) {
+		m_free(&c->m);
+		c->m = saved;
+	} else {
+		m_free(&saved);
+	}
+	return rc;
+}
+
+static int model_apply(mctx *c, const op *o)
+{
+	switch (o->type) {
+	case OP_BATCH:
+		return model_batch(c);
+	case OP_PUT:
+		return model_put(c, o);
+	case OP_MKDIR:
+		return model_mkdir(c, o);
+	case OP_SYMLINK:
+		return model_symlink(c, o);
+	case OP_DELETE:
+		return model_delete(c, o);
+	case OP_RENAME:
+		return model_rename(c, o);
+	default:
+		return model_attr(c, o);
+	}
+}
+
+/* Record one operation in @p b. */
+static int batch_record(kt_batch *b, const op *o)
+{
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	const kt_create_options *cop = o->null_opts ? NULL : &co;
+
+	co.flags = o->flags;
+	switch (o->type) {
+	case OP_PUT:
+		return kt_batch_put(b, o->p1, o->vlen ? o->val : NULL, o->vlen,
+				    cop);
+	case OP_MKDIR:
+		return kt_batch_mkdir(b, o->p1, cop);
+	case OP_SYMLINK:
+		return kt_batch_symlink(b, o->p1, o->p2, cop);
+	case OP_DELETE:
+		return kt_batch_delete(b, o->p1, o->flags);
+	case OP_RENAME:
+		return kt_batch_rename(b, o->p1, o->p2, o->flags);
+	case OP_ATTR_SET:
+		return kt_batch_attr_set(b, o->p1, o->aname, o->val, o->vlen,
+					 o->flags);
+	default:
+		return kt_batch_attr_delete(b, o->p1, o->aname);
+	}
+}
+
+static void mismatch_at(mctx *c, size_t i, int rc)
+{
+	mismatch(c, "recording operation %zu: %s (%s)", i + 1, rcname(rc),
+		 kt_errmsg());
+}
+
+static int store_batch(mctx *c)
+{
+	kt_batch *b = NULL;
+	size_t i;
+	int rc;
+
+	rc = kt_batch_new(&b, c->f->store);
+	if (rc != 0)
+		expect_rc(c, "kt_batch_new", "", 0, rc, NULL);
+	for (i = 0; i < c->nsub; i++) {
+		rc = batch_record(b, &c->sub[i]);
+		if (rc != 0) {
+			kt_batch_free(b);
+			mismatch_at(c, i, rc);
+		}
+	}
+	rc = kt_batch_commit(b);
+	kt_batch_free(b);
+	return rc;
+}
+
+static int store_apply(mctx *c, const op *o)
+{
+	kt_store *s = c->f->store;
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	const kt_create_options *cop = o->null_opts ? NULL : &co;
+
+	co.flags = o->flags;
+	switch (o->type) {
+	case OP_BATCH:
+		return store_batch(c);
+	case OP_PUT:
+		return kt_put(s, o->p1, o->vlen ? o->val : NULL, o->vlen, cop);
+	case OP_MKDIR:
+		return kt_mkdir(s, o->p1, cop);
+	case OP_SYMLINK:
+		return kt_symlink(s, o->p1, o->p2, cop);
+	case OP_DELETE:
+		return kt_delete(s, o->p1, o->flags);
+	case OP_RENAME:
+		return kt_rename(s, o->p1, o->p2, o->flags);
+	case OP_ATTR_SET:
+		return kt_attr_set(s, o->p1, o->aname, o->val, o->vlen,
+				   o->flags);
+	default:
+		return kt_attr_delete(s, o->p1, o->aname);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Comparing the store with the model */
+
+static void expect_rc(mctx *c, const char *call, const char *path, int want,
+		      int got, const res *r)
+{
+	if (got == want) {
+		if (got < 0 && kt_errmsg()[0] == '\0')
+			mismatch(c,
+				 "%s(\"%s\") failed with %s but kt_errmsg() "
+				 "is empty",
+				 call, path, rcname(got));
+		return;
+	}
+	mismatch(c, "%s(\"%s\"): expected %s, got %s (%s)%s%s%s", call, path,
+		 rcname(want), rcname(got), got < 0 ? kt_errmsg() : "",
+		 r ? "; the model resolves it to \"" : "", r ? r->path : "",
+		 r ? "\"" : "");
+}
+
+/* The id seen for a node must be the one it was first seen with. */
+static void cmp_id(mctx *c, const char *call, mnode *n, uint64_t id)
+{
+	if (n->id == 0)
+		n->id = id;
+	else if (n->id != id)
+		mismatch(c,
+			 "%s: node \"%s\" has id %llu, expected %llu (ids "
+			 "are kept across rename and conversion)",
+			 call, n->path, (unsigned long long)id,
+			 (unsigned long long)n->id);
+}
+
+static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
+		     const kt_statbuf *st)
+{
+	if (st->kind != n->kind)
+		mismatch(c, "%s(\"%s\"): kind %s, expected %s (node \"%s\")",
+			 call, path, kindname(st->kind), kindname(n->kind),
+			 n->path);
+	cmp_id(c, call, n, st->id);
+	if (n->mode != 0 && st->mode != n->mode)
+		mismatch(c, "%s(\"%s\"): mode %o, expected %o (node \"%s\")",
+			 call, path, (unsigned)st->mode, (unsigned)n->mode,
+			 n->path);
+	if (st->uid != (uint32_t)geteuid() || st->gid != (uint32_t)getegid())
+		mismatch(c, "%s(\"%s\"): owner %u:%u, expected %u:%u", call,
+			 path, (unsigned)st->uid, (unsigned)st->gid,
+			 (unsigned)geteuid(), (unsigned)getegid());
+	if (st->nattrs != n->nattrs)
+		mismatch(c, "%s(\"%s\"): nattrs %u, expected %zu", call, path,
+			 (unsigned)st->nattrs, n->nattrs);
+	if ((n->kind & KT_KIND_DIR) &&
+	    st->nsubdirs != m_nsubdirs(&c->m, n->path))
+		mismatch(c, "%s(\"%s\"): nsubdirs %u, expected %u", call, path,
+			 (unsigned)st->nsubdirs,
+			 (unsigned)m_nsubdirs(&c->m, n->path));
+	if ((n->kind & KT_KIND_ITEM) && st->size != n->vlen)
+		mismatch(c, "%s(\"%s\"): size %llu, expected %zu", call, path,
+			 (unsigned long long)st->size, n->vlen);
+	if ((n->kind & KT_KIND_LINK) && st->size != strlen(n->target))
+		mismatch(c,
+			 "%s(\"%s\"): size %llu, expected %zu (link "
+			 "target)",
+			 call, path, (unsigned long long)st->size,
+			 strlen(n->target));
+	if (n->vstate != V_KNOWN && u64_has(&c->versions, st->version))
+		mismatch(c,
+			 "%s(\"%s\"): version %llu of %s node \"%s\" was "
+			 "seen before (versions are never reused)",
+			 call, path, (unsigned long long)st->version,
+			 n->vstate == V_NEW ? "new" : "written", n->path);
+	if (n->vstate == V_DIRTY && st->version == n->ver)
+		mismatch(c,
+			 "%s(\"%s\"): version %llu unchanged after a write "
+			 "of \"%s\"",
+			 call, path, (unsigned long long)st->version, n->path);
+	n->ver = st->version;
+	n->vstate = V_KNOWN;
+	u64_add(&c->step_versions, st->version);
+}
+
+/* One page of the listing of @p path: after a random name (or from the
+ * start), at most 0 (no limit) to 3 entries, ascending or descending. */
+static void cmp_page(mctx *c, const char *path, mnode **ch, size_t n)
+{
+	kt_list_options lo = KT_LIST_OPTIONS_INIT;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	const char **want = malloc((n + 1) * sizeof(*want));
+	size_t nwant = 0, k, i;
+	char msg[PBUF + 512] = "";
+	int rc;
+
+	lo.limit = rn(c, 4);
+	lo.reverse = (int)rn(c, 2);
+	if (rn(c, 3)) {
+		lo.after = names[rn(c, NNAMES)];
+		lo.after_len = strlen(lo.after);
+	}
+	assert_non_null(want);
+	for (k = 0; k < n; k++) {
+		const char *nm;
+		i = lo.reverse ? n - 1 - k : k;
+		nm = strrchr(ch[i]->path, '/') + 1;
+		if (lo.after && (lo.reverse ? strcmp(nm, lo.after) >= 0
+					    : strcmp(nm, lo.after) <= 0))
+			continue;
+		if (lo.limit && nwant == lo.limit)
+			break;
+		want[nwant++] = nm;
+	}
+	rc = kt_iter_new(&it, c->f->store, path, &lo);
+	if (rc != 0)
+		expect_rc(c, "kt_iter_new (page)", path, 0, rc, NULL);
+	k = 0;
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		if (k == nwant || e->name_len != strlen(want[k]) ||
+		    memcmp(e->name, want[k], e->name_len) != 0) {
+			snprintf(msg, sizeof(msg),
+				 "entry %zu is \"%.*s\", "
+				 "expected %s%s%s",
+				 k, (int)e->name_len, e->name,
+				 k < nwant ? "\"" : "the end",
+				 k < nwant ? want[k] : "",
+				 k < nwant ? "\"" : "");
+			break;
+		}
+		k++;
+	}
+	kt_iter_free(it);
+	if (msg[0] == '\0' && rc != KT_ITEROVER)
+		snprintf(msg, sizeof(msg), "kt_iter_next: %s", rcname(rc));
+	if (msg[0] == '\0' && k != nwant)
+		snprintf(msg, sizeof(msg), "%zu entries, expected %zu", k,
+			 nwant);
+	free(want);
+	if (msg[0] != '\0')
+		mismatch(c,
+			 "kt_iter_new(\"%s\", after \"%s\", limit %zu, "
+			 "%s): %s",
+			 path, lo.after ? lo.after : "(none)", lo.limit,
+			 lo.reverse ? "reverse" : "forward", msg);
+}
+
+static void cmp_listing(mctx *c, const char *path, mnode *dir)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	mnode **ch;
+	size_t n = m_children(&c->m, dir->path, &ch), i = 0;
+	int rc;
+	char msg[PBUF + 512] = "";
+
+	rc = kt_iter_new(&it, c->f->store, path, NULL);
+	if (rc != 0) {
+		free(ch);
+		expect_rc(c, "kt_iter_new", path, 0, rc, NULL);
+	}
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		const char *nm = i < n ? strrchr(ch[i]->path, '/') + 1 : NULL;
+		if (nm == NULL) {
+			snprintf(msg, sizeof(msg),
+				 "extra entry \"%.*s\" "
+				 "(directory \"%s\" has %zu children)",
+				 (int)e->name_len, e->name, dir->path, n);
+			break;
+		}
+		if (e->name_len != strlen(nm) ||
+		    memcmp(e->name, nm, e->name_len) != 0 ||
+		    e->kind != ch[i]->kind) {
+			snprintf(msg, sizeof(msg),
+				 "entry %zu is \"%.*s\" %s, "
+				 "expected \"%s\" %s",
+				 i, (int)e->name_len, e->name,
+				 kindname(e->kind), nm, kindname(ch[i]->kind));
+			break;
+		}
+		cmp_id(c, "kt_iter_next", ch[i], e->id);
+		i++;
+	}
+	kt_iter_free(it);
+	if (msg[0] == '\0' && rc != KT_ITEROVER)
+		snprintf(msg, sizeof(msg), "kt_iter_next: %s (%s)", rcname(rc),
+			 kt_errmsg());
+	if (msg[0] == '\0' && i != n)
+		snprintf(msg, sizeof(msg),
+			 "%zu entries, expected %zu; missing "
+			 "\"%s\"",
+			 i, n, ch[i]->path);
+	if (msg[0] == '\0')
+		cmp_page(c, path, ch, n);
+	free(ch);
+	if (msg[0] != '\0')
+		mismatch(c, "kt_iter_new(\"%s\"): %s", path, msg);
+}
+
+static void cmp_attrs(mctx *c, const char *path, mnode *n)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	size_t i = 0;
+	int rc;
+	char h1[80], h2[80];
+
+	rc = kt_attr_iter_new(&it, c->f->store, path);
+	if (rc != 0)
+		expect_rc(c, "kt_attr_iter_new", path, 0, rc, NULL);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		mattr *a = i < n->nattrs ? &n->attrs[i] : NULL;
+		if (a == NULL || e->name_len != strlen(a->name) ||
+		    memcmp(e->name, a->name, e->name_len) != 0 ||
+		    e->value_len != a->len ||
+		    (a->len && memcmp(e->value, a->val, a->len) != 0)) {
+			char got[PBUF];
+			snprintf(got, sizeof(got), "%.*s=[%s]",
+				 (int)e->name_len, e->name,
+				 hexs(h1, sizeof(h1), e->value, e->value_len));
+			kt_iter_free(it);
+			mismatch(c,
+				 "kt_attr_iter_new(\"%s\"): attribute %zu is "
+				 "%s, expected %s%s%s%s",
+				 path, i, got, a ? a->name : "(none)",
+				 a ? "=[" : "",
+				 a ? hexs(h2, sizeof(h2), a->val, a->len) : "",
+				 a ? "]" : "");
+		}
+		i++;
+	}
+	kt_iter_free(it);
+	if (rc != KT_ITEROVER)
+		expect_rc(c, "kt_iter_next (attributes)", path, KT_ITEROVER, rc,
+			  NULL);
+	if (i != n->nattrs)
+		mismatch(c,
+			 "kt_attr_iter_new(\"%s\"): %zu attributes, expected "
+			 "%zu; missing \"%s\"",
+			 path, i, n->nattrs, n->attrs[i].name);
+}
+
+/* Compare everything a reader can see at @p path. */
+static void check_path(mctx *c, const char *path)
+{
+	kt_store *s = c->f->store;
+	kt_statbuf st;
+	res rl, rf;
+	int want, rc;
+	char *t = NULL;
+	void *v = NULL;
+	size_t len = 0;
+	char h1[80], h2[80];
+
+	c->nchecks++;
+	/* kt_lstat: the last component is not followed */
+	m_resolve(c, path, 0, &rl);
+	want = rl.rc ? rl.rc : rl.node ? 0 : KT_ENOTFOUND;
+	memset(&st, 0, sizeof(st));
+	rc = kt_lstat(&st, s, path);
+	expect_rc(c, "kt_lstat", path, want, rc, &rl);
+	if (rc == 0)
+		cmp_stat(c, "kt_lstat", path, rl.node, &st);
+
+	/* kt_stat: it is */
+	m_resolve(c, path, 1, &rf);
+	want = rf.rc ? rf.rc : rf.node ? 0 : KT_ENOTFOUND;
+	memset(&st, 0, sizeof(st));
+	rc = kt_stat(&st, s, path);
+	expect_rc(c, "kt_stat", path, want, rc, &rf);
+	if (rc == 0)
+		cmp_stat(c, "kt_stat", path, rf.node, &st);
+
+	/* kt_readlink */
+	want = rl.rc				? rl.rc
+	       : rl.node == NULL		? KT_ENOTFOUND
+	       : (rl.node->kind & KT_KIND_LINK) ? 0
+						: KT_EINVAL;
+	rc = kt_readlink(&t, &len, s, path);
+	expect_rc(c, "kt_readlink", path, want, rc, &rl);
+	if (rc == 0 && (len != strlen(rl.node->target) ||
+			strcmp(t, rl.node->target) != 0)) {
+		char got[PBUF];
+		snprintf(got, sizeof(got), "%s", t);
+		kt_free(t);
+		mismatch(c,
+			 "kt_readlink(\"%s\"): \"%s\" (len %zu), expected "
+			 "\"%s\"",
+			 path, got, len, rl.node->target);
+	}
+	kt_free(t);
+
+	/* kt_get */
+	want = rf.rc				? rf.rc
+	       : rf.node == NULL		? KT_ENOTFOUND
+	       : (rf.node->kind & KT_KIND_ITEM) ? 0
+						: KT_EISDIR;
+	rc = kt_get(&v, &len, s, path);
+	expect_rc(c, "kt_get", path, want, rc, &rf);
+	if (rc == 0 && (len != rf.node->vlen ||
+			(len && memcmp(v, rf.node->val, len) != 0) ||
+			((char *)v)[len] != '\0')) {
+		hexs(h1, sizeof(h1), v, len);
+		kt_free(v);
+		mismatch(c,
+			 "kt_get(\"%s\"): value [%s] (len %zu), expected [%s] "
+			 "(len %zu) of \"%s\"",
+			 path, h1, len,
+			 hexs(h2, sizeof(h2), rf.node->val, rf.node->vlen),
+			 rf.node->vlen, rf.node->path);
+	}
+	kt_free(v);
+
+	/* kt_iter_new: the listing */
+	want = rf.rc			       ? rf.rc
+	       : rf.node == NULL	       ? KT_ENOTFOUND
+	       : (rf.node->kind & KT_KIND_DIR) ? 0
+					       : KT_ENOTDIR;
+	if (want == 0) {
+		cmp_listing(c, path, rf.node);
+	} else {
+		kt_iter *it = NULL;
+		rc = kt_iter_new(&it, s, path, NULL);
+		kt_iter_free(it);
+		expect_rc(c, "kt_iter_new", path, want, rc, &rf);
+	}
+
+	/* kt_attr_iter_new */
+	want = rf.rc ? rf.rc : rf.node == NULL ? KT_ENOTFOUND : 0;
+	if (want == 0) {
+		cmp_attrs(c, path, rf.node);
+	} else {
+		kt_iter *it = NULL;
+		rc = kt_attr_iter_new(&it, s, path);
+		kt_iter_free(it);
+		expect_rc(c, "kt_attr_iter_new", path, want, rc, &rf);
+	}
+}
+
+/* kt_find_new(@p prefix, @p flags) against the model: the same set of
+ * nodes (real paths), kinds and ids, each parent before its descendants.
+ * @p prefix is a real path whose parent is a directory. */
+static void cmp_find(mctx *c, const char *prefix, unsigned int flags)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	char p[PBUF], pp[PBUF], desc[PBUF + 64];
+	size_t i, pl = strlen(prefix);
+	int rc;
+
+	snprintf(desc, sizeof(desc), "kt_find_new(\"%s\", %s%s)", prefix,
+		 flags & KT_FIND_SUBTREE ? "SUBTREE " : "",
+		 flags & KT_FIND_ITEMS ? "ITEMS" : "");
+	c->epoch++;
+	rc = kt_find_new(&it, c->f->store, prefix, flags);
+	if (rc != 0)
+		expect_rc(c, desc, prefix, 0, rc, NULL);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		mnode *mn, *pn;
+		unsigned int k = e->kind;
+		uint64_t id = e->id;
+		assert_true(e->name_len < PBUF);
+		memcpy(p, e->name, e->name_len);
+		p[e->name_len] = '\0';
+		mn = m_find(&c->m, p);
+		if (mn == NULL || mn->mark == c->epoch) {
+			kt_iter_free(it);
+			mismatch(c, "%s: %s node \"%s\"", desc,
+				 mn ? "repeated" : "unexpected", p);
+		}
+		if (strcmp(p, "/") != 0) {
+			parent_of(pp, p);
+			pn = m_find(&c->m, pp);
+			if (pn != NULL && pn->mark != c->epoch &&
+			    (strcmp(pp, prefix) == 0 || is_under(pp, prefix)) &&
+			    !(flags & KT_FIND_ITEMS)) {
+				kt_iter_free(it);
+				mismatch(c, "%s: \"%s\" came before its parent",
+					 desc, p);
+			}
+		}
+		mn->mark = c->epoch;
+		if (k != mn->kind) {
+			kt_iter_free(it);
+			mismatch(c, "%s: \"%s\" is %s, expected %s", desc, p,
+				 kindname(k), kindname(mn->kind));
+		}
+		cmp_id(c, "kt_find_new", mn, id);
+	}
+	kt_iter_free(it);
+	if (rc != KT_ITEROVER)
+		expect_rc(c, desc, prefix, KT_ITEROVER, rc, NULL);
+	for (i = 0; i < c->m.n; i++) {
+		mnode *mn = c->m.v[i];
+		int in;
+		if (flags & KT_FIND_SUBTREE)
+			in = strcmp(mn->path, prefix) == 0 ||
+			     is_under(mn->path, prefix);
+		else
+			in = strncmp(mn->path, prefix, pl) == 0 &&
+			     strcmp(mn->path, "/") != 0;
+		if ((flags & KT_FIND_ITEMS) && !(mn->kind & KT_KIND_ITEM))
+			in = 0;
+		if (in != (mn->mark == c->epoch))
+			mismatch(c, "%s: %s \"%s\"", desc,
+				 in ? "missing" : "unexpected", mn->path);
+	}
+}
+
+static int check_cb(const char *what, void *payload)
+{
+	(void)payload;
+	fprintf(stderr, "kt_check: %s\n", what);
+	return 0;
+}
+
+/* Compare the whole tree: kt_find_new over "/", every node in detail, ids
+ * unique, and kt_check clean. */
+static void check_all(mctx *c)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	size_t n = 0, i, bad = 0;
+	uint64_t *ids;
+	char p[PBUF], pp[PBUF];
+	int rc;
+
+	c->epoch++;
+	m_find(&c->m, "/")->mark = c->epoch;
+	rc = kt_find_new(&it, c->f->store, "/", 0);
+	if (rc != 0)
+		expect_rc(c, "kt_find_new", "/", 0, rc, NULL);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		mnode *mn, *pn;
+		assert_true(e->name_len < PBUF);
+		memcpy(p, e->name, e->name_len);
+		p[e->name_len] = '\0';
+		mn = m_find(&c->m, p);
+		if (mn == NULL || mn->mark == c->epoch || strcmp(p, "/") == 0) {
+			kt_iter_free(it);
+			mismatch(c, "kt_find_new(\"/\"): %s node \"%s\"",
+				 mn ? "repeated" : "unexpected", p);
+		}
+		parent_of(pp, p);
+		pn = m_find(&c->m, pp);
+		if (pn != NULL && pn->mark != c->epoch) {
+			kt_iter_free(it);
+			mismatch(c,
+				 "kt_find_new(\"/\"): \"%s\" came before its "
+				 "parent",
+				 p);
+		}
+		if (e->kind != mn->kind) {
+			unsigned int k = e->kind;
+			kt_iter_free(it);
+			mismatch(
+				c,
+				"kt_find_new(\"/\"): \"%s\" is %s, expected %s",
+				p, kindname(k), kindname(mn->kind));
+		}
+		cmp_id(c, "kt_find_new", mn, e->id);
+		mn->mark = c->epoch;
+		n++;
+	}
+	kt_iter_free(it);
+	if (rc != KT_ITEROVER)
+		expect_rc(c, "kt_iter_next (find)", "/", KT_ITEROVER, rc, NULL);
+	for (i = 0; i < c->m.n; i++)
+		if (c->m.v[i]->mark != c->epoch)
+			mismatch(c,
+				 "kt_find_new(\"/\"): %zu nodes, expected %zu; "
+				 "missing \"%s\"",
+				 n, c->m.n - 1, c->m.v[i]->path);
+
+	for (i = 0; i < c->m.n; i++)
+		check_path(c, c->m.v[i]->path);
+
+	ids = malloc(c->m.n * sizeof(*ids));
+	assert_non_null(ids);
+	for (i = 0; i < c->m.n; i++)
+		ids[i] = c->m.v[i]->id;
+	for (i = 0; i < c->m.n; i++) {
+		size_t k;
+		for (k = i + 1; k < c->m.n; k++)
+			if (ids[i] == ids[k]) {
+				free(ids);
+				mismatch(c,
+					 "nodes \"%s\" and \"%s\" share id "
+					 "%llu",
+					 c->m.v[i]->path, c->m.v[k]->path,
+					 (unsigned long long)c->m.v[i]->id);
+			}
+	}
+	free(ids);
+
+	/* every node's id leads back to its path, and to its metadata */
+	for (i = 0; i < c->m.n; i++) {
+		mnode *mn = c->m.v[i];
+		kt_statbuf st;
+		char *ip = NULL;
+		size_t il = 0;
+		rc = kt_id_path(&ip, &il, c->f->store, mn->id);
+		if (rc != 0 || il != strlen(mn->path) ||
+		    strcmp(ip, mn->path) != 0) {
+			kt_free(ip);
+			mismatch(c, "kt_id_path(%llu): %s \"%s\", expected "
+				 "\"%s\"", (unsigned long long)mn->id,
+				 rcname(rc), rc ? kt_errmsg() : "", mn->path);
+		}
+		kt_free(ip);
+		rc = kt_id_lstat(&st, NULL, NULL, c->f->store, mn->id);
+		if (rc != 0)
+			expect_rc(c, "kt_id_lstat", mn->path, 0, rc, NULL);
+		cmp_stat(c, "kt_id_lstat", mn->path, mn, &st);
+	}
+
+	/* a random directory: its subtree, and the nodes whose paths start
+	 * with it plus a name (so "/a" finds "/ab" too), all of them or
+	 * only items */
+	cmp_find(c, "/", KT_FIND_ITEMS);
+	for (i = 0; i < 4; i++) {
+		mnode *d = c->m.v[rn(c, (unsigned int)c->m.n)];
+		if (!(d->kind & KT_KIND_DIR))
+			continue;
+		if (strcmp(d->path, "/") != 0)
+			cmp_find(c, d->path,
+				 i % 2 ? KT_FIND_ITEMS | KT_FIND_SUBTREE
+				       : KT_FIND_SUBTREE);
+		join(p, d->path, names[rn(c, NNAMES)]);
+		cmp_find(c, p, i % 2 ? KT_FIND_ITEMS : 0);
+	}
+
+	rc = kt_check(&bad, c->f->store, check_cb, NULL);
+	if (rc != 0 || bad != 0)
+		mismatch(c, "kt_check: %s (%s), %zu violations", rcname(rc),
+			 rc ? kt_errmsg() : "", bad);
+}
+
+#endif /* KT_MODEL_H */
