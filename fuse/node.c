@@ -169,7 +169,12 @@ void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
 		st->st_mode = S_IFREG | (ks->mode & 07777);
 	}
 	st->st_blksize = 128 * 1024;
-	st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
+	/* What the value takes in the store, so du and cp --sparse see the
+	 * holes of a sparse file; a directory or link takes its row. */
+	if (value || (ks->kind & KT_KIND_ITEM && !(ks->kind & KT_KIND_DIR)))
+		st->st_blocks = (blkcnt_t)((ks->stored + 511) / 512);
+	else
+		st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
 	st->st_atim = ktfs_ts_of(ks->atime_ns);
 	st->st_mtim = ktfs_ts_of(ks->mtime_ns);
 	st->st_ctim = ktfs_ts_of(ks->ctime_ns);

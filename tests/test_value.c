@@ -144,6 +144,61 @@ static void test_value__far_write_is_sparse(void **state)
 	assert_int_equal(b[9], 0);
 }
 
+static uint64_t stored_of(kt_store *s, const char *path)
+{
+	kt_statbuf st;
+
+	assert_int_equal(kt_lstat(&st, s, path), 0);
+	return st.stored;
+}
+
+/* kt_statbuf.stored counts the blocks a value really has: holes take
+ * nothing, an overwrite of an existing block adds nothing. */
+static void test_value__stored_counts_blocks(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *s = f->store;
+	unsigned char *v = malloc(40000);
+	size_t bad = 1;
+
+	assert_non_null(v);
+	assert_int_equal(kt_put(s, "/s", "", 0, NULL), 0);
+	assert_int_equal(stored_of(s, "/s"), 0);
+	assert_int_equal(kt_write(s, "/s", "x", 1, (2ULL << 30) + 1), 0);
+	assert_int_equal(stored_of(s, "/s"), 16384);
+	assert_int_equal(kt_truncate(s, "/s", 1ULL << 39), 0);
+	assert_int_equal(stored_of(s, "/s"), 16384);
+	memset(v, 'a', 16384);
+	assert_int_equal(kt_write(s, "/s", v, 16384, 0), 0); /* a hole */
+	assert_int_equal(stored_of(s, "/s"), 2 * 16384);
+	assert_int_equal(kt_write(s, "/s", v, 16384, 0), 0); /* again */
+	assert_int_equal(stored_of(s, "/s"), 2 * 16384);
+	assert_int_equal(kt_write(s, "/s", "yy", 2, 100), 0);
+	assert_int_equal(stored_of(s, "/s"), 2 * 16384);
+	assert_int_equal(kt_truncate(s, "/s", 20000), 0); /* drops one */
+	assert_int_equal(stored_of(s, "/s"), 16384);
+	assert_int_equal(kt_truncate(s, "/s", 100), 0); /* inline again */
+	assert_int_equal(stored_of(s, "/s"), 100);
+	assert_int_equal(kt_write(s, "/s", v, 16384, 16384), 0);
+	assert_int_equal(stored_of(s, "/s"), 2 * 16384); /* block 0 moved */
+
+	/* A put leaves whole zero blocks out. */
+	memset(v + 16384, 0, 16384);
+	memset(v + 32768, 'b', 40000 - 32768);
+	assert_int_equal(kt_put(s, "/p", v, 40000, NULL), 0);
+	assert_int_equal(stored_of(s, "/p"), 2 * 16384);
+	assert_int_equal(kt_put(s, "/small", "abc", 3, NULL), 0);
+	assert_int_equal(stored_of(s, "/small"), 3);
+	assert_int_equal(kt_mkdir(s, "/dir", NULL), 0);
+	assert_int_equal(stored_of(s, "/dir"), 0);
+
+	kt_test_reopen(f);
+	assert_int_equal(stored_of(f->store, "/s"), 2 * 16384);
+	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(bad, 0);
+	free(v);
+}
+
 /* KT_APPEND writes at the end, read under the writer lock. */
 static void test_value__append(void **state)
 {
@@ -196,6 +251,9 @@ int main(void)
 						kt_test_setup,
 						kt_test_teardown),
 		cmocka_unit_test_setup_teardown(test_value__far_write_is_sparse,
+						kt_test_setup,
+						kt_test_teardown),
+		cmocka_unit_test_setup_teardown(test_value__stored_counts_blocks,
 						kt_test_setup,
 						kt_test_teardown),
 		cmocka_unit_test_setup_teardown(test_value__append,

@@ -309,9 +309,12 @@ static void stat_text(const char *path, const kt_statbuf *s, const char *target,
 		cli_put_name(stdout, target, tlen);
 		putchar('\n');
 	}
-	printf("id: %llu\nsize: %llu\nmode: %04o (%s)\nuid: %u\ngid: %u\n",
-	       (unsigned long long)s->id, (unsigned long long)s->size,
-	       (unsigned)s->mode, m, (unsigned)s->uid, (unsigned)s->gid);
+	printf("id: %llu\nsize: %llu\n", (unsigned long long)s->id,
+	       (unsigned long long)s->size);
+	if (s->kind & KT_KIND_ITEM)
+		printf("stored: %llu\n", (unsigned long long)s->stored);
+	printf("mode: %04o (%s)\nuid: %u\ngid: %u\n", (unsigned)s->mode, m,
+	       (unsigned)s->uid, (unsigned)s->gid);
 	cli_time_iso(t, sizeof(t), s->atime_ns);
 	printf("atime: %s\n", t);
 	cli_time_iso(t, sizeof(t), s->mtime_ns);

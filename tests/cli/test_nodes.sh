@@ -155,7 +155,7 @@ t_stat_json() {
 	run 0 kt stat --json /a
 	[ "$(wc -l <"$OUT")" -eq 1 ] || fail "not one line"
 	out_has '{"path":"/a","kind":"item","id":'
-	out_has '"size":1,"mode":420,'
+	out_has '"size":1,"stored":1,"mode":420,'
 	out_has '"nattrs":0}'
 	run 0 kt put $'/\xff' v
 	run 0 kt stat --json $'/\xff'

@@ -90,6 +90,10 @@ expect_eq "size after a write at 2 GiB + 1" "$(stat -c %s sparse)" 2147483650
 expect_eq "byte written" "$(tail -c 1 sparse)" Z
 truncate -s 1T huge
 expect_eq "truncate to 1 TiB" "$(stat -c %s huge)" 1099511627776
+# st_blocks counts what is stored (one 16 KiB block), so du sees holes.
+expect_eq "blocks of the sparse file" "$(stat -c %b sparse)" 32
+expect_eq "blocks of the truncated file" "$(stat -c %b huge)" 0
+expect_eq "du of the sparse file" "$(du -k sparse | cut -f1)" 16
 store_kb=$(du -sk "$STORE" | cut -f1)
 [ "$store_kb" -lt 20000 ] || fail "sparse writes took ${store_kb} KiB"
 rm sparse huge

@@ -226,6 +226,9 @@ typedef struct kt_statbuf {
 	uint64_t version;  /**< changes on every write of the node */
 	uint32_t nsubdirs; /**< children that are directories */
 	uint32_t nattrs;   /**< number of attributes */
+	uint64_t stored;   /**< bytes the value takes in the store: its size
+			      when inline, else its stored blocks in whole
+			      blocks (holes take none); 0 for non-items */
 } kt_statbuf;
 
 /** Metadata of the node at @p path, following a link in the last

@@ -233,7 +233,7 @@ static int stat_common(kt_statbuf *sb, kt_store *st, const char *path,
 	rc = lookup(&r, &rd, path, follow, follow ? "stat" : "lstat");
 	if (rc != 0)
 		return rc;
-	kt__node_fill_stat(sb, &r.node);
+	kt__node_fill_stat(sb, st, &r.node);
 	kt__res_free(&r);
 	return 0;
 }
@@ -346,7 +346,7 @@ int kt_id_lstat(kt_statbuf *sb, char **path, size_t *len, kt_store *st,
 		*len = 0;
 	rc = id_lookup(&n, path ? &b : NULL, st, id, "id_lstat");
 	if (rc == 0)
-		kt__node_fill_stat(sb, &n);
+		kt__node_fill_stat(sb, st, &n);
 	if (rc == 0 && path != NULL)
 		rc = id_path_out(path, len, &b);
 	kt__node_free(&n);

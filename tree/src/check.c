@@ -7,7 +7,8 @@
  *     limit, its version below the version limit; its parent's node row
  *     exists and is a directory; its parent's index partition has a row
  *     for it with the same kind and id; nsubdirs matches its children;
- *     nattrs matches its attribute rows; no block lies past its value.
+ *     nattrs matches its attribute rows, nblocks its block rows (format
+ *     2); no block lies past its value.
  *  3. Every index row decodes and points at a node row of the same kind
  *     and id (no index row points at nothing).
  *  4. Every block and attribute row belongs to a live node.
@@ -262,6 +263,10 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 	if ((rc = count_part(c, kt__sl(blk, strlen(blk)), &cnt, NULL,
 			     &maxb, &lastlen)) != 0)
 		goto out;
+	if (st->format >= 2 && cnt != n.nblocks)
+		violation(c, "node '%s': nblocks is %u but %zu block rows "
+			  "exist", showp(a, sizeof(a), &path),
+			  (unsigned)n.nblocks, cnt);
 	if (cnt > 0 && !((n.kind & KT_KIND_ITEM) && n.size > st->inline_max))
 		violation(c, "node '%s': %zu block rows but the value is "
 			  "inline or absent", showp(a, sizeof(a), &path), cnt);

@@ -46,6 +46,7 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 	n->version = kt__get64(u + 54);
 	n->nsubdirs = kt__get32(u + 62);
 	n->nattrs = kt__get32(u + 66);
+	n->nblocks = kt__get32(u + 70);
 	if (n->kind == 0 || (n->kind & ~7u) ||
 	    ((n->kind & KT_KIND_LINK) && n->kind != KT_KIND_LINK))
 		return kt__err(KT_ECORRUPT, "node row has bad kind %u",
@@ -124,7 +125,7 @@ int kt__node_encode(kt__buf *out, const kt__node *n)
 	kt__put64(h + 54, n->version);
 	kt__put32(h + 62, n->nsubdirs);
 	kt__put32(h + 66, n->nattrs);
-	kt__put32(h + 70, 0); /* reserved */
+	kt__put32(h + 70, n->nblocks);
 	out->len = 0;
 	if ((rc = kt__buf_add(out, h, sizeof(h))) != 0)
 		return rc;
@@ -136,21 +137,30 @@ void kt__node_free(kt__node *n)
 	kt__buf_free(&n->payload);
 }
 
-void kt__node_fill_stat(kt_statbuf *st, const kt__node *n)
+void kt__node_fill_stat(kt_statbuf *sb, const kt_store *st,
+			const kt__node *n)
 {
-	memset(st, 0, sizeof(*st));
-	st->id = n->id;
-	st->kind = n->kind;
-	st->mode = n->mode;
-	st->uid = n->uid;
-	st->gid = n->gid;
-	st->size = n->size;
-	st->atime_ns = n->atime;
-	st->mtime_ns = n->mtime;
-	st->ctime_ns = n->ctime;
-	st->version = n->version;
-	st->nsubdirs = n->nsubdirs;
-	st->nattrs = n->nattrs;
+	memset(sb, 0, sizeof(*sb));
+	sb->id = n->id;
+	sb->kind = n->kind;
+	sb->mode = n->mode;
+	sb->uid = n->uid;
+	sb->gid = n->gid;
+	sb->size = n->size;
+	sb->atime_ns = n->atime;
+	sb->mtime_ns = n->mtime;
+	sb->ctime_ns = n->ctime;
+	sb->version = n->version;
+	sb->nsubdirs = n->nsubdirs;
+	sb->nattrs = n->nattrs;
+	if (!(n->kind & KT_KIND_ITEM))
+		sb->stored = 0;
+	else if (n->size <= st->inline_max)
+		sb->stored = n->size;
+	else if (st->format < 2) /* no block count yet: as if dense */
+		sb->stored = (n->size + st->block - 1) / st->block * st->block;
+	else
+		sb->stored = (uint64_t)n->nblocks * st->block;
 }
 
 void kt__index_encode(unsigned char out[KT__INDEX_LEN], const kt__node *n)

@@ -227,7 +227,7 @@ int kt_orphan_stat(kt_statbuf *sb, kt_store *st, uint64_t id)
 	memset(sb, 0, sizeof(*sb));
 	rc = orphan_get(&n, &rd, id);
 	if (rc == 0)
-		kt__node_fill_stat(sb, &n);
+		kt__node_fill_stat(sb, st, &n);
 	kt__node_free(&n);
 	return rc;
 }

@@ -343,13 +343,27 @@ static int fix_counts(fixer *f, const kt__buf *part)
 		n.nattrs = (uint32_t)cnt;
 		dirty = 1;
 	}
-	if (dirty)
-		rc = kt__node_put(&f->tx, path.p, path.len, &n);
-	if (rc == 0 && (rc = kt__value_trim(&f->tx, &n)) == 1) {
+	/* Blocks past the end go first, then the count of what is left. */
+	if ((rc = kt__value_trim(&f->tx, &n)) == 1) {
 		fixed(f, "'%s': removed value blocks past the end of its "
 		      "value", path.p);
 		rc = 0;
 	}
+	if (rc != 0)
+		goto out;
+	kt__part_blk(ap, n.id);
+	if ((rc = count(f, kt__sl(ap, strlen(ap)), &cnt, &dirs)) != 0)
+		goto out;
+	if (cnt != n.nblocks) {
+		/* Quietly for a format 1 store, which never counted them. */
+		if (st->format >= 2)
+			fixed(f, "'%s': nblocks %u -> %zu", path.p,
+			      n.nblocks, cnt);
+		n.nblocks = (uint32_t)cnt;
+		dirty = 1;
+	}
+	if (dirty)
+		rc = kt__node_put(&f->tx, path.p, path.len, &n);
 	if (rc == 0)
 		rc = live_add(f, n.id);
 out:

@@ -52,6 +52,7 @@ typedef struct kt__node {
 	uint64_t version;
 	uint32_t nsubdirs;
 	uint32_t nattrs;
+	uint32_t nblocks; /* block rows of the value (format 2) */
 	kt__buf payload; /* inline value, or link target */
 } kt__node;
 
@@ -62,7 +63,8 @@ int kt__node_decode(kt__node *n, const char *p, size_t len);
 int kt__node_decode_hdr(kt__node *n, const char *p, size_t len);
 int kt__node_encode(kt__buf *out, const kt__node *n);
 void kt__node_free(kt__node *n);
-void kt__node_fill_stat(kt_statbuf *st, const kt__node *n);
+void kt__node_fill_stat(kt_statbuf *sb, const kt_store *st,
+			const kt__node *n);
 static inline int kt__node_inline(const kt_store *s, const kt__node *n)
 {
 	return (n->kind & KT_KIND_ITEM) && n->size <= s->inline_max;

@@ -4,8 +4,10 @@
  * under partition "/blk/<id>" and the big-endian block number as sort key.
  * A missing block, or the part of a block past its stored length, reads as
  * zeros, so holes cost nothing and a write costs the blocks it touches, not
- * the size of the value.  Invariant (checked by kt_check): no block lies at
- * or past the end of the value, and an inline value has no blocks.
+ * the size of the value.  Invariants (checked by kt_check): no block lies
+ * at or past the end of the value, an inline value has no blocks, and the
+ * node's nblocks is the number of its block rows (so that a stat can tell
+ * how much a sparse value really takes).
  */
 #include <stdlib.h>
 
@@ -38,8 +40,10 @@ static int blk_put(kt__tx *tx, uint64_t id, uint64_t b, const void *p,
 			  kt__sl(p, len));
 }
 
-/* Delete every block numbered @p from or more. */
-static int blk_drop_from(kt__tx *tx, uint64_t id, uint64_t from)
+/* Delete every block numbered @p from or more; @p dropped (may be NULL)
+ * receives how many there were. */
+static int blk_drop_from(kt__tx *tx, uint64_t id, uint64_t from,
+			 size_t *dropped)
 {
 	kt__rd rd = {tx->st, tx, NULL};
 	char part[32];
@@ -87,6 +91,8 @@ static int blk_drop_from(kt__tx *tx, uint64_t id, uint64_t from)
 		rc = kt__tx_del(tx, kt__sl(part, strlen(part)), kt__sl(sk, 8));
 	}
 	free(v);
+	if (dropped != NULL)
+		*dropped = n;
 	return rc;
 }
 
@@ -204,6 +210,7 @@ static int to_blocks(kt__tx *tx, kt__node *n)
 
 	if (n->size > 0)
 		rc = blk_put(tx, n->id, 0, n->payload.p, (size_t)n->size);
+	n->nblocks = n->size > 0 ? 1 : 0;
 	n->payload.len = 0;
 	return rc;
 }
@@ -226,9 +233,10 @@ int kt__value_set(kt__tx *tx, kt__node *n, const void *data, size_t len)
 	int rc = 0;
 
 	if ((n->kind & KT_KIND_ITEM) && n->size > st->inline_max &&
-	    (rc = blk_drop_from(tx, n->id, 0)) != 0)
+	    (rc = blk_drop_from(tx, n->id, 0, NULL)) != 0)
 		return rc;
 	n->size = len;
+	n->nblocks = 0;
 	if (len <= st->inline_max)
 		return kt__buf_set(&n->payload, data, len);
 	n->payload.len = 0;
@@ -236,8 +244,10 @@ int kt__value_set(kt__tx *tx, kt__node *n, const void *data, size_t len)
 		size_t s = (size_t)(b * st->block);
 		size_t e = len - s < st->block ? len : s + st->block;
 		/* Whole zero blocks stay holes. */
-		if (!all_zero(d + s, e - s))
+		if (!all_zero(d + s, e - s)) {
 			rc = blk_put(tx, n->id, b, d + s, e - s);
+			n->nblocks++;
+		}
 	}
 	return rc;
 }
@@ -248,7 +258,7 @@ int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
 	kt_store *st = tx->st;
 	kt__rd rd = {st, tx, NULL};
 	const unsigned char *d = data;
-	uint64_t end = off + len, newsize, b;
+	uint64_t end = off + len, newsize, oldsize = n->size, b;
 	kt__buf blk = {0};
 	int rc = 0;
 
@@ -279,12 +289,28 @@ int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
 		const unsigned char *src = d + (bs + s - off);
 
 		if (s == 0 && e == st->block) {
-			rc = blk_put(tx, n->id, b, src, e);
+			/* A whole block: no read of the old one, except to
+			 * learn whether it existed when it lies inside the old
+			 * value (none lies past its end). */
+			if (oldsize <= st->inline_max) {
+				/* Only block 0 exists, made by to_blocks. */
+				if (!(b == 0 && oldsize > 0))
+					n->nblocks++;
+			} else if (bs >= oldsize) {
+				n->nblocks++;
+			} else if ((rc = blk_get(&rd, n->id, b, &blk)) ==
+				   KT_ENOTFOUND) {
+				n->nblocks++;
+				rc = 0;
+			}
+			if (rc == 0)
+				rc = blk_put(tx, n->id, b, src, e);
 			continue;
 		}
 		/* Partial block: read, patch, write back. */
 		rc = blk_get(&rd, n->id, b, &blk);
 		if (rc == KT_ENOTFOUND) {
+			n->nblocks++;
 			blk.len = 0;
 			rc = 0;
 		}
@@ -321,7 +347,8 @@ int kt__value_truncate(kt__tx *tx, kt__node *n, uint64_t size)
 				return rc;
 			rc = kt__value_read(&rd, n, v.p, (size_t)size, 0, &got);
 			if (rc == 0)
-				rc = blk_drop_from(tx, n->id, 0);
+				rc = blk_drop_from(tx, n->id, 0, NULL);
+			n->nblocks = 0;
 			if (rc != 0) {
 				kt__buf_free(&v);
 				return rc;
@@ -352,8 +379,10 @@ int kt__value_truncate(kt__tx *tx, kt__node *n, uint64_t size)
 	}
 	if (size < n->size) {
 		uint64_t keep = (size + st->block - 1) / st->block;
-		size_t tail = (size_t)(size % st->block);
-		rc = blk_drop_from(tx, n->id, keep);
+		size_t tail = (size_t)(size % st->block), dropped = 0;
+		rc = blk_drop_from(tx, n->id, keep, &dropped);
+		n->nblocks = n->nblocks > dropped ? n->nblocks - (uint32_t)dropped
+						  : 0;
 		if (rc == 0 && tail != 0) {
 			rc = blk_get(&rd, n->id, keep - 1, &blk);
 			if (rc == 0 && blk.len > tail)
@@ -379,7 +408,7 @@ int kt__node_drop_data(kt__tx *tx, const kt__node *n)
 	int rc = 0;
 
 	if ((n->kind & KT_KIND_ITEM) && n->size > tx->st->inline_max &&
-	    (rc = blk_drop_from(tx, n->id, 0)) != 0)
+	    (rc = blk_drop_from(tx, n->id, 0, NULL)) != 0)
 		return rc;
 	if (n->nattrs == 0)
 		return 0;
@@ -417,7 +446,7 @@ int kt__value_trim(kt__tx *tx, const kt__node *n)
 
 	if ((n->kind & KT_KIND_ITEM) && n->size > st->inline_max)
 		keep = (n->size + st->block - 1) / st->block;
-	if ((rc = blk_drop_from(tx, n->id, keep)) != 0)
+	if ((rc = blk_drop_from(tx, n->id, keep, NULL)) != 0)
 		return rc;
 	if (keep > 0) {
 		tail = (size_t)(n->size - (keep - 1) * st->block);
