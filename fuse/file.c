@@ -243,27 +243,31 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	       struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_of(req);
-	struct ktfs_node n;
 	char *buf = malloc(size ? size : 1);
 	size_t got = 0;
-	int rc;
+	uint64_t oid = 0;
+	int rc = 0, tries;
 
 	if (!buf) {
 		ktfs_reply_err(req, -ENOMEM);
 		return;
 	}
-	ktfs_ns_lock(fs, 0);
-	if ((rc = ktfs_node_get(&n, fs, ino, file_of(fi))) == 0) {
-		if (n.orphan)
-			rc = kt_orphan_read(&got, fs->store, n.id, buf, size,
+	/* No namespace lock: kt_id_read finds the node by id and reads it
+	 * from one snapshot, so a rename, even of a large directory, neither
+	 * misleads nor holds back a read.  An unlink that makes the file an
+	 * orphan meanwhile shows as KT_ENOTFOUND: look again. */
+	for (tries = 0; tries < 2; tries++) {
+		if (ktfs_open_orphan(fs, file_of(fi)->open, ino, &oid))
+			rc = kt_orphan_read(&got, fs->store, oid, buf, size,
 					    (uint64_t)off);
 		else
-			rc = kt_read(&got, fs->store, n.path, buf, size,
-				     (uint64_t)off);
-		rc = ktfs_errno(rc);
-		ktfs_node_free(&n);
+			rc = kt_id_read(&got, fs->store, ino & ~KTFS_VALUE_BIT,
+					buf, size, (uint64_t)off);
+		if (rc != KT_ENOTFOUND)
+			break;
 	}
-	ktfs_ns_unlock(fs);
+	/* A value file whose directory lost its value is gone. */
+	rc = rc == KT_EISDIR ? -ENOENT : ktfs_errno(rc);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else

@@ -29,7 +29,8 @@
  *   exclusively, because they are what can make a path name another node
  *   (or none); every other request holds it shared from its inode's
  *   resolution to its last library call, so a path it resolved cannot go
- *   stale while it uses it.
+ *   stale while it uses it.  read needs no path and takes no lock: it
+ *   reads by id from one snapshot (kt_id_read).
  * - name stripes: mkdir, create and symlink check that a name is free and
  *   then make it; a stripe (by parent id and name) makes that pair atomic
  *   against the other creators of the same name, so a file and a directory

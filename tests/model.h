@@ -2057,6 +2057,20 @@ static void check_all(mctx *c)
 		if (rc != 0)
 			expect_rc(c, "kt_id_lstat", mn->path, 0, rc, NULL);
 		cmp_stat(c, "kt_id_lstat", mn->path, mn, &st);
+		if (mn->kind & KT_KIND_ITEM) {
+			/* the value by id: its last up to 64 bytes */
+			unsigned char b[64];
+			size_t got = 0, want = mn->vlen < 64 ? mn->vlen : 64;
+			uint64_t at = mn->vlen - want;
+			rc = kt_id_read(&got, c->f->store, mn->id, b, 64, at);
+			if (rc != 0 || got != want ||
+			    (want > 0 && memcmp(b, mn->val + at, want) != 0))
+				mismatch(c, "kt_id_read(%llu) of \"%s\": %s, "
+					 "%zu bytes at %llu, expected %zu",
+					 (unsigned long long)mn->id, mn->path,
+					 rcname(rc), got,
+					 (unsigned long long)at, want);
+		}
 	}
 
 	/* a random directory: its subtree, and the nodes whose paths start

@@ -1,7 +1,7 @@
 /*
- * test_id.c - finding a node by its id: kt_id_path and kt_id_lstat follow
- * the node through renames and exchanges, fail for deleted and detached
- * nodes, and survive a reopen.
+ * test_id.c - finding a node by its id: kt_id_path, kt_id_lstat and
+ * kt_id_read follow the node through renames and exchanges, fail for
+ * deleted and detached nodes, and survive a reopen.
  */
 #include "kt_test.h"
 #include "kt_helpers.h"
@@ -118,6 +118,42 @@ static void test_id__gone_after_delete_and_detach(void **state)
 	assert_id_at(s, d, "/both");
 }
 
+/* kt_id_read reads the node's value wherever the node has moved. */
+static void test_id__read_by_id(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	unsigned char *big = malloc(50000), buf[16];
+	size_t got = 0;
+	uint64_t id, dir, ln;
+	size_t i;
+
+	assert_non_null(big);
+	for (i = 0; i < 50000; i++)
+		big[i] = (unsigned char)(i * 7);
+	co.flags = KT_CREATE_PARENTS;
+	ok(kt_put(s, "/d/big", big, 50000, &co));
+	ok(kt_symlink(s, "/ln", "/d/big", NULL));
+	id = lstat_of(s, "/d/big").id;
+	dir = lstat_of(s, "/d").id;
+	ln = lstat_of(s, "/ln").id;
+	ok(kt_rename(s, "/d", "/e", 0));
+	ok(kt_id_read(&got, s, id, buf, sizeof(buf), 40000));
+	assert_int_equal(got, sizeof(buf));
+	assert_memory_equal(buf, big + 40000, sizeof(buf));
+	ok(kt_id_read(&got, s, id, buf, sizeof(buf), 49990));
+	assert_int_equal(got, 10);
+	kt_assert_rejected(s, kt_id_read(&got, s, dir, buf, 1, 0), KT_EISDIR,
+			   "directory");
+	kt_assert_rejected(s, kt_id_read(&got, s, ln, buf, 1, 0), KT_EINVAL,
+			   "link");
+	ok(kt_delete(s, "/e/big", 0));
+	kt_assert_rejected(s, kt_id_read(&got, s, id, buf, 1, 0),
+			   KT_ENOTFOUND, "no node has id");
+	expect_rc(kt_id_read(NULL, s, id, buf, 1, 0), KT_EINVAL);
+	free(big);
+}
+
 static void test_id__rejects(void **state)
 {
 	kt_store *s = store_of(state);
@@ -141,6 +177,7 @@ int main(void)
 		T(test_id__root_and_new_nodes),
 		T(test_id__follows_rename_and_exchange),
 		T(test_id__gone_after_delete_and_detach),
+		T(test_id__read_by_id),
 		T(test_id__rejects),
 	};
 #undef T

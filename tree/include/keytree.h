@@ -247,6 +247,14 @@ KT_EXTERN int kt_lstat(kt_statbuf *st, kt_store *store, const char *path);
 KT_EXTERN int kt_id_path(char **path, size_t *len, kt_store *store,
 			 uint64_t id);
 
+/** As kt_read() on the node whose id is @p id, wherever it is now: the id,
+ * the node and its value are read from one snapshot, so a rename at the
+ * same time cannot make it read another node.  KT_ENOTFOUND if no node has
+ * that id, KT_EISDIR for a directory without a value, KT_EINVAL for a
+ * link. */
+KT_EXTERN int kt_id_read(size_t *nread, kt_store *store, uint64_t id,
+			 void *buf, size_t len, uint64_t offset);
+
 /** kt_id_path() and kt_lstat() of that path, read from one consistent
  * view.  @p path may be NULL when only the metadata is wanted; otherwise
  * it is set as by kt_id_path(). */

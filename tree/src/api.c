@@ -252,27 +252,40 @@ int kt_lstat(kt_statbuf *sb, kt_store *st, const char *path)
  * the path it names still carries that id: a rename between the two reads
  * is seen and the lookup tried again, so the answer was true at the moment
  * of the second read. */
+static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
+			uint64_t id, const char *op);
+
 static int id_lookup(kt__node *n, kt__buf *path, kt_store *st, uint64_t id,
 		     const char *op)
 {
 	kt__rd rd = {st, NULL, NULL};
-	kt__buf part = {0}, val = {0};
-	int rc, tries;
 
 	if (st == NULL)
 		return kt__err(KT_EINVAL, "%s: store is NULL", op);
+	return id_lookup_rd(n, path, &rd, id, op);
+}
+
+/* As id_lookup, through reader @p rd (over a snapshot, one pass is
+ * enough: the id row and the node row agree or the store is damaged). */
+static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
+			uint64_t id, const char *op)
+{
+	kt_store *st = rd->st;
+	kt__buf part = {0}, val = {0};
+	int rc, tries;
+
 	if (st->format < 2)
 		return kt__err(KT_EVERSION, "%s: the store has format version "
 			       "%u, which has no id rows; open it writable "
 			       "once to upgrade it", op, st->format);
-	for (tries = 0; tries < 8; tries++) {
+	for (tries = 0; tries < (rd->snap ? 1 : 8); tries++) {
 		part.len = 0;
-		rc = kt__id_get(&part, &rd, id);
+		rc = kt__id_get(&part, rd, id);
 		if (rc == KT_ENOTFOUND)
 			return kt__err(KT_ENOTFOUND, "%s: no node has id %llu",
 				       op, (unsigned long long)id);
 		if (rc == 0)
-			rc = kt__rd_get(&rd, kt__sl(part.p ? part.p : "",
+			rc = kt__rd_get(rd, kt__sl(part.p ? part.p : "",
 						    part.len),
 					kt__sl("", 0), &val);
 		if (rc == 0) {
@@ -465,6 +478,33 @@ int kt_read(size_t *nread, kt_store *st, const char *path, void *buf,
 		rc = kt__value_read(&rd, &r.node, buf, len, offset, nread);
 		kt__res_free(&r);
 	}
+	rd_done(&rd);
+	return rc;
+}
+
+int kt_id_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
+	       size_t len, uint64_t offset)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__node n = {0};
+	int rc;
+
+	if (nread == NULL || st == NULL || (buf == NULL && len > 0))
+		return kt__err(KT_EINVAL, "id_read: NULL argument");
+	*nread = 0;
+	/* One snapshot for the id row, the node row and the blocks. */
+	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
+		return rc;
+	rc = id_lookup_rd(&n, NULL, &rd, id, "id_read");
+	if (rc == 0 && !(n.kind & KT_KIND_ITEM))
+		rc = kt__err(n.kind == KT_KIND_LINK ? KT_EINVAL : KT_EISDIR,
+			     "id_read: node %llu is %s", (unsigned long long)id,
+			     n.kind == KT_KIND_LINK ? "a link"
+						    : "a directory without a "
+						      "value");
+	if (rc == 0)
+		rc = kt__value_read(&rd, &n, buf, len, offset, nread);
+	kt__node_free(&n);
 	rd_done(&rd);
 	return rc;
 }
