@@ -255,7 +255,8 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* No namespace lock: kt_id_read finds the node by id and reads it
 	 * from one snapshot, so a rename, even of a large directory, neither
 	 * misleads nor holds back a read.  An unlink that makes the file an
-	 * orphan meanwhile shows as KT_ENOTFOUND: look again. */
+	 * orphan meanwhile shows as KT_ENOTFOUND (KT_EISDIR for a value
+	 * file): look again. */
 	for (tries = 0; tries < 2; tries++) {
 		if (ktfs_open_orphan(fs, file_of(fi)->open, ino, &oid))
 			rc = kt_orphan_read(&got, fs->store, oid, buf, size,
@@ -263,7 +264,7 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		else
 			rc = kt_id_read(&got, fs->store, ino & ~KTFS_VALUE_BIT,
 					buf, size, (uint64_t)off);
-		if (rc != KT_ENOTFOUND)
+		if (rc != KT_ENOTFOUND && rc != KT_EISDIR)
 			break;
 	}
 	/* A value file whose directory lost its value is gone. */
