@@ -92,6 +92,7 @@ typedef struct kt__txw {
 	int del;
 	int dead;  /* superseded by a later write of the same key */
 	int clean; /* a cached engine read, not a write */
+	int phase; /* commit phase (tx.c), fixed when the write is made */
 } kt__txw;
 
 /* Owner given to new nodes. */

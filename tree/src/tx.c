@@ -92,6 +92,21 @@ static int hash_grow(kt__tx *tx)
 	return 0;
 }
 
+/* The commit phase of a write.  Index rows are what make nodes reachable,
+ * so a batch removes index rows before anything else, then writes node and
+ * data rows, then adds index rows, and only then removes node and data
+ * rows: at no point does an index row point at a missing node.  LevelDB
+ * applies the whole batch at once; an engine that is atomic per partition
+ * applies it in this order. */
+static int phase_of(const kt__txw *w)
+{
+	int index = w->plen > 0 && w->key[0] != '/' && w->klen > w->plen + 1;
+
+	if (index)
+		return w->del ? 0 : 2;
+	return w->del ? 3 : 1;
+}
+
 static int tx_write(kt__tx *tx, kt__slice part, kt__slice sort,
 		    kt__slice val, int del, int clean)
 {
@@ -132,6 +147,7 @@ static int tx_write(kt__tx *tx, kt__slice part, kt__slice sort,
 	w->vlen = val.len;
 	w->del = del;
 	w->clean = clean;
+	w->phase = phase_of(w);
 	if (!clean)
 		tx->nreal++;
 	/* A rewrite supersedes the earlier write and moves to the end, so
@@ -183,21 +199,6 @@ uint64_t kt__tx_version(kt__tx *tx)
 	return tx->next_ver++;
 }
 
-/* The commit phase of a write.  Index rows are what make nodes reachable,
- * so a batch removes index rows before anything else, then writes node and
- * data rows, then adds index rows, and only then removes node and data
- * rows: at no point does an index row point at a missing node.  LevelDB
- * applies the whole batch at once; an engine that is atomic per partition
- * applies it in this order. */
-static int phase_of(const kt__txw *w)
-{
-	int index = w->plen > 0 && w->key[0] != '/' && w->klen > w->plen + 1;
-
-	if (index)
-		return w->del ? 0 : 2;
-	return w->del ? 3 : 1;
-}
-
 static _Thread_local const kt__tx *ordering;
 
 /* Order by phase, then by partition (rows of one partition together), then
@@ -206,7 +207,7 @@ static int commit_cmp(const void *a, const void *b)
 {
 	const kt__txw *x = &ordering->w[*(const size_t *)a];
 	const kt__txw *y = &ordering->w[*(const size_t *)b];
-	int px = phase_of(x), py = phase_of(y), c;
+	int px = x->phase, py = y->phase, c;
 	size_t n;
 
 	if (px != py)
