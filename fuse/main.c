@@ -3,11 +3,14 @@
  *
  *   keytreefs [OPTIONS] STORE MOUNTPOINT
  *
- * Parses our options and libfuse's, opens the store (failing before the
- * mount when another process has it), makes a libfuse low-level session,
- * mounts, runs libfuse's multi-threaded session loop until unmount, SIGINT
- * or SIGTERM, then unmounts and closes the store.  Also run by mount.fuse3 for `mount -t fuse.keytreefs`
- * and /etc/fstab lines.  docs/FUSE.md and docs/keytreefs.1 describe it.
+ * Parses our options and libfuse's; without -f, forks and leaves the
+ * parent waiting; then (in the process that will serve the mount, the only
+ * one that ever opens the store) opens the store, makes a libfuse
+ * low-level session, mounts, tells a waiting parent it may exit, runs
+ * libfuse's multi-threaded session loop until unmount, SIGINT or SIGTERM,
+ * then unmounts and closes the store.  Also run by mount.fuse3 for
+ * `mount -t fuse.keytreefs` and /etc/fstab lines.  docs/FUSE.md and
+ * docs/keytreefs.1 describe it.
  */
 
 #include <errno.h>
@@ -65,7 +68,10 @@ static const struct fuse_opt option_spec[] = {
 static void usage(const char *prog)
 {
 	printf("usage: %s [options] STORE MOUNTPOINT\n\n"
-	       "Mount the keytree store in directory STORE on MOUNTPOINT.\n\n"
+	       "Mount the keytree store in directory STORE on MOUNTPOINT.\n"
+	       "Without -f, keytreefs returns once the mount is up and "
+	       "serves it in the\nbackground until it is unmounted "
+	       "(fusermount3 -u MOUNTPOINT).\n\n"
 	       "keytreefs options:\n"
 	       "    -o ro                  mount and open the store read-only\n"
 	       "    -o durable             flush every write to disk before "
@@ -83,14 +89,61 @@ static void usage(const char *prog)
 	       "                           store: relative to the store's "
 	       "root)\n"
 	       "    -o no_default_permissions  leave permission checks to "
-	       "nobody\n"
-	       "    -o allow_other         let other users use the mount\n"
-	       "    -o entry_timeout=T, -o attr_timeout=T, "
-	       "-o negative_timeout=T\n"
-	       "                           kernel cache timeouts in seconds\n"
+	       "nobody (default:\n"
+	       "                           the kernel checks them)\n"
+	       "    -o entry_timeout=T     kernel cache of names, seconds "
+	       "(default: 1)\n"
+	       "    -o attr_timeout=T      kernel cache of attributes, "
+	       "seconds (default: 1)\n"
+	       "    -o negative_timeout=T  kernel cache of missing names, "
+	       "seconds (default: 0)\n"
 	       "    -h, --help             this help\n"
-	       "    -V, --version          print versions\n\n",
+	       "    -V, --version          print versions\n\n"
+	       "FUSE options:\n"
+	       "    -f                     stay in the foreground (default: "
+	       "detach once mounted)\n"
+	       "    -d, -o debug           print every request (implies -f)\n"
+	       "    -s                     serve requests on one thread\n"
+	       "    -o max_threads=N       worker threads at most (default: "
+	       "10)\n"
+	       "    -o max_idle_threads=N  idle worker threads kept "
+	       "(default: 10)\n"
+	       "    -o clone_fd            a /dev/fuse descriptor per worker "
+	       "thread\n"
+	       "    -o allow_other         let other users use the mount "
+	       "(default: only you)\n"
+	       "    -o allow_root          let root use the mount too\n"
+	       "    -o auto_unmount        unmount when keytreefs exits, "
+	       "however it exits\n\n"
+	       "See keytreefs(1) and docs/FUSE.md.\n",
 	       prog);
+}
+
+/* One clear line when the mountpoint is unusable (libfuse would say "bad
+ * mount point" and then we "no mountpoint"); 0 if it is a directory. */
+static int mountpoint_check(const char *mnt)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) != 0 && errno == ENOTCONN) {
+		fprintf(stderr, "keytreefs: %s: a mount whose daemon is gone "
+				"is there (fusermount3 -u %s removes it)\n",
+			mnt, mnt);
+		return -1;
+	}
+	if (stat(mnt, &st) != 0) {
+		fprintf(stderr, "keytreefs: %s: %s (the mountpoint must be an "
+				"existing directory)\n",
+			mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "keytreefs: %s: not a directory (the mountpoint "
+				"must be an existing directory)\n",
+			mnt);
+		return -1;
+	}
+	return 0;
 }
 
 static int opt_proc(void *data, const char *arg, int key,
@@ -115,7 +168,7 @@ static int opt_proc(void *data, const char *arg, int key,
 			return o->store ? 0 : -1;
 		}
 		if (o->nonopts == 2)
-			return 1; /* the mountpoint, for fuse_parse_cmdline */
+			return mountpoint_check(arg) ? -1 : 1;
 		fprintf(stderr, "keytreefs: unexpected argument '%s'\n", arg);
 		return -1;
 	default:
@@ -149,6 +202,7 @@ static int add_escaped_opt(struct fuse_args *args, const char *name,
 static int store_open(struct ktfs *fs, const struct options *o)
 {
 	kt_options ko = KT_OPTIONS_INIT;
+	const char *msg;
 	int rc;
 
 	ko.read_only = o->read_only;
@@ -157,19 +211,27 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	/* kt_open drops the orphans (files unlinked while open) that a
 	 * daemon which died left behind. */
 	rc = kt_open(&fs->store, fs->store_dir, &ko);
-	if (rc == KT_EBUSY) {
+	if (rc == 0)
+		return 0;
+	switch (rc) {
+	case KT_EBUSY:
+		/* The library's message names the holder when it can. */
+		msg = strstr(kt_errmsg(), "in use by ");
+		fprintf(stderr, "keytreefs: %s: the store is %s; not mounting\n",
+			fs->store_dir, msg ? msg : "in use by another process");
+		break;
+	case KT_ENOTFOUND:
 		fprintf(stderr,
-			"keytreefs: %s: the store is in use by another "
-			"process; not mounting\n",
+			"keytreefs: %s: no keytree store here (-o create "
+			"makes one)\n",
 			fs->store_dir);
-		return 1;
-	}
-	if (rc < 0) {
+		break;
+	default:
 		fprintf(stderr, "keytreefs: %s: %s (%s)\n", fs->store_dir,
 			kt_strerror(rc), kt_errmsg());
-		return 1;
+		break;
 	}
-	return 0;
+	return 1;
 }
 
 /* FUSE's root inode (FUSE_ROOT_ID, 1) is the store's root node, because
@@ -191,9 +253,6 @@ static int root_check(struct ktfs *fs)
 /* Fill @fs from the options; non-zero (after a message) if they are bad. */
 static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 {
-	size_t dlen;
-	const char *delim;
-
 	fs->read_only = o->read_only;
 	if (o->create && !o->read_only && mkdir(o->store, 0755) < 0 &&
 	    errno != EEXIST) {
@@ -202,6 +261,11 @@ static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 		return 1;
 	}
 	fs->store_dir = realpath(o->store, NULL);
+	if (!fs->store_dir && errno == ENOENT) {
+		fprintf(stderr, "keytreefs: %s: no such store (-o create "
+				"makes one)\n", o->store);
+		return 1;
+	}
 	if (!fs->store_dir) {
 		fprintf(stderr, "keytreefs: %s: %s\n", o->store,
 			strerror(errno));
@@ -227,6 +291,18 @@ static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 		fprintf(stderr, "keytreefs: timeouts must not be negative\n");
 		return 1;
 	}
+	return 0;
+}
+
+/* Open the store and finish what depends on it.  Runs in the process that
+ * serves the mount, and nowhere else: LevelDB keeps threads and state that
+ * a fork would not carry over (a compaction the parent started would never
+ * run in the child, and the child's writes would wait for it forever). */
+static int store_setup(struct ktfs *fs, const struct options *o)
+{
+	size_t dlen;
+	const char *delim;
+
 	if (store_open(fs, o) || root_check(fs))
 		return 1;
 	delim = kt_delimiter(fs->store, &dlen);
@@ -270,12 +346,14 @@ static int run_loop(struct fuse_session *se,
 	return rc;
 }
 
-/* Become a daemon.  The parent waits until the child has opened the
- * store and mounted, told by one status byte through a pipe, and exits
- * with the result: a store in use or a failed mount is reported by the
- * command that asked for the mount, with the child's message, before
- * anything is mounted.  Returns in the child only (0), with the pipe's
- * write end in @ready, or -1 in the parent if the fork failed. */
+/* Become a daemon, before anything of the store exists in this process.
+ * The parent waits until the child has opened the store and mounted, told
+ * by one status byte through a pipe, and exits with the result: a store
+ * in use, missing or damaged, or a failed mount, is reported by the
+ * command that asked for the mount (the child's message goes to the same
+ * terminal), before anything is mounted.  Returns in the child only (0),
+ * with the pipe's write end in @ready, or -1 in the parent if the fork
+ * failed. */
 static int daemon_fork(int *ready)
 {
 	int p[2];
@@ -335,17 +413,17 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 	struct fuse_session *se;
 	int rc = 1, ready = -1;
 
-	if (!co->foreground) {
-		/* A forked child holds no LevelDB lock and no threads: close
-		 * the store, and open it again in the daemon. */
-		kt_close(fs->store);
-		fs->store = NULL;
-		if (daemon_fork(&ready) != 0 || store_open(fs, o) != 0)
-			return 1;
-	}
+	if (!co->foreground && daemon_fork(&ready) != 0)
+		return 1;
+	/* In the foreground, or in the daemon: the store is opened only by
+	 * the process that serves it.  A failure here is reported on the
+	 * terminal, by the daemon before it detaches; its parent then exits
+	 * with status 1. */
+	if (store_setup(fs, o) != 0)
+		goto out_ready;
 	se = fuse_session_new(args, &ktfs_ops, sizeof(ktfs_ops), fs);
 	if (!se)
-		return 1;
+		goto out_ready;
 	/* libfuse only catches signals that are not ignored, and a shell
 	 * starts background commands with SIGINT ignored: SIGINT and SIGTERM
 	 * must always unmount cleanly. */
@@ -355,14 +433,19 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 		goto out_destroy;
 	if (fuse_session_mount(se, co->mountpoint) != 0)
 		goto out_signals;
-	if (ready >= 0)
+	if (ready >= 0) {
 		daemon_ready(ready);
+		ready = -1;
+	}
 	rc = run_loop(se, co) < 0 ? 1 : 0;
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_destroy:
 	fuse_session_destroy(se);
+out_ready:
+	if (ready >= 0)
+		close(ready); /* not ready: the parent sees EOF and exits 1 */
 	return rc;
 }
 
@@ -423,9 +506,6 @@ int main(int argc, char *argv[])
 	}
 	if (o.show_help) {
 		usage(argv[0]);
-		printf("FUSE options:\n");
-		fuse_cmdline_help();
-		fuse_lowlevel_help();
 		rc = 0;
 		goto out;
 	}
@@ -439,14 +519,16 @@ int main(int argc, char *argv[])
 	}
 	if ((!o.no_default_permissions &&
 	     fuse_opt_add_arg(&args, "-odefault_permissions") != 0) ||
-	    fuse_opt_add_arg(&args, "-osubtype=keytreefs") != 0 ||
-	    add_escaped_opt(&args, "fsname", o.store) != 0)
+	    fuse_opt_add_arg(&args, "-osubtype=keytreefs") != 0)
 		goto out;
 	if (fuse_parse_cmdline(&args, &co) != 0 || !co.mountpoint) {
 		fprintf(stderr, "keytreefs: no mountpoint\n");
 		goto out;
 	}
-	if (configure(&fs, &o, co.mountpoint) == 0)
+	/* The mount's source is the store's absolute path: what mount(8)
+	 * shows, and how kt_open() finds the mount of a store in use. */
+	if (configure(&fs, &o, co.mountpoint) == 0 &&
+	    add_escaped_opt(&args, "fsname", fs.store_dir) == 0)
 		rc = serve(&fs, &args, &co, &o);
 out:
 	kt_close(fs.store);

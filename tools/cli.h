@@ -69,6 +69,10 @@ int cli_common_opt(int c, const char *cmd, char **argv);
  * the error and returns CLI_FAIL; a missing store directory is named. */
 int cli_open(kt_store **out, int write);
 
+/* Report that the store in @p dir is in use, naming the holder when
+ * kt_open()'s message does; returns CLI_FAIL. */
+int cli_fail_busy(const char *dir);
+
 /* Print "keytree: WHAT: message" for library code @p code, using
  * kt_errmsg() without its "op 'path': " prefix; returns CLI_FAIL. */
 int cli_fail(const char *what, int code);

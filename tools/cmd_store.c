@@ -44,9 +44,7 @@ int cmd_init(int argc, char **argv)
 	if (rc == KT_EEXISTS)
 		return cli_fail_msg(dir, "a store already exists here");
 	if (rc == KT_EBUSY)
-		return cli_fail_msg(dir,
-				    "the store is in use by another "
-				    "process (is it mounted with keytreefs?)");
+		return cli_fail_busy(dir);
 	if (rc < 0)
 		return cli_fail(dir, rc);
 	kt_close(st);

@@ -40,9 +40,7 @@ int cli_open(kt_store **out, int write)
 		return CLI_OK;
 	switch (rc) {
 	case KT_EBUSY:
-		return cli_fail_msg(dir,
-				    "the store is in use by another "
-				    "process (is it mounted with keytreefs?)");
+		return cli_fail_busy(dir);
 	case KT_ENOTFOUND:
 		return cli_fail_msg(dir, "no store here (create one with "
 					 "'keytree init')");
@@ -65,6 +63,25 @@ static const char *strip_prefix(const char *msg)
 	if (*p != '\'' || p == msg || strstr(p + 1, "': ") != q)
 		return msg;
 	return q + 3;
+}
+
+int cli_fail_busy(const char *dir)
+{
+	/* kt_errmsg() names the holder when it can: "open 'DIR': the store is
+	 * in use by process 1234 (keytreefs, mounted on /mnt/kt)". */
+	const char *msg = strstr(kt_errmsg(), "in use by ");
+	const char *mnt = msg ? strstr(msg, ", mounted on ") : NULL;
+
+	if (msg == NULL)
+		return cli_fail_msg(dir, "the store is in use by another "
+					 "process");
+	if (mnt != NULL) {
+		mnt += strlen(", mounted on ");
+		return cli_fail_msg(dir, "the store is %s; unmount it first "
+					 "(fusermount3 -u %.*s)",
+				    msg, (int)(strlen(mnt) - 1), mnt);
+	}
+	return cli_fail_msg(dir, "the store is %s", msg);
 }
 
 int cli_fail(const char *what, int code)

@@ -142,10 +142,13 @@ t_busy_store() {
 	coproc HOLD { "$KT_ROWS" "$KEYTREE_STORE" hold; }
 	read -r line <&"${HOLD[0]}"
 	eq "$line" held "helper"
+	# The message names the holder: the helper's pid and program name.
+	local pid
+	pid=$(pgrep -f -x "$KT_ROWS $KEYTREE_STORE hold")
 	run 1 kt ls
-	err_has "keytree: $KEYTREE_STORE: the store is in use by another process"
+	err_has "keytree: $KEYTREE_STORE: the store is in use by process $pid ($(basename "$KT_ROWS" | cut -c1-15))"
 	run 1 kt put /x 1
-	err_has "in use by another process"
+	err_has "in use by process $pid"
 	exec {HOLD[1]}>&-
 	wait "$HOLD_PID"
 	run 0 kt ls

@@ -719,8 +719,10 @@ static void test_errors__open_locked_store(void **state)
 	kt_store *st = NULL;
 
 	/* The fixture holds the store open; LevelDB's lock refuses a
-	 * second open, in this process as in another. */
-	REJECT(kt_open(&st, f->path, NULL), KT_EBUSY, "another process");
+	 * second open, in this process as in another, and the message says
+	 * who holds it. */
+	REJECT(kt_open(&st, f->path, NULL), KT_EBUSY,
+	       "in use by this process");
 	assert_null(st);
 }
 

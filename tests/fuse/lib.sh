@@ -8,7 +8,15 @@
 # sanitizer report.  A watchdog ends the test after KTFS_TEST_LIMIT seconds
 # (default 240), below CTest's timeout, so the trap still runs.
 #
-# Environment (set by CTest): KEYTREEFS, KTFS_PROBE.
+# KTFS_MODE=daemon runs each mount as users do by default, without -f: the
+# command detaches and a daemon serves the mount.  ktfs_daemon_run starts
+# it, adopts the daemon and ends with its status, so the test still sees
+# how the daemon ended; the daemon's sanitizer reports go to files
+# ($KTFS_TMP/san.*), since its stderr is /dev/null once it has detached.
+# A mount with -d (debug, which implies -f) stays in front in either mode.
+#
+# Environment (set by CTest): KEYTREEFS, KTFS_PROBE, KTFS_DAEMON_RUN,
+# KTFS_MODE (foreground, the default, or daemon).
 set -euo pipefail
 
 : "${KEYTREEFS:?KEYTREEFS must name the keytreefs binary}"
@@ -25,19 +33,47 @@ KTFS_BAD=0
 mkdir -p "$MNT"
 : >"$LOG"
 
-# The daemon's log must hold no sanitizer report.
+# The daemon's log must hold no sanitizer report, nor may a detached
+# daemon have written one to a file.
 ktfs_check_log() {
+	local f
 	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$LOG"; then
 		echo "FAIL: sanitizer report from keytreefs:" >&2
 		cat "$LOG" >&2
 		KTFS_BAD=1
 	fi
+	for f in "$KTFS_TMP"/san.*; do
+		[ -e "$f" ] || continue
+		echo "FAIL: sanitizer report from the keytreefs daemon:" >&2
+		cat "$f" >&2
+		KTFS_BAD=1
+	done
+}
+
+# ktfs_start ARGS...: start keytreefs ARGS (store and mountpoint
+# included) in the background, in $KTFS_MODE; sets KTFS_PID to a process
+# that ends with the daemon's status and passes signals on to it.
+ktfs_start() {
+	local a front=0
+	for a in "$@"; do
+		case $a in -f | -d | -odebug) front=1 ;; esac
+	done
+	if [ "${KTFS_MODE:-foreground}" = daemon ] && [ "$front" = 0 ]; then
+		: "${KTFS_DAEMON_RUN:?KTFS_DAEMON_RUN must name ktfs_daemon_run}"
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$KTFS_TMP/san" \
+		UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$KTFS_TMP/san" \
+			"$KTFS_DAEMON_RUN" "$KEYTREEFS" "$@" </dev/null 2>>"$LOG" &
+	elif [ "$front" = 1 ]; then
+		"$KEYTREEFS" "$@" </dev/null 2>>"$LOG" &
+	else
+		"$KEYTREEFS" -f "$@" </dev/null 2>>"$LOG" &
+	fi
+	KTFS_PID=$!
 }
 
 # ktfs_mount [OPTIONS...]: mount $STORE on $MNT, wait until it is up.
 ktfs_mount() {
-	"$KEYTREEFS" -f "$@" "$STORE" "$MNT" </dev/null 2>>"$LOG" &
-	KTFS_PID=$!
+	ktfs_start "$@" "$STORE" "$MNT"
 	local i
 	for i in $(seq 200); do
 		if mountpoint -q "$MNT"; then

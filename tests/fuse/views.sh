@@ -85,8 +85,22 @@ mkdir "$KTFS_TMP/mnt2"
 if "$KEYTREEFS" -f "$STORE" "$KTFS_TMP/mnt2" 2>"$KTFS_TMP/busy.log"; then
 	fail "a store in use was mounted twice"
 fi
-grep -q 'in use by another process' "$KTFS_TMP/busy.log" ||
-	fail "no clear message for a store in use: $(cat "$KTFS_TMP/busy.log")"
+# The message names the holder: its pid, and where it has the store
+# mounted.
+holder="in use by process [0-9]+ \(keytreefs, mounted on $(realpath "$MNT")\)"
+grep -qE "$holder" "$KTFS_TMP/busy.log" ||
+	fail "no message naming the holder of a store in use: $(cat "$KTFS_TMP/busy.log")"
+if [ "${KTFS_MODE:-foreground}" != daemon ]; then
+	grep -q "in use by process $KTFS_PID " "$KTFS_TMP/busy.log" ||
+		fail "the message names another pid than $KTFS_PID: $(cat "$KTFS_TMP/busy.log")"
+fi
+if [ -n "${KTFS_CLI:-}" ]; then
+	rc=0
+	"$KTFS_CLI" -s "$STORE" ls / >/dev/null 2>"$KTFS_TMP/busy-cli.log" || rc=$?
+	expect_eq "exit status of keytree ls on a mounted store" "$rc" 1
+	grep -qE "$holder; unmount it first \(fusermount3 -u " "$KTFS_TMP/busy-cli.log" ||
+		fail "keytree does not name the holder: $(cat "$KTFS_TMP/busy-cli.log")"
+fi
 ! mountpoint -q "$KTFS_TMP/mnt2" || fail "the busy store got mounted"
 ok "a store in use fails before mounting"
 
@@ -95,7 +109,7 @@ ok "a store in use fails before mounting"
 rc=0
 "$KEYTREEFS" "$STORE" "$KTFS_TMP/mnt2" 2>"$KTFS_TMP/busy2.log" || rc=$?
 expect_eq "exit status of a detaching mount of a store in use" "$rc" 1
-grep -q 'in use by another process' "$KTFS_TMP/busy2.log" ||
+grep -qE "$holder" "$KTFS_TMP/busy2.log" ||
 	fail "no message from the detached daemon: $(cat "$KTFS_TMP/busy2.log")"
 ! mountpoint -q "$KTFS_TMP/mnt2" || fail "the busy store got mounted"
 ok "a store in use fails before mounting, also when detaching"

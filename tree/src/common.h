@@ -48,6 +48,11 @@ void kt__err_clear(void);
 const char *kt__show(char *out, size_t outsz, const void *s, size_t len);
 #define KT__SHOWSZ 160
 
+/* Who holds the lock of the store in @p dir, as a phrase for a message
+ * ("process 1234 (keytreefs, mounted on /mnt/kt)", or "another process"
+ * when that cannot be told), into @p out (holder.c). */
+void kt__lock_holder(char *out, size_t outsz, const char *dir);
+
 static inline void kt__put32(unsigned char *p, uint32_t v)
 {
 	p[0] = (unsigned char)v;

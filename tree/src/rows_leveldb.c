@@ -13,6 +13,7 @@
  * database -> KT_ENOTFOUND, everything else -> KT_EIO.  Reads verify
  * checksums, so damaged files surface as KT_ECORRUPT, never as wrong data.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,6 +416,13 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 		int rc;
 		snprintf(what, sizeof(what), "open '%s'", dir);
 		rc = ldb_error(err, what);
+		if (rc == KT_EBUSY) {
+			char holder[PATH_MAX + 128];
+
+			kt__lock_holder(holder, sizeof(holder), dir);
+			kt__err(rc, "open '%s': the store is in use by %s", dir,
+				holder);
+		}
 		ldb_close(&l->base);
 		return rc;
 	}
