@@ -10,9 +10,40 @@
 # fstab line through mount -T; -o ro; --help and --version.
 source "$(dirname "$0")/lib.sh"
 
-"$KEYTREEFS" --help | grep -q 'value_name=NAME' || fail "--help"
+"$KEYTREEFS" --help >"$KTFS_TMP/help"
+grep -q 'value_name=NAME' "$KTFS_TMP/help" || fail "--help"
+# The defaults --help shows are the ones docs/FUSE.md states and the loop
+# uses (libfuse's own help said -1 for max_idle_threads).
+grep -qE 'max_idle_threads=N +idle worker threads kept \(default: 10\)' \
+	"$KTFS_TMP/help" || fail "--help: max_idle_threads default"
+grep -qE 'max_threads=N +worker threads at most \(default: 10\)' \
+	"$KTFS_TMP/help" || fail "--help: max_threads default"
+grep -qE 'entry_timeout=T .*\(default: 1\)' "$KTFS_TMP/help" ||
+	fail "--help: entry_timeout default"
+! grep -q 'default: -1' "$KTFS_TMP/help" || fail "--help still says -1"
 "$KEYTREEFS" --version | grep -q '^keytreefs ' || fail "--version"
-ok "--help and --version"
+ok "--help (with the real defaults) and --version"
+
+# Mistakes a newcomer makes get one clear line each, status 1.
+rc=0
+"$KEYTREEFS" -o create "$STORE.x" "$KTFS_TMP/no-such-dir" 2>"$KTFS_TMP/err" || rc=$?
+expect_eq "exit status, missing mountpoint" "$rc" 1
+expect_eq "lines for a missing mountpoint" "$(wc -l <"$KTFS_TMP/err")" 1
+grep -q "no-such-dir: No such file or directory (the mountpoint must be an existing directory)" \
+	"$KTFS_TMP/err" || fail "missing mountpoint: $(cat "$KTFS_TMP/err")"
+rc=0
+"$KEYTREEFS" "$KTFS_TMP/no-such-store" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
+expect_eq "exit status, missing store" "$rc" 1
+grep -q "no-such-store: no such store (-o create makes one)" "$KTFS_TMP/err" ||
+	fail "missing store: $(cat "$KTFS_TMP/err")"
+mkdir "$KTFS_TMP/empty"
+rc=0
+"$KEYTREEFS" "$KTFS_TMP/empty" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
+expect_eq "exit status, empty directory as store" "$rc" 1
+grep -q "empty: no keytree store here (-o create makes one)" "$KTFS_TMP/err" ||
+	fail "directory without a store: $(cat "$KTFS_TMP/err")"
+! mountpoint -q "$MNT" || fail "mounted a missing store"
+ok "a missing mountpoint or store: one clear line, with a hint"
 
 "$KTFS_PROBE" populate "$STORE"
 ktfs_mount
