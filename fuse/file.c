@@ -175,6 +175,39 @@ static int create_in(struct ktfs *fs, fuse_req_t req, const struct ktfs_node *di
 	return rc;
 }
 
+/* open(O_TMPFILE) in the directory @dir (io.c turns it into a create
+ * named "/"): a new orphan, open, with no name; linkat can give it one
+ * (ns.c), and the last close drops it otherwise. */
+static int create_tmpfile(struct ktfs *fs, fuse_req_t req,
+			  const struct ktfs_node *dir, mode_t mode,
+			  struct fuse_file_info *fi, struct stat *st)
+{
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	struct ktfs_node n;
+	struct ktfs_file *f;
+	uint64_t id = 0;
+	int rc;
+
+	new_file_owner(&o, req, &dir->st, mode);
+	if ((rc = ktfs_errno(kt_orphan_new(&id, fs->store, &o))) < 0)
+		return rc;
+	if (!(f = calloc(1, sizeof(*f))) ||
+	    !(f->open = ktfs_open_tmpfile(fs, id))) {
+		free(f);
+		kt_orphan_release(fs->store, id);
+		return -ENOMEM;
+	}
+	f->append = (fi->flags & O_APPEND) != 0;
+	fi->fh = (uintptr_t)f;
+	memset(&n, 0, sizeof(n));
+	n.ino = n.id = id;
+	n.orphan = 1;
+	rc = ktfs_errno(kt_orphan_stat(&n.st, fs->store, id));
+	if (rc == 0)
+		ktfs_node_stat(st, fs, &n); /* link count 0 */
+	return rc;
+}
+
 void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode, struct fuse_file_info *fi)
 {
@@ -182,14 +215,18 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	struct ktfs_node dir;
 	struct stat st;
-	int rc;
+	int rc, tmpfile = strcmp(name, KTFS_TMPFILE_NAME) == 0;
 
 	ktfs_ns_lock(fs, 0);
 	if ((rc = ktfs_dir_get(&dir, fs, parent)) == 0) {
-		rc = create_in(fs, req, &dir, name, mode, fi->flags, &st);
+		if (tmpfile)
+			rc = create_tmpfile(fs, req, &dir, mode, fi, &st);
+		else
+			rc = create_in(fs, req, &dir, name, mode, fi->flags,
+				       &st);
 		ktfs_node_free(&dir);
 	}
-	if (rc == 0)
+	if (rc == 0 && !tmpfile)
 		rc = file_open(fs, fi, st.st_ino, 0);
 	ktfs_ns_unlock(fs);
 	if (rc < 0) {

@@ -21,6 +21,7 @@
  *   dir.c    opendir, readdir, readdirplus, releasedir, fsyncdir
  *   attr.c   getattr, setattr, statfs, extended attributes
  *   errno.c  kt_error -> errno
+ *   io.c     reading requests: O_TMPFILE becomes a create
  *
  * Threads and locks.  Requests run on libfuse's worker threads.  Lock
  * order: ns_lock, then one name stripe, then the open table's lock, then a
@@ -104,6 +105,14 @@ struct ktfs_node {
 /** The operations table (ops.c). */
 extern const struct fuse_lowlevel_ops ktfs_ops;
 
+/** The session's reads and writes of /dev/fuse (io.c): an O_TMPFILE
+ * request reaches ktfs_create() with the name "/". */
+ssize_t ktfs_io_read(int fd, void *buf, size_t len, void *userdata);
+ssize_t ktfs_io_writev(int fd, struct iovec *iov, int count, void *userdata);
+
+/** The name ktfs_create() gets for open(O_TMPFILE): no file has it. */
+#define KTFS_TMPFILE_NAME "/"
+
 /** The negative errno for a kt_error code (errno.c); 0 for KT_OK. */
 int ktfs_errno(int code);
 
@@ -185,6 +194,16 @@ int ktfs_link_shows_mountpoint(const struct ktfs *fs, const char *target);
  * again): the new handle is of the file that has the name now. */
 struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
 				int *err);
+
+/** The first handle of a new unnamed file (O_TMPFILE), the orphan @p id,
+ * whose inode number is its id; NULL when out of memory. */
+struct ktfs_open *ktfs_open_tmpfile(struct ktfs *fs, uint64_t id);
+
+/** Give the unnamed file (O_TMPFILE) of inode @p ino the store path
+ * @p path (linkat): it is an ordinary file from then on.  -EPERM for any
+ * other inode (keytree has no hard links), or the negative errno of
+ * kt_orphan_link(). */
+int ktfs_open_link(struct ktfs *fs, uint64_t ino, const char *path);
 
 /** Count one handle of @p o less; the last one of an orphaned inode drops
  * the orphan.  0, or the negative errno of that drop. */

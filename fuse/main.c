@@ -410,6 +410,7 @@ static void daemon_ready(int ready)
 static int serve(struct ktfs *fs, struct fuse_args *args,
 		 const struct fuse_cmdline_opts *co, const struct options *o)
 {
+	struct fuse_custom_io io = {0};
 	struct fuse_session *se;
 	int rc = 1, ready = -1;
 
@@ -433,11 +434,17 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 		goto out_destroy;
 	if (fuse_session_mount(se, co->mountpoint) != 0)
 		goto out_signals;
+	/* Our own reads of the mount's device: O_TMPFILE (io.c). */
+	io.read = ktfs_io_read;
+	io.writev = ktfs_io_writev;
+	if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0)
+		goto out_unmount;
 	if (ready >= 0) {
 		daemon_ready(ready);
 		ready = -1;
 	}
 	rc = run_loop(se, co) < 0 ? 1 : 0;
+out_unmount:
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

@@ -172,13 +172,33 @@ void ktfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_reply_err(req, -EPERM);
 }
 
+/* keytree has no hard links (EPERM), but linkat(2) of a file opened with
+ * O_TMPFILE gives the unnamed file its first name (open.c). */
 void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	       const char *newname)
 {
-	(void)ino;
-	(void)newparent;
-	(void)newname;
-	ktfs_reply_err(req, -EPERM); /* keytree has no hard links */
+	struct ktfs *fs = ktfs_of(req);
+	pthread_mutex_t *stripe;
+	struct child c;
+	kt_statbuf ks;
+	struct stat st;
+	int rc;
+
+	ktfs_ns_lock(fs, 0);
+	if ((rc = child_get(&c, fs, newparent, newname, 1)) == 0) {
+		stripe = ktfs_name_lock(fs, c.dir.st.id, newname);
+		if (c.value || kt_lstat(&ks, fs->store, c.path) == 0)
+			rc = -EEXIST;
+		else if ((rc = ktfs_open_link(fs, ino, c.path)) == 0)
+			rc = made_stat(&st, fs, c.path);
+		pthread_mutex_unlock(stripe);
+		child_free(&c);
+	}
+	ktfs_ns_unlock(fs);
+	if (rc == 0)
+		ktfs_reply_entry(req, fs, &st);
+	else
+		ktfs_reply_err(req, rc);
 }
 
 /* Unlink: a file with open handles becomes an orphan for them (open.c),

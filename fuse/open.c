@@ -85,6 +85,46 @@ struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
 	return o;
 }
 
+struct ktfs_open *ktfs_open_tmpfile(struct ktfs *fs, uint64_t id)
+{
+	struct ktfs_open **op, *o;
+
+	pthread_mutex_lock(&fs->lock);
+	op = slot(fs, id);
+	/* Ids are never reused: no entry can have this one yet. */
+	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
+		(*op)->ino = id;
+		(*op)->hooked = 1;
+		(*op)->orphaned = 1;
+		(*op)->orphan = id;
+	}
+	if ((o = *op) != NULL)
+		o->count++;
+	pthread_mutex_unlock(&fs->lock);
+	return o;
+}
+
+int ktfs_open_link(struct ktfs *fs, uint64_t ino, const char *path)
+{
+	struct ktfs_open *o;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	o = *slot(fs, ino);
+	/* Only an unnamed file of its own id (O_TMPFILE) can get a name: the
+	 * orphan of an unlinked value file has another id, and the kernel
+	 * lets no unlinked file but an O_TMPFILE one be linked. */
+	if (!o || !o->orphaned || o->orphan != ino) {
+		rc = -EPERM;
+	} else if ((rc = ktfs_errno(kt_orphan_link(fs->store, ino, path))) ==
+		   0) {
+		o->orphaned = 0;
+		o->orphan = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
 int ktfs_open_put(struct ktfs *fs, struct ktfs_open *o)
 {
 	uint64_t id = 0;

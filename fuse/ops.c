@@ -19,6 +19,8 @@ static void ktfs_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
+	/* Requests are read through io.c (O_TMPFILE), not spliced. */
+	conn->want &= ~(unsigned int)FUSE_CAP_SPLICE_READ;
 	/* open() honours O_TRUNC itself (file.c). */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;

@@ -206,6 +206,95 @@ static void test_orphan__rejects(void **state)
 			   KT_ENOTFOUND, "12345");
 }
 
+/* kt_orphan_new + kt_orphan_link: what O_TMPFILE and linkat(2) do.  The
+ * new orphan is in no listing and counts as live; once linked it is an
+ * ordinary item under its own id, with what was written meanwhile. */
+static void test_orphan__new_then_link(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	kt_statbuf sb;
+	kt_store_stats stats;
+	uint64_t id = 0;
+	char buf[8];
+	size_t got = 0, bad = 1;
+
+	o.flags = KT_CREATE_MODE | KT_CREATE_OWNER;
+	o.mode = 0600;
+	o.uid = 4321;
+	o.gid = 8765;
+	assert_int_equal(kt_mkdir(f->store, "/d", NULL), 0);
+	assert_int_equal(kt_orphan_new(&id, f->store, &o), 0);
+	assert_true(id > 1);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), 0);
+	assert_int_equal(sb.kind, KT_KIND_ITEM);
+	assert_int_equal(sb.size, 0);
+	assert_int_equal(sb.mode, 0600);
+	assert_int_equal(sb.uid, 4321);
+	assert_int_equal(sb.gid, 8765);
+	assert_int_equal(kt_stats(&stats, f->store), 0);
+	assert_int_equal(stats.items, 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(bad, 0);
+
+	assert_int_equal(kt_orphan_write(f->store, id, "temp", 4, 0), 0);
+	assert_int_equal(kt_orphan_link(f->store, id, "/d/new"), 0);
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), KT_ENOTFOUND);
+	assert_int_equal(kt_lstat(&sb, f->store, "/d/new"), 0);
+	assert_int_equal(sb.id, id);
+	assert_int_equal(sb.kind, KT_KIND_ITEM);
+	assert_int_equal(sb.mode, 0600);
+	assert_int_equal(sb.uid, 4321);
+	assert_int_equal(kt_read(&got, f->store, "/d/new", buf, 8, 0), 0);
+	assert_int_equal(got, 4);
+	assert_memory_equal(buf, "temp", 4);
+	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(bad, 0);
+
+	/* Missing ancestors are made, as by kt_put. */
+	assert_int_equal(kt_orphan_new(&id, f->store, NULL), 0);
+	assert_int_equal(kt_orphan_link(f->store, id, "/x/y/z"), 0);
+	assert_int_equal(kt_lstat(&sb, f->store, "/x/y/z"), 0);
+	assert_int_equal(sb.id, id);
+	assert_int_equal(sb.mode, 0644);
+	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(bad, 0);
+}
+
+static void test_orphan__link_rejects(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	uint64_t id = 0;
+	kt_statbuf sb;
+
+	assert_int_equal(kt_put(f->store, "/file", "v", 1, NULL), 0);
+	assert_int_equal(kt_symlink(f->store, "/dangling", "/nowhere", NULL),
+			 0);
+	assert_int_equal(kt_orphan_new(&id, f->store, NULL), 0);
+	kt_assert_rejected(f->store, kt_orphan_link(f->store, id, "/file"),
+			   KT_EEXISTS, "/file");
+	kt_assert_rejected(f->store, kt_orphan_link(f->store, id, "/dangling"),
+			   KT_EEXISTS, "/dangling");
+	kt_assert_rejected(f->store, kt_orphan_link(f->store, id, "/"),
+			   KT_EEXISTS, "/");
+	kt_assert_rejected(f->store, kt_orphan_link(f->store, id, "/a/"),
+			   KT_EINVAL, "/a/");
+	kt_assert_rejected(f->store, kt_orphan_link(f->store, 99999, "/n"),
+			   KT_ENOTFOUND, "99999");
+	/* Still an orphan after every refusal. */
+	assert_int_equal(kt_orphan_stat(&sb, f->store, id), 0);
+	o.flags = KT_CREATE_EXCL;
+	kt_assert_rejected(f->store, kt_orphan_new(&id, f->store, &o),
+			   KT_EINVAL, "flags");
+	o.flags = KT_CREATE_MODE;
+	o.mode = 010000;
+	kt_assert_rejected(f->store, kt_orphan_new(&id, f->store, &o),
+			   KT_EINVAL, "mode");
+	kt_assert_rejected(f->store, kt_orphan_new(NULL, f->store, NULL),
+			   KT_EINVAL, "id");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, kt_test_setup, \
@@ -217,6 +306,8 @@ int main(void)
 		T(test_orphan__reopen_drops_leftovers),
 		T(test_orphan__copy_keeps_holes_and_original),
 		T(test_orphan__rejects),
+		T(test_orphan__new_then_link),
+		T(test_orphan__link_rejects),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,8 @@
 # holding an open unlinked file, mv over an open file (the old content stays
 # readable through the descriptor), an item+dir's value file unlinked while
 # open, O_APPEND offsets and concurrent appenders, a failed write reported
-# again at close, fsync and directory fsync.
+# again at close, fsync and directory fsync; O_TMPFILE files, named by
+# linkat or dropped at close.
 source "$(dirname "$0")/lib.sh"
 
 ktfs_mount -o create
@@ -74,12 +75,17 @@ expect_eq "concurrent appenders: bytes" "$(stat -c %s lines)" \
 	"$(($(seq 200 | sed 's/^/a-line-/' | wc -c) * 2))"
 ok "O_APPEND: at the store's end, offsets the kernel expects"
 
+mkdir tmpd
+"$KTFS_PROBE" tmpfile tmpd
+expect_eq "the file linkat named" "$(stat -c '%s %h %a' tmpd/named)" "100000 1 644"
+ok "O_TMPFILE: an unnamed file, readable and writable, named by linkat"
+
 "$KTFS_PROBE" write-error toobig
 ok "a failed write is reported again by close (flush)"
 "$KTFS_PROBE" fsync synced
 ok "fsync, fdatasync and directory fsync"
 
-rm -r both app lines toobig synced dst
+rm -r both app lines toobig synced dst tmpd
 cd /
 ktfs_umount
 read -r vbytes rbytes < <("$KTFS_PROBE" stats "$STORE")

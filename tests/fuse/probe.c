@@ -22,6 +22,9 @@
  *   ktfs_probe mknod-file FILE                  mknod(S_IFREG) makes a file
  *   ktfs_probe rdonly-trunc FILE                open(O_RDONLY|O_TRUNC)
  *                                               truncates, as in Linux
+ *   ktfs_probe tmpfile DIR                      O_TMPFILE: an unnamed
+ *                                               file, named by linkat
+ *                                               as DIR/named
  *
  * Dump lines: "PATH KIND MODE UID GID SIZE MTIME_NS DATA" with KIND one of
  * d, f, l and DATA the link target or a hash of the content.  An item that
@@ -606,6 +609,93 @@ static int rdonly_trunc(const char *path)
 	return 0;
 }
 
+/* ---- tmpfile ---- */
+
+/* Entries in @dir other than . and .., or -1. */
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int tmpfile_check(const char *dir)
+{
+	static char data[100000], back[100000];
+	char named[4096], other[4096];
+	struct stat st, st2;
+	int fd, n0;
+	size_t i;
+
+	snprintf(named, sizeof(named), "%s/named", dir);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (char)(i * 7 + 1);
+	umask(022);
+	n0 = count_entries(dir);
+	fd = open(dir, O_TMPFILE | O_RDWR, 0664);
+	if (fd < 0)
+		return fail("open O_TMPFILE");
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0 ||
+	    (st.st_mode & 07777) != 0644 || st.st_size != 0)
+		return fail("fstat of the new unnamed file (regular, no link, "
+			    "mode 0644, empty)");
+	if (pwrite(fd, data, sizeof(data), 0) != (ssize_t)sizeof(data) ||
+	    pread(fd, back, sizeof(back), 0) != (ssize_t)sizeof(back) ||
+	    memcmp(data, back, sizeof(data)) != 0)
+		return fail("write and read back the unnamed file");
+	if (count_entries(dir) != n0)
+		return fail("the unnamed file shows in its directory");
+	if (linkat(fd, "", AT_FDCWD, named, AT_EMPTY_PATH) != 0)
+		return fail("linkat AT_EMPTY_PATH");
+	if (fstat(fd, &st2) != 0 || st2.st_nlink != 1 || st2.st_ino != st.st_ino)
+		return fail("fstat after linkat (one link, same inode)");
+	if (stat(named, &st2) != 0 || st2.st_ino != st.st_ino ||
+	    st2.st_size != (off_t)sizeof(data))
+		return fail("stat of the name linkat gave");
+	if (pwrite(fd, "Z", 1, 0) != 1)
+		return fail("write after linkat");
+	close(fd);
+	if ((fd = open(named, O_RDONLY)) < 0 ||
+	    read(fd, back, sizeof(back)) != (ssize_t)sizeof(back) ||
+	    back[0] != 'Z' || memcmp(data + 1, back + 1, sizeof(data) - 1) != 0)
+		return fail("content through the name");
+	/* A named file has no second name: keytree has no hard links. */
+	if (linkat(fd, "", AT_FDCWD, other, AT_EMPTY_PATH) == 0 ||
+	    errno != EPERM)
+		return fail("linkat of a named file (want EPERM)");
+	close(fd);
+	/* O_EXCL: the file may never be linked (the kernel refuses). */
+	if ((fd = open(dir, O_TMPFILE | O_WRONLY | O_EXCL, 0600)) < 0)
+		return fail("open O_TMPFILE|O_EXCL");
+	if (linkat(fd, "", AT_FDCWD, other, AT_EMPTY_PATH) == 0)
+		return fail("linkat of an O_EXCL unnamed file");
+	close(fd);
+	/* Onto an existing name: EEXIST, and the file stays unnamed. */
+	if ((fd = open(dir, O_TMPFILE | O_RDWR, 0600)) < 0)
+		return fail("open O_TMPFILE again");
+	if (linkat(fd, "", AT_FDCWD, named, AT_EMPTY_PATH) == 0 ||
+	    errno != EEXIST)
+		return fail("linkat onto an existing name (want EEXIST)");
+	if (fstat(fd, &st) != 0 || st.st_nlink != 0)
+		return fail("nlink after a failed linkat");
+	/* Closed without a name: it is gone (the test checks the store). */
+	if (pwrite(fd, data, sizeof(data), 0) != (ssize_t)sizeof(data))
+		return fail("write to the second unnamed file");
+	close(fd);
+	if (count_entries(dir) != n0 + 1)
+		return fail("entries after the unnamed files");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "dump-store") == 0)
@@ -636,6 +726,8 @@ int main(int argc, char **argv)
 		return mknod_file(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "rdonly-trunc") == 0)
 		return rdonly_trunc(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "tmpfile") == 0)
+		return tmpfile_check(argv[2]);
 	fprintf(stderr, "usage: see the opening comment of tests/fuse/probe.c\n");
 	return 2;
 }

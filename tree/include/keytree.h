@@ -460,6 +460,24 @@ KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
  * for a directory without a value, KT_EINVAL for a link. */
 KT_EXTERN int kt_orphan_copy(uint64_t *id, kt_store *store, const char *path);
 
+/** Make a new, empty orphan item (what open(2) with O_TMPFILE makes): no
+ * path, value empty, mode and owner from @p opts as for kt_put()
+ * (KT_CREATE_MODE and KT_CREATE_OWNER; other flags are KT_EINVAL), times
+ * now.  @p id receives its id.  It lives until kt_orphan_release(), or
+ * until kt_orphan_link() gives it a path; a later writable kt_open()
+ * drops it if neither happened. */
+KT_EXTERN int kt_orphan_new(uint64_t *id, kt_store *store,
+			    const kt_create_options *opts);
+
+/** Give orphan @p id the path @p path: it becomes an item in the tree
+ * again, with its id, value, attributes, mode, owner and times (ctime
+ * becomes now), and is no longer an orphan.  Missing ancestors are made as
+ * by kt_put().  One atomic batch.  KT_ENOTFOUND if there is no orphan @p id,
+ * KT_EEXISTS if anything (a link included) is at @p path, KT_ENOTDIR if an
+ * ancestor is not a directory, a path error, KT_EREADONLY.  What linkat(2)
+ * of an O_TMPFILE file does in keytreefs. */
+KT_EXTERN int kt_orphan_link(kt_store *store, uint64_t id, const char *path);
+
 /** Metadata of orphan @p id; KT_ENOTFOUND if there is none. */
 KT_EXTERN int kt_orphan_stat(kt_statbuf *st, kt_store *store, uint64_t id);
 

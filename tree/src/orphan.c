@@ -127,6 +127,101 @@ int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 	return rc;
 }
 
+int kt_orphan_new(uint64_t *id, kt_store *st, const kt_create_options *opts)
+{
+	kt__tx tx;
+	kt__node n = {0};
+	int rc;
+
+	if (id == NULL)
+		return kt__err(KT_EINVAL, "orphan_new: id is NULL");
+	*id = 0;
+	if ((rc = writable(st, "orphan_new")) != 0)
+		return rc;
+	if (opts != NULL && opts->version != KT_CREATE_OPTIONS_VERSION)
+		return kt__err(KT_EINVAL, "orphan_new: create options version "
+			       "%u, expected %u", opts->version,
+			       KT_CREATE_OPTIONS_VERSION);
+	if (opts != NULL && (opts->flags & ~(KT_CREATE_MODE |
+					     KT_CREATE_OWNER)))
+		return kt__err(KT_EINVAL, "orphan_new: only KT_CREATE_MODE and "
+			       "KT_CREATE_OWNER apply (flags 0x%x)",
+			       opts->flags);
+	if (opts != NULL && (opts->flags & KT_CREATE_MODE) &&
+	    opts->mode > 07777)
+		return kt__err(KT_EINVAL, "orphan_new: mode %o has bits beyond "
+			       "07777", (unsigned)opts->mode);
+	pthread_mutex_lock(&st->wlock);
+	kt__tx_init(&tx, st);
+	n.kind = KT_KIND_ITEM;
+	n.mode = opts && (opts->flags & KT_CREATE_MODE) ? opts->mode : 0644;
+	n.uid = opts && (opts->flags & KT_CREATE_OWNER) ? opts->uid : st->euid;
+	n.gid = opts && (opts->flags & KT_CREATE_OWNER) ? opts->gid : st->egid;
+	n.atime = n.mtime = n.ctime = tx.now;
+	rc = kt__tx_alloc_id(&tx, &n.id);
+	if (rc == 0)
+		rc = orphan_put(&tx, &n);
+	if (rc == 0)
+		rc = kt__tx_commit(&tx);
+	if (rc == 0)
+		*id = n.id;
+	kt__node_free(&n);
+	kt__tx_free(&tx);
+	pthread_mutex_unlock(&st->wlock);
+	return rc;
+}
+
+int kt_orphan_link(kt_store *st, uint64_t id, const char *path)
+{
+	kt__tx tx;
+	kt__rd rd;
+	kt__res r;
+	kt__node n = {0};
+	unsigned char k[8];
+	char a[KT__SHOWSZ];
+	int rc;
+
+	if ((rc = writable(st, "orphan_link")) != 0 ||
+	    (rc = kt__path_check(&st->delim, path, "orphan_link")) != 0)
+		return rc;
+	pthread_mutex_lock(&st->wlock);
+	kt__tx_init(&tx, st);
+	rd.st = st;
+	rd.tx = &tx;
+	rd.snap = NULL;
+	if ((rc = orphan_get(&n, &rd, id)) != 0)
+		goto out_unlock;
+	rc = kt__resolve(&r, &rd, path, KT__R_CREATE, "orphan_link");
+	if (rc != 0)
+		goto out_unlock;
+	if (r.exists)
+		rc = kt__err(KT_EEXISTS, "orphan_link '%s': something already "
+			     "exists there", SHOW(a, path));
+	/* Out of the orphans, into the tree under its own id: node row, id
+	 * row, then the index row that makes it visible. */
+	kt__put64be(k, id);
+	if (rc == 0)
+		rc = kt__tx_del(&tx, orphan_part(), kt__sl(k, 8));
+	if (rc == 0) {
+		n.ctime = tx.now;
+		rc = kt__node_put(&tx, r.path.p, r.path.len, &n);
+	}
+	if (rc == 0)
+		rc = kt__id_put(&tx, n.id, r.path.p, r.path.len);
+	if (rc == 0)
+		rc = kt__index_put(&tx, r.path.p, r.path.len, &n);
+	if (rc == 0)
+		rc = kt__parent_touch(&tx, r.path.p, r.path.len, 0);
+	if (rc == 0)
+		rc = kt__tx_commit(&tx);
+	kt__res_free(&r);
+out_unlock:
+	kt__node_free(&n);
+	kt__tx_free(&tx);
+	pthread_mutex_unlock(&st->wlock);
+	return rc;
+}
+
 /* Copy every row of partition @p from to partition @p to. */
 static int copy_part(kt__tx *tx, const char *from, const char *to)
 {
