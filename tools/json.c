@@ -313,7 +313,7 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 			rc = -1;
 		} else if ((rc = kt_batch_attr_set(l->b, path, name, val, vlen,
 						   0)) < 0) {
-			snprintf(err, 128, "%s", kt_errmsg());
+			snprintf(err, 128, "%s", cli_errmsg(NULL, rc));
 		} else {
 			rc = op_line(l, line);
 		}
@@ -432,7 +432,7 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 			rc = op_line(l, line);
 	}
 	if (rc < 0) {
-		snprintf(err, 128, "%s", kt_errmsg());
+		snprintf(err, 128, "%s", cli_errmsg(NULL, rc));
 		rc = -1;
 		goto out;
 	}
@@ -474,7 +474,7 @@ static int record_meta(loader *l, char *err, size_t *line)
 		if (rc == 0)
 			rc = op_line(l, *line);
 		if (rc < 0) {
-			snprintf(err, 128, "%s", kt_errmsg());
+			snprintf(err, 128, "%s", cli_errmsg(NULL, rc));
 			return -1;
 		}
 	}
@@ -576,15 +576,14 @@ static int load_lines(loader *l, char *buf, size_t len)
  * kt_errmsg() starts "batch operation N (op): ". */
 static int commit_failed(const loader *l, int code)
 {
-	const char *msg = kt_errmsg(), *rest;
+	const char *msg = kt_errmsg();
 	unsigned long long k;
-	char *end = NULL;
 
 	if (strncmp(msg, "batch operation ", 16) == 0) {
-		k = strtoull(msg + 16, &end, 10);
-		rest = strstr(end, "): ");
-		if (k >= 1 && k <= l->nops && rest != NULL)
-			return bad_line(l->line_of[k - 1], rest + 3);
+		k = strtoull(msg + 16, NULL, 10);
+		if (k >= 1 && k <= l->nops)
+			return bad_line(l->line_of[k - 1],
+					cli_errmsg(NULL, code));
 	}
 	return cli_fail("load", code);
 }
