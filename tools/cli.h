@@ -73,8 +73,15 @@ int cli_open(kt_store **out, int write);
  * kt_open()'s message does; returns CLI_FAIL. */
 int cli_fail_busy(const char *dir);
 
-/* Print "keytree: WHAT: message" for library code @p code, using
- * kt_errmsg() without its "op 'path': " prefix; returns CLI_FAIL. */
+/* kt_errmsg() in the user's terms: without the names of library calls
+ * ("put '/a': ", "batch operation 2 (put): ", "id_path: "), keeping a
+ * path that is not @p what (NULL: keep every path) as "/path: ".
+ * kt_strerror(@p code) when there is no message.  The text is valid until
+ * the next call. */
+const char *cli_errmsg(const char *what, int code);
+
+/* Print "keytree: WHAT: message" for library code @p code, the message
+ * from cli_errmsg(); returns CLI_FAIL. */
 int cli_fail(const char *what, int code);
 
 /* Print "keytree: WHAT: strerror(errno)" (with @p doing before it when

@@ -252,9 +252,55 @@ int cmd_rm(int argc, char **argv)
 		return rc;
 	path = cli_path(argv[optind]);
 	rc = kt_delete(st, path, flags);
-	rc = rc < 0 ? cli_fail(path, rc) : CLI_OK;
+	if (rc == KT_ENOTEMPTY && !(flags & KT_DELETE_RECURSIVE))
+		rc = cli_fail_msg(path, "directory not empty (use rm -r to "
+					"remove it and everything under it)");
+	else
+		rc = rc < 0 ? cli_fail(path, rc) : CLI_OK;
 	kt_close(st);
 	free(path);
+	return rc;
+}
+
+/* The path SRC moves to when it moves into the directory DIR:
+ * DIR/NAME, NAME being SRC's last name.  The root has no name: it keeps
+ * DIR, for the library to refuse. */
+static char *mv_into(const char *dir, const char *src)
+{
+	const char *name = strrchr(src, '/') + 1;
+
+	if (*name == '\0')
+		return cli_path(dir);
+	return cli_join(dir, name, strlen(name));
+}
+
+/* Move several nodes in one batch: all move or none does.  A failure is
+ * reported against the source whose move failed. */
+static int mv_batch(kt_store *st, char **src, char **dst, int n,
+		    unsigned int flags)
+{
+	kt_batch *b = NULL;
+	unsigned long long k;
+	int i, rc;
+
+	if ((rc = kt_batch_new(&b, st)) < 0)
+		return cli_fail(src[0], rc);
+	for (i = 0; i < n; i++) {
+		if ((rc = kt_batch_rename(b, src[i], dst[i], flags)) < 0) {
+			rc = cli_fail(src[i], rc);
+			goto out;
+		}
+	}
+	if ((rc = kt_batch_commit(b)) < 0) {
+		/* kt_errmsg() starts "batch operation K (rename): ". */
+		k = strncmp(kt_errmsg(), "batch operation ", 16) == 0
+			    ? strtoull(kt_errmsg() + 16, NULL, 10)
+			    : 0;
+		rc = cli_fail(k >= 1 && k <= (unsigned)n ? src[k - 1] : src[0],
+			      rc);
+	}
+out:
+	kt_batch_free(b);
 	return rc;
 }
 
@@ -263,35 +309,82 @@ int cmd_mv(int argc, char **argv)
 	static const struct option o[] = {
 		{"no-replace", no_argument, NULL, 'n'},
 		{"exchange", no_argument, NULL, 'x'},
+		{"no-target-directory", no_argument, NULL, 'T'},
 		OPT_HELP,
 		OPT_END};
 	kt_store *st = NULL;
+	kt_statbuf sb;
 	unsigned int flags = 0;
-	char *src, *dst;
-	int c, rc;
+	char **src = NULL, **dst = NULL, *last = NULL;
+	int c, i, n, rc, name_only = 0, into = 0;
 
-	while ((c = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":nTh", o, NULL)) != -1) {
 		if (c == 'n')
 			flags |= KT_RENAME_NOREPLACE;
 		else if (c == 'x')
 			flags |= KT_RENAME_EXCHANGE;
+		else if (c == 'T')
+			name_only = 1;
 		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
 			return rc;
 	}
 	if (flags == (KT_RENAME_NOREPLACE | KT_RENAME_EXCHANGE))
 		return cli_usage(argv[0], "--no-replace and --exchange "
 					  "exclude each other");
-	if ((rc = operands(argc, argv, 2, 2)) >= 0)
+	/* An exchange swaps two given names, as renameat2() does. */
+	if (flags & KT_RENAME_EXCHANGE)
+		name_only = 1;
+	if ((rc = operands(argc, argv, 2, name_only ? 2 : argc)) >= 0)
 		return rc;
+	n = argc - optind - 1;
 	if ((rc = cli_open(&st, 1)) != CLI_OK)
 		return rc;
-	src = cli_path(argv[optind]);
-	dst = cli_path(argv[optind + 1]);
-	rc = kt_rename(st, src, dst, flags);
-	rc = rc < 0 ? cli_fail(src, rc) : CLI_OK;
-	kt_close(st);
+	last = cli_path(argv[argc - 1]);
+	/* Like mv(1): into an existing directory, following a link to
+	 * one; several sources need one. */
+	if (!name_only) {
+		rc = kt_stat(&sb, st, last);
+		into = rc == 0 && (sb.kind & KT_KIND_DIR);
+		if (n > 1 && rc < 0) {
+			rc = cli_fail(last, rc);
+			goto out;
+		}
+		if (n > 1 && !into) {
+			rc = cli_fail_msg(last, "not a directory, so several "
+						"sources cannot move into it");
+			goto out;
+		}
+	}
+	src = calloc((size_t)n, sizeof(*src));
+	dst = calloc((size_t)n, sizeof(*dst));
+	if (src == NULL || dst == NULL) {
+		rc = cli_fail_msg("mv", "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		src[i] = cli_path(argv[optind + i]);
+		dst[i] = into ? mv_into(last, src[i]) : cli_path(last);
+		if (into && strcmp(src[i], dst[i]) == 0) {
+			rc = cli_fail_msg(src[i], "the source and the target "
+						  "are the same node");
+			goto out;
+		}
+	}
+	if (n == 1) {
+		rc = kt_rename(st, src[0], dst[0], flags);
+		rc = rc < 0 ? cli_fail(src[0], rc) : CLI_OK;
+	} else {
+		rc = mv_batch(st, src, dst, n, flags);
+	}
+out:
+	for (i = 0; src != NULL && i < n; i++)
+		free(src[i]);
+	for (i = 0; dst != NULL && i < n; i++)
+		free(dst[i]);
 	free(src);
 	free(dst);
+	free(last);
+	kt_close(st);
 	return rc;
 }
 

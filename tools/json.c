@@ -28,6 +28,10 @@
 
 #define DUMP_FORMAT 1
 
+/* Room for what is wrong with a record, a library message included: the
+ * library keeps its messages under 1024 bytes. */
+#define ERRSZ 1024
+
 /* ------------------------------------------------------------------------ */
 /* dump */
 
@@ -269,12 +273,12 @@ static int int_field(json_int_t *out, const json_t *rec, const char *key,
 	const json_t *v = json_object_get(rec, key);
 
 	if (v == NULL || !json_is_integer(v)) {
-		snprintf(err, 128, "\"%s\" must be an integer", key);
+		snprintf(err, ERRSZ, "\"%s\" must be an integer", key);
 		return -1;
 	}
 	*out = json_integer_value(v);
 	if (*out < lo || *out > hi) {
-		snprintf(err, 128, "\"%s\" is out of range", key);
+		snprintf(err, ERRSZ, "\"%s\" is out of range", key);
 		return -1;
 	}
 	return 0;
@@ -289,7 +293,7 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 	int rc = 0;
 
 	if (!json_is_array(attrs)) {
-		snprintf(err, 128, "\"attrs\" must be an array");
+		snprintf(err, ERRSZ, "\"attrs\" must be an array");
 		return -1;
 	}
 	json_array_foreach(attrs, i, a)
@@ -300,7 +304,7 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 		    cli_json_to_bytes(&val, &vlen, json_object_get(a, "value"),
 				      err) != 0) {
 			free(name);
-			snprintf(err, 128,
+			snprintf(err, ERRSZ,
 				 "attribute %zu: needs exactly "
 				 "\"name\" and \"value\", strings or "
 				 "{\"base64\": ...}",
@@ -308,12 +312,12 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 			return -1;
 		}
 		if (strlen(name) != nlen) {
-			snprintf(err, 128, "attribute %zu: name holds NUL",
+			snprintf(err, ERRSZ, "attribute %zu: name holds NUL",
 				 i + 1);
 			rc = -1;
 		} else if ((rc = kt_batch_attr_set(l->b, path, name, val, vlen,
 						   0)) < 0) {
-			snprintf(err, 128, "%s", kt_errmsg());
+			snprintf(err, ERRSZ, "%s", cli_errmsg(NULL, rc));
 		} else {
 			rc = op_line(l, line);
 		}
@@ -331,7 +335,7 @@ static const char *const rec_keys[] = {"path",	 "kind",  "mode",  "uid",
 				       "target", "attrs", NULL};
 
 /* Validate one record and add its operations to the batch.  0, or -1 with
- * @p err (128 bytes) saying what is wrong. */
+ * @p err (ERRSZ bytes) saying what is wrong. */
 static int record(loader *l, const json_t *rec, size_t line, char *err)
 {
 	kt_create_options parents = KT_CREATE_OPTIONS_INIT;
@@ -360,13 +364,13 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 								     : (char)ch;
 			}
 			shown[n] = '\0';
-			snprintf(err, 128, "unknown field \"%s\"", shown);
+			snprintf(err, ERRSZ, "unknown field \"%s\"", shown);
 			return -1;
 		}
 	}
 	if (cli_json_to_bytes(&path, &plen, json_object_get(rec, "path"),
 			      err) != 0) {
-		snprintf(err, 128,
+		snprintf(err, ERRSZ,
 			 "\"path\" must be a string or "
 			 "{\"base64\": ...}");
 		return -1;
@@ -375,11 +379,11 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	kind = kind_s ? cli_kind_parse(kind_s) : 0;
 	canon = cli_path(path);
 	if (strlen(path) != plen || path[0] != '/' || strcmp(canon, path)) {
-		snprintf(err, 128, "\"path\" is not a canonical path");
+		snprintf(err, ERRSZ, "\"path\" is not a canonical path");
 		goto out;
 	}
 	if (kind == 0) {
-		snprintf(err, 128,
+		snprintf(err, ERRSZ,
 			 "\"kind\" must be item, dir, item+dir or "
 			 "link");
 		goto out;
@@ -393,7 +397,7 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	v = json_object_get(rec, kind == KT_KIND_LINK ? "target" : "value");
 	if ((kind & (KT_KIND_ITEM | KT_KIND_LINK)) &&
 	    cli_json_to_bytes(&data, &dlen, v, err) != 0) {
-		snprintf(err, 128,
+		snprintf(err, ERRSZ,
 			 "a%s needs a \"%s\" string or {\"base64\":"
 			 " ...}",
 			 kind == KT_KIND_LINK ? " link" : "n item",
@@ -404,18 +408,18 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	    (kind != KT_KIND_LINK && json_object_get(rec, "target")) ||
 	    (kind == KT_KIND_LINK && (json_object_get(rec, "value") ||
 				      json_object_get(rec, "attrs")))) {
-		snprintf(err, 128, "fields that a %s cannot have", kind_s);
+		snprintf(err, ERRSZ, "fields that a %s cannot have", kind_s);
 		goto out;
 	}
 	if (strcmp(path, "/") == 0 && kind != KT_KIND_DIR) {
-		snprintf(err, 128, "the root must be a dir");
+		snprintf(err, ERRSZ, "the root must be a dir");
 		goto out;
 	}
 	parents.flags = KT_CREATE_PARENTS;
 	rc = 0;
 	if (kind == KT_KIND_LINK) {
 		if (strlen(data) != dlen) {
-			snprintf(err, 128, "the link target holds NUL");
+			snprintf(err, ERRSZ, "the link target holds NUL");
 			rc = -1;
 			goto out;
 		}
@@ -432,7 +436,7 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 			rc = op_line(l, line);
 	}
 	if (rc < 0) {
-		snprintf(err, 128, "%s", kt_errmsg());
+		snprintf(err, ERRSZ, "%s", cli_errmsg(NULL, rc));
 		rc = -1;
 		goto out;
 	}
@@ -449,7 +453,7 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	sa.mtime_ns = mt;
 	if (meta_add(l, path, &sa, kind == KT_KIND_LINK ? KT_NOFOLLOW : 0,
 		     line) != 0) {
-		snprintf(err, 128, "out of memory");
+		snprintf(err, ERRSZ, "out of memory");
 		rc = -1;
 		goto out;
 	}
@@ -474,7 +478,7 @@ static int record_meta(loader *l, char *err, size_t *line)
 		if (rc == 0)
 			rc = op_line(l, *line);
 		if (rc < 0) {
-			snprintf(err, 128, "%s", kt_errmsg());
+			snprintf(err, ERRSZ, "%s", cli_errmsg(NULL, rc));
 			return -1;
 		}
 	}
@@ -500,7 +504,7 @@ static int load_lines(loader *l, char *buf, size_t len)
 	json_error_t jerr;
 	json_t *rec, *end = NULL;
 	cli_progress pr;
-	char err[128], msg[300];
+	char err[ERRSZ], msg[300];
 	size_t line = 0, nrec = 0, off = 0, n, nlines = 0, i;
 	char *nl;
 	int rc = CLI_OK;
@@ -576,15 +580,14 @@ static int load_lines(loader *l, char *buf, size_t len)
  * kt_errmsg() starts "batch operation N (op): ". */
 static int commit_failed(const loader *l, int code)
 {
-	const char *msg = kt_errmsg(), *rest;
+	const char *msg = kt_errmsg();
 	unsigned long long k;
-	char *end = NULL;
 
 	if (strncmp(msg, "batch operation ", 16) == 0) {
-		k = strtoull(msg + 16, &end, 10);
-		rest = strstr(end, "): ");
-		if (k >= 1 && k <= l->nops && rest != NULL)
-			return bad_line(l->line_of[k - 1], rest + 3);
+		k = strtoull(msg + 16, NULL, 10);
+		if (k >= 1 && k <= l->nops)
+			return bad_line(l->line_of[k - 1],
+					cli_errmsg(NULL, code));
 	}
 	return cli_fail("load", code);
 }

@@ -57,7 +57,9 @@ static const cli_command commands[] = {
 	 "  -a, --all  directories and links too, not only items\n"
 	 "  --json     one JSON object per node\n"},
 	{"mkdir", cmd_mkdir, "mkdir [-p] PATH",
-	 "Make a directory.\n"
+	 "Make a directory.  If PATH is an item, it becomes an item that is\n"
+	 "also a directory (item+dir): it keeps its value and can now hold\n"
+	 "children.  An existing directory is an error without -p.\n"
 	 "\n"
 	 "  -p, --parents  make missing ancestors; no error if it exists\n"},
 	{"ln", cmd_ln, "ln -s TARGET LINK",
@@ -69,15 +71,23 @@ static const cli_command commands[] = {
 	 "Print the path of the node whose id is ID: the id 'stat' shows,\n"
 	 "which is also the inode number keytreefs gives the node.\n"},
 	{"rm", cmd_rm, "rm [-r] [--prune] PATH",
-	 "Remove the node at PATH (a link itself, not its target).\n"
+	 "Remove the node at PATH (a link itself, not its target).  A\n"
+	 "directory with children needs -r.\n"
 	 "\n"
 	 "  -r, --recursive  remove the whole subtree, atomically\n"
 	 "  --prune          then remove ancestors left empty\n"},
-	{"mv", cmd_mv, "mv [--no-replace|--exchange] SRC DST",
-	 "Rename SRC, with its subtree, to DST atomically.\n"
+	{"mv", cmd_mv, "mv [-T] [-n|--exchange] SRC... DST",
+	 "Move SRC, with its subtree, atomically.  If DST is an existing\n"
+	 "directory (or a link to one), SRC moves into it, keeping its name,\n"
+	 "as mv(1) does; otherwise DST is SRC's new path.  With several SRCs,\n"
+	 "DST must be a directory and they all move, or none does.\n"
 	 "\n"
-	 "  --no-replace   fail if DST exists\n"
-	 "  --exchange     swap SRC and DST, which must both exist\n"},
+	 "  -T, --no-target-directory\n"
+	 "                    DST is the new path, never a directory to move "
+	 "into\n"
+	 "  -n, --no-replace  fail if the target exists\n"
+	 "  --exchange        swap SRC and DST, which must both exist "
+	 "(implies -T)\n"},
 	{"stat", cmd_stat, "stat [-L] [--json] PATH",
 	 "Show the kind, id, size, mode, owner, times, version and attribute\n"
 	 "count of the node at PATH.  A link is shown itself.\n"

@@ -49,19 +49,84 @@ int cli_open(kt_store **out, int write)
 	}
 }
 
-/* kt_errmsg() begins with "op 'path': " when it names the path the user
- * gave; drop that so the message does not say the path twice. */
-static const char *strip_prefix(const char *msg)
-{
-	const char *q = strstr(msg, "': ");
-	const char *p = msg;
+/* ---- library messages in the user's terms ----
+ *
+ * kt_errmsg() starts with the library call that failed and the path it was
+ * given ("put '/a/b': ...", "batch operation 2 (put): put '/a/b': ...",
+ * "id_path: ..."): right for a C programmer, noise for someone who typed
+ * "keytree put".  The tool drops the call's name; the path stays when it is
+ * not the one the message is already reported against ("/a/b: ...").
+ */
 
-	if (q == NULL)
-		return msg;
-	while (p < q && (*p == '_' || *p == ' ' || (*p >= 'a' && *p <= 'z')))
-		p++;
-	if (*p != '\'' || p == msg || strstr(p + 1, "': ") != q)
-		return msg;
+/* Length of a library call's name at @p s ("put", "attr_set"), or 0. */
+static size_t op_name_len(const char *s)
+{
+	size_t n = 0;
+
+	while ((s[n] >= 'a' && s[n] <= 'z') || s[n] == '_')
+		n++;
+	return n;
+}
+
+/* @p path as kt__show() quotes it in messages: bytes from ' ' to '~'
+ * except '\\', and bytes from 0x80, as they are; others as \xHH; cut at 160
+ * bytes with "...". */
+static void shown_path(char *out, size_t outsz, const char *path)
+{
+	const unsigned char *b = (const unsigned char *)path;
+	size_t i, o = 0, len = strlen(path);
+
+	for (i = 0; i < len && o + 5 < outsz; i++) {
+		if ((b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\') ||
+		    b[i] >= 0x80)
+			out[o++] = (char)b[i];
+		else
+			o += (size_t)snprintf(out + o, outsz - o, "\\x%02x",
+					      b[i]);
+	}
+	out[o] = '\0';
+}
+
+/* Does the quoted path @p q (@p qlen bytes) of a message name @p what? */
+static int names_what(const char *q, size_t qlen, const char *what)
+{
+	char shown[1100];
+	size_t n;
+
+	if (what == NULL)
+		return 0;
+	shown_path(shown, sizeof(shown), what);
+	n = strlen(shown);
+	if (qlen == n && memcmp(q, shown, n) == 0)
+		return 1;
+	/* A long path is cut to "...". */
+	return qlen > 3 && memcmp(q + qlen - 3, "...", 3) == 0 &&
+	       n >= qlen - 3 && memcmp(q, shown, qlen - 3) == 0;
+}
+
+/* At @p s, "call 'PATH': " or "rename 'PATH' to 'OTHER': ": set @p path,
+ * @p plen and return where the rest begins; else NULL.  A quote followed by
+ * a space inside PATH means this is prose ("name 'x' is ..."), not a head. */
+static const char *call_head(const char *s, const char **path, size_t *plen)
+{
+	size_t n = op_name_len(s);
+	const char *p, *q, *to;
+
+	if (n == 0 || strncmp(s + n, " '", 2) != 0)
+		return NULL;
+	p = s + n + 2;
+	q = strstr(p, "': ");
+	to = strstr(p, "' to '");
+	if (to != NULL && (q == NULL || to < q)) {
+		*path = p;
+		*plen = (size_t)(to - p);
+		q = strstr(to + 6, "': ");
+	} else {
+		*path = p;
+		*plen = q ? (size_t)(q - p) : 0;
+	}
+	if (q == NULL || memchr(*path, '\'', *plen) != NULL)
+		return NULL;
 	return q + 3;
 }
 
@@ -84,17 +149,55 @@ int cli_fail_busy(const char *dir)
 	return cli_fail_msg(dir, "the store is %s", msg);
 }
 
+const char *cli_errmsg(const char *what, int code)
+{
+	static char out[1100];
+	const char *s = kt_errmsg(), *rest, *path, *colon;
+	size_t o = 0, n, plen;
+	int start = 1;
+
+	if (s == NULL || s[0] == '\0')
+		return kt_strerror(code);
+	while (*s != '\0' && o + 1 < sizeof(out)) {
+		if (start && strncmp(s, "batch operation ", 16) == 0 &&
+		    (rest = strstr(s, "): ")) != NULL) {
+			s = rest + 3;
+			continue;
+		}
+		n = op_name_len(s);
+		if (start && n > 0 && strncmp(s + n, ": ", 2) == 0) {
+			s += n + 2; /* "id_path: ..." */
+			start = 0;
+			continue;
+		}
+		start = 0;
+		if ((rest = call_head(s, &path, &plen)) != NULL) {
+			if (!names_what(path, plen, what))
+				o += (size_t)snprintf(out + o, sizeof(out) - o,
+						      "%.*s: ", (int)plen,
+						      path);
+			s = rest;
+			continue;
+		}
+		/* Prose up to the next ": ", after which a call may follow
+		 * ("in the target of link '/l': get '/a': ..."). */
+		colon = strstr(s, ": ");
+		n = colon ? (size_t)(colon - s) + 2 : strlen(s);
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%.*s", (int)n,
+				      s);
+		s += n;
+	}
+	if (o >= sizeof(out))
+		o = sizeof(out) - 1;
+	out[o] = '\0';
+	return out;
+}
+
 int cli_fail(const char *what, int code)
 {
-	const char *msg = kt_errmsg();
-
-	if (msg == NULL || msg[0] == '\0')
-		msg = kt_strerror(code);
-	else
-		msg = strip_prefix(msg);
 	fputs("keytree: ", stderr);
 	cli_put_name(stderr, what, strlen(what));
-	fprintf(stderr, ": %s\n", msg);
+	fprintf(stderr, ": %s\n", cli_errmsg(what, code));
 	return CLI_FAIL;
 }
 

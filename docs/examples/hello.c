@@ -2,8 +2,9 @@
  * hello.c - a tour of the keytree API.
  *
  * Creates a store, fills it with a few customer records, links to one of
- * them, reads through the link, lists and searches, renames and deletes,
- * checks the store's invariants and prints everything that is left.
+ * them, reads through the link, lists and searches, renames and deletes
+ * (saying what it renamed and deleted), checks the store's invariants and
+ * prints everything that is left.
  *
  *   cc hello.c $(pkg-config --cflags --libs keytree) -o hello
  *   ./hello            a store in a temporary directory, removed at the end
@@ -146,10 +147,13 @@ int main(int argc, char **argv)
 	/* Rename moves a node with its subtree atomically, and delete with
 	 * KT_DELETE_RECURSIVE removes a whole subtree in one atomic write. */
 	TRY(kt_rename(store, "/customers/c-2", "/customers/c-3", 0));
+	printf("renamed /customers/c-2 to /customers/c-3, with its subtree\n");
 	TRY(kt_delete(store, "/customers/c-1/orders", KT_DELETE_RECURSIVE));
+	printf("deleted /customers/c-1/orders and everything under it\n");
 
 	/* Verify every invariant of the rows: 0 means the store is sound. */
 	TRY(kt_check(&nbad, store, report, NULL));
+	printf("checked the store: %zu broken invariants\n", nbad);
 
 	printf("what the store holds now:\n");
 	TRY(kt_find_new(&it, store, "/", 0));

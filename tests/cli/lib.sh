@@ -58,6 +58,26 @@ err_has() { grep -qF -- "$1" "$ERR" || fail "stderr lacks '$1'"; }
 out_has() { grep -qF -- "$1" "$OUT" || fail "stdout lacks '$1'"; }
 err_empty() { [ ! -s "$ERR" ] || fail "stderr is not empty"; }
 
+# err_is TEXT: stderr is exactly TEXT (one line).
+err_is() { eq "$(cat "$ERR")" "$1" "stderr"; }
+
+# err_plain: no message on stderr names a library call ("put '/a': ",
+# "id_path: ", "batch operation 2 (put): ") or starts LevelDB's own text
+# ("read: Corruption", "scan: ...") where the user's terms belong.
+err_plain() {
+	! grep -Eq -- "(^|: )[a-z_]+ '[^']*'(: | to ')|^keytree: [^:]*: [a-z_]+: |batch operation|(read|scan|write|sync): " "$ERR" ||
+		fail "stderr names a library call"
+}
+
+# snapshot / unchanged: `keytree dump` of the store before a refused
+# command, and the proof that it is the same afterwards.
+snapshot() { kt dump >"$TMP/snapshot" || fail "dump before"; }
+unchanged() {
+	kt dump >"$TMP/snapshot.after" || fail "dump after"
+	cmp -s "$TMP/snapshot" "$TMP/snapshot.after" ||
+		fail "the store changed: $(diff "$TMP/snapshot" "$TMP/snapshot.after" | head -n 20)"
+}
+
 new_store() { kt init; }
 
 run_case() {

@@ -16,6 +16,24 @@ t_mkdir() {
 	out_has "kind: dir"
 }
 
+# mkdir of an item makes it an item that is also a directory, keeping its
+# value; --help and the man page say so.
+t_mkdir_of_item() {
+	new_store
+	run 0 kt put /i v
+	run 0 kt mkdir /i
+	run 0 kt stat /i
+	out_has "kind: item+dir"
+	run 0 kt get /i
+	out_is v
+	run 0 kt mkdir --help
+	out_has "item+dir"
+	out_has "keeps its value"
+	: "${KT_SRC:?}"
+	grep -q "keeps its value" "$KT_SRC/docs/keytree.1" ||
+		fail "the man page does not say what mkdir does to an item"
+}
+
 t_ln_readlink() {
 	new_store
 	run 0 kt ln -s ../some/where /l
@@ -102,6 +120,113 @@ t_mv() {
 	out_is 2
 }
 
+# mv SRC DIR, DIR an existing directory: SRC moves into it, as mv(1)
+# does, following a link to a directory.
+t_mv_into_directory() {
+	new_store
+	run 0 kt put /a/x 1
+	run 0 kt put /b 2
+	run 0 kt mkdir /d
+	run 0 kt mv /a /d
+	run 0 kt get /d/a/x
+	out_is 1
+	run 1 kt stat /a
+	run 0 kt ln -s /d /ld
+	run 0 kt mv /b /ld
+	run 0 kt get /d/b
+	out_is 2
+	run 0 kt readlink /ld
+	out_is /d
+	# An item that is also a directory is a directory to move into.
+	run 0 kt put /i v
+	run 0 kt mkdir /i
+	run 0 kt mv /d/b /i
+	run 0 kt get /i/b
+	out_is 2
+	run 0 kt get /i
+	out_is v
+}
+
+# -T (--no-target-directory): DST is the new path, as mv used to treat it.
+t_mv_no_target_directory() {
+	new_store
+	run 0 kt put /a/x 1
+	run 0 kt mkdir /d
+	run 0 kt mv -T /a /d
+	run 0 kt get /d/x
+	out_is 1
+	run 1 kt stat /a
+	run 0 kt put /f v
+	run 0 kt mkdir /e
+	snapshot
+	run 1 kt mv --no-target-directory /f /e
+	err_is "keytree: /f: '/e' is a directory"
+	err_plain
+	unchanged
+	run 2 kt mv -T /f /e /d
+	err_has "extra operand '/d'"
+	unchanged
+}
+
+# Several sources move into a directory together, or none does.
+t_mv_several_into_directory() {
+	new_store
+	run 0 kt put /p 1
+	run 0 kt put /q/r 2
+	run 0 kt mkdir /z
+	run 0 kt mv /p /q /z
+	run 0 kt get /z/p
+	out_is 1
+	run 0 kt get /z/q/r
+	out_is 2
+	run 1 kt stat /p
+	run 1 kt stat /q
+}
+
+t_mv_several_refused() {
+	new_store
+	run 0 kt put /p 1
+	run 0 kt put /q 2
+	run 0 kt put /f v
+	run 0 kt mkdir /z
+	run 0 kt put /z/q old
+	snapshot
+	run 1 kt mv /p /q /f
+	err_is "keytree: /f: not a directory, so several sources cannot move into it"
+	unchanged
+	run 1 kt mv /p /q /nope
+	err_is "keytree: /nope: no such node"
+	unchanged
+	run 1 kt mv /p /nope /z
+	err_is "keytree: /nope: no such node"
+	err_plain
+	unchanged
+	run 1 kt mv -n /p /q /z
+	err_is "keytree: /q: '/z/q' exists"
+	err_plain
+	unchanged
+	run 2 kt mv --exchange /p /q /z
+	err_has "extra operand '/z'"
+	unchanged
+}
+
+t_mv_into_refused() {
+	new_store
+	run 0 kt put /c 1
+	run 0 kt put /d/c/x 2
+	run 0 kt put /d/y 3
+	snapshot
+	run 1 kt mv /c /d
+	err_is "keytree: /c: '/d/c' is a directory"
+	err_plain
+	run 1 kt mv --no-replace /d/y /d
+	err_is "keytree: /d/y: the source and the target are the same node"
+	run 1 kt mv /d /d/c
+	err_is "keytree: /d: a directory cannot move into its own subtree"
+	err_plain
+	unchanged
+}
+
 t_mv_exchange() {
 	new_store
 	run 0 kt put /a 1
@@ -112,6 +237,13 @@ t_mv_exchange() {
 	run 0 kt get /b
 	out_is 1
 	run 1 kt mv --exchange /a /none
+	# An exchange swaps the two names given, even with a directory.
+	run 0 kt put /d/x 3
+	run 0 kt mv --exchange /a /d
+	run 0 kt get /a/x
+	out_is 3
+	run 0 kt get /d
+	out_is 2
 }
 
 t_stat() {

@@ -46,6 +46,14 @@ reject() {
 		failures=$((failures + 1))
 		return
 	fi
+	# The user's terms: no library call ("put '/x': ") in the message.
+	if grep -Eq -- "(^|: )[a-z_]+ '[^']*'(: | to ')|batch operation" \
+		"$TMP/err"; then
+		echo "FAIL $name: message names a library call:" >&2
+		cat "$TMP/err" >&2
+		failures=$((failures + 1))
+		return
+	fi
 	kt dump >"$TMP/after"
 	if ! cmp -s "$TMP/before" "$TMP/after"; then
 		echo "FAIL $name: the store changed" >&2
@@ -104,7 +112,7 @@ $(rec /new v)
 $(rec "/x${D}y" v)
 {\"end\":true,\"records\":2}
 "
-reject load_name_with_delimiter "line 3" load_from delim_name
+reject load_name_with_delimiter "line 3: /x${D}y: name" load_from delim_name
 
 # "/a\0b" in base64: a NUL inside a name.
 dumpfile nul_name "$HDR
@@ -119,14 +127,15 @@ $(rec /new v)
 $(rec /dir/./x v)
 {\"end\":true,\"records\":2}
 "
-reject load_dot_name "line 3" load_from dot_name
+reject load_dot_name "line 3: /dir/./x: '.' is not" load_from dot_name
 
 dumpfile long_name "$HDR
 $(rec /new v)
 $(rec "/$(printf 'n%.0s' $(seq 256))" v)
 {\"end\":true,\"records\":2}
 "
-reject load_name_256_bytes "line 3" load_from long_name
+reject load_name_256_bytes "name of 256 bytes is over the limit" \
+	load_from long_name
 
 dumpfile unknown_field "$HDR
 {\"path\":\"/z\",\"kind\":\"item\",$META,\"value\":\"v\",\"colour\":1}
@@ -139,11 +148,12 @@ $(rec /new v)
 {\"path\":\"/a\",\"kind\":\"link\",\"mode\":511,\"uid\":0,\"gid\":0,\"atime\":1,\"mtime\":1,\"target\":\"/dir\"}
 {\"end\":true,\"records\":2}
 "
-reject load_link_over_item "line 3" load_from link_over_item
+reject load_link_over_item "line 3: /a: something already exists" \
+	load_from link_over_item
 
 reject put_name_with_delimiter "x${D}y" kt put "/x${D}y" v
 reject mkdir_dot_name "." kt mkdir /dir/.
-reject rm_not_empty "/dir" kt rm /dir
+reject rm_not_empty "/dir: directory not empty (use rm -r" kt rm /dir
 
 echo "errors_cli: $cases cases, $failures failed"
 [ "$failures" -eq 0 ]

@@ -253,7 +253,7 @@ int kt_lstat(kt_statbuf *sb, kt_store *st, const char *path)
  * is seen and the lookup tried again, so the answer was true at the moment
  * of the second read. */
 static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
-			uint64_t id, const char *op);
+			uint64_t id);
 
 static int id_lookup(kt__node *n, kt__buf *path, kt_store *st, uint64_t id,
 		     const char *op)
@@ -262,28 +262,29 @@ static int id_lookup(kt__node *n, kt__buf *path, kt_store *st, uint64_t id,
 
 	if (st == NULL)
 		return kt__err(KT_EINVAL, "%s: store is NULL", op);
-	return id_lookup_rd(n, path, &rd, id, op);
+	return id_lookup_rd(n, path, &rd, id);
 }
 
 /* As id_lookup, through reader @p rd (over a snapshot, one pass is
- * enough: the id row and the node row agree or the store is damaged). */
+ * enough: the id row and the node row agree or the store is damaged).
+ * The messages name the id, not the call: the id is what a user gave. */
 static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
-			uint64_t id, const char *op)
+			uint64_t id)
 {
 	kt_store *st = rd->st;
 	kt__buf part = {0}, val = {0};
 	int rc, tries;
 
 	if (st->format < 2)
-		return kt__err(KT_EVERSION, "%s: the store has format version "
-			       "%u, which has no id rows; open it writable "
-			       "once to upgrade it", op, st->format);
+		return kt__err(KT_EVERSION, "the store has format version %u, "
+			       "which has no id rows; open it writable once "
+			       "to upgrade it", st->format);
 	for (tries = 0; tries < (rd->snap ? 1 : 8); tries++) {
 		part.len = 0;
 		rc = kt__id_get(&part, rd, id);
 		if (rc == KT_ENOTFOUND)
-			return kt__err(KT_ENOTFOUND, "%s: no node has id %llu",
-				       op, (unsigned long long)id);
+			return kt__err(KT_ENOTFOUND, "no node has id %llu",
+				       (unsigned long long)id);
 		if (rc == 0)
 			rc = kt__rd_get(rd, kt__sl(part.p ? part.p : "",
 						    part.len),
@@ -302,9 +303,9 @@ static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
 			goto out;
 	}
 	if (rc != 0) {
-		rc = kt__err(KT_ECORRUPT, "%s: the id row of %llu names a path"
-			     " whose node has another id or is missing", op,
-			     (unsigned long long)id);
+		rc = kt__err(KT_ECORRUPT, "the store is damaged: the id row of "
+			     "%llu names a path whose node has another id or "
+			     "is missing", (unsigned long long)id);
 		goto out;
 	}
 	if (path != NULL)
@@ -495,10 +496,10 @@ int kt_id_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 	/* One snapshot for the id row, the node row and the blocks. */
 	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
 		return rc;
-	rc = id_lookup_rd(&n, NULL, &rd, id, "id_read");
+	rc = id_lookup_rd(&n, NULL, &rd, id);
 	if (rc == 0 && !(n.kind & KT_KIND_ITEM))
 		rc = kt__err(n.kind == KT_KIND_LINK ? KT_EINVAL : KT_EISDIR,
-			     "id_read: node %llu is %s", (unsigned long long)id,
+			     "node %llu is %s", (unsigned long long)id,
 			     n.kind == KT_KIND_LINK ? "a link"
 						    : "a directory without a "
 						      "value");

@@ -256,7 +256,8 @@ int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len)
 	if (rc == 0) {
 		rc = node_decode_take(n, &val);
 		if (rc == KT_ECORRUPT)
-			kt__err_prefix("node '%.*s'", (int)len, p);
+			kt__err_prefix("the store is damaged at '%.*s'",
+				       (int)len, p);
 	}
 	kt__buf_free(&part);
 	kt__buf_free(&val);

@@ -48,7 +48,10 @@ struct kt__cursor {
 	int done;
 };
 
-/* Map a LevelDB error string to a code and record the message. */
+/* Map a LevelDB error string to a code and record the message: @p what
+ * says, in a user's terms, what failed ("reading the store failed", or
+ * "open 'DIR'"), the code's meaning follows, and LevelDB's own text comes
+ * last, in parentheses, as the detail. */
 static int ldb_error(char *err, const char *what)
 {
 	char shown[512];
@@ -70,7 +73,11 @@ static int ldb_error(char *err, const char *what)
 		kt__err(code, "%s: the store is in use by another process "
 			"(LevelDB lock held): %s", what, shown);
 	else
-		kt__err(code, "%s: %s", what, shown);
+		kt__err(code, "%s: %s (LevelDB: %s)", what,
+			code == KT_ECORRUPT    ? "the store is damaged"
+			: code == KT_ENOTFOUND ? "the store is missing"
+					       : "I/O error",
+			shown);
 	leveldb_free(err);
 	return code;
 }
@@ -119,7 +126,7 @@ static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 	val = leveldb_get(l->db, ropts_of(l, snap), key, klen, &vlen, &err);
 	kt__buf_free(&kb);
 	if (err != NULL)
-		return ldb_error(err, "read");
+		return ldb_error(err, "reading the store failed");
 	if (val == NULL)
 		return KT_ENOTFOUND;
 	rc = kt__buf_set(out, val, vlen);
@@ -232,7 +239,7 @@ static int ldb_next(kt__cursor *c, kt__row *row)
 	leveldb_iter_get_error(c->it, &err);
 	if (err != NULL) {
 		c->done = 1;
-		return ldb_error(err, "scan");
+		return ldb_error(err, "reading the store failed");
 	}
 	if (!leveldb_iter_valid(c->it)) {
 		c->done = 1;
@@ -315,7 +322,7 @@ static int ldb_commit(kt__rows *r, const kt__write *w, size_t n, int sync)
 	if (rc == 0) {
 		leveldb_write(l->db, sync ? l->wopts_sync : l->wopts, wb, &err);
 		if (err != NULL)
-			rc = ldb_error(err, "write");
+			rc = ldb_error(err, "writing to the store failed");
 	}
 	kt__buf_free(&k);
 	leveldb_writebatch_destroy(wb);
@@ -332,7 +339,7 @@ static int ldb_sync(kt__rows *r)
 	leveldb_write(l->db, l->wopts_sync, wb, &err);
 	leveldb_writebatch_destroy(wb);
 	if (err != NULL)
-		return ldb_error(err, "sync");
+		return ldb_error(err, "flushing the store to disk failed");
 	return 0;
 }
 
@@ -348,7 +355,7 @@ static int ldb_empty(kt__rows *r)
 	leveldb_iter_get_error(it, &err);
 	leveldb_iter_destroy(it);
 	if (err != NULL)
-		return ldb_error(err, "scan");
+		return ldb_error(err, "reading the store failed");
 	return empty;
 }
 
