@@ -473,7 +473,7 @@ static void test_format__rows_as_documented(void **state)
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const char *alice = "{\"name\":\"Alice\"}";
 	const char *target = "/Accounts/123456/Links/xyzpdq";
-	const unsigned char hdr[] = "keytree\0\x02\0\0\0\0\x40\0\0\0\x10\0\0"
+	const unsigned char hdr[] = "keytree\0\x03\0\0\0\0\x40\0\0\0\x10\0\0"
 				    "\x02\xc2\xa6";
 	uint64_t acct, item, ln, big, root;
 	unsigned char *v, *bigv = big_value();
