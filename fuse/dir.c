@@ -241,9 +241,12 @@ static int child_stat(struct stat *st, struct fill *f,
 	memset(st, 0, sizeof(*st));
 	if (!f->plus) {
 		st->st_ino = e->id;
-		st->st_mode = (e->kind & KT_KIND_LINK)  ? S_IFLNK
-			      : (e->kind & KT_KIND_DIR) ? S_IFDIR
-							: S_IFREG;
+		if (e->kind == KT_KIND_SPECIAL) /* the index row's type */
+			st->st_mode = ktfs_type_mode(e->type);
+		else
+			st->st_mode = (e->kind & KT_KIND_LINK)  ? S_IFLNK
+				      : (e->kind & KT_KIND_DIR) ? S_IFDIR
+								: S_IFREG;
 		return 0;
 	}
 	if (!(p = ktfs_child_path(dir->path, dir->path_len, e->name)))

@@ -17,7 +17,8 @@
  *   node.c   inode resolution, the namespace lock, attributes, replies
  *   open.c   the open table and the orphans of files unlinked while open
  *   file.c   open, create, read, write, flush, release, fsync
- *   ns.c     lookup, mkdir, unlink, rmdir, symlink, readlink, rename, ...
+ *   ns.c     lookup, mkdir, mknod, unlink, rmdir, symlink, readlink,
+ *            rename, ...
  *   dir.c    opendir, readdir, readdirplus, releasedir, fsyncdir
  *   attr.c   getattr, setattr, statfs, extended attributes
  *   errno.c  kt_error -> errno
@@ -155,6 +156,10 @@ int ktfs_is_value_name(const struct ktfs *fs, const char *name);
  * file).  A link costs one more read, for the length readlink returns. */
 void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
 		    const kt_statbuf *ks, int value);
+
+/** The S_IF* file type bits of a special file of type @p type
+ * (KT_TYPE_*), e.g. S_IFIFO for KT_TYPE_FIFO; 0 for an unknown type. */
+mode_t ktfs_type_mode(unsigned int type);
 
 /** ktfs_fill_stat() of a resolved node (an orphan: link count 0). */
 void ktfs_node_stat(struct stat *st, struct ktfs *fs,

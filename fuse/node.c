@@ -141,6 +141,21 @@ int ktfs_link_shows_mountpoint(const struct ktfs *fs, const char *target)
 	return !fs->abslinks_host && target[0] == '/';
 }
 
+mode_t ktfs_type_mode(unsigned int type)
+{
+	switch (type) {
+	case KT_TYPE_FIFO:
+		return S_IFIFO;
+	case KT_TYPE_CHR:
+		return S_IFCHR;
+	case KT_TYPE_BLK:
+		return S_IFBLK;
+	case KT_TYPE_SOCK:
+		return S_IFSOCK;
+	}
+	return 0;
+}
+
 void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
 		    const kt_statbuf *ks, int value)
 {
@@ -165,6 +180,10 @@ void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
 		st->st_mode = S_IFDIR | (ks->mode & 07777);
 		st->st_nlink = 2 + ks->nsubdirs;
 		st->st_size = 0; /* the value is in the value file */
+	} else if (ks->kind == KT_KIND_SPECIAL) {
+		/* The kernel gives it FIFO, socket or device semantics. */
+		st->st_mode = ktfs_type_mode(ks->type) | (ks->mode & 07777);
+		st->st_rdev = (dev_t)ks->rdev;
 	} else {
 		st->st_mode = S_IFREG | (ks->mode & 07777);
 	}

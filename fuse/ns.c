@@ -159,17 +159,77 @@ void ktfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_reply_err(req, rc);
 }
 
-/* Only regular files, directories and links exist in a store: mknod
- * makes a regular file as create would; device nodes, FIFOs and sockets
- * are refused. */
+/* The KT_TYPE_* of the file type in @p mode; 0 when it is no special
+ * file. */
+static unsigned int special_type(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFIFO:
+		return KT_TYPE_FIFO;
+	case S_IFCHR:
+		return KT_TYPE_CHR;
+	case S_IFBLK:
+		return KT_TYPE_BLK;
+	case S_IFSOCK:
+		return KT_TYPE_SOCK;
+	}
+	return 0;
+}
+
+/* mknod of a regular file makes one as create would.  A FIFO, socket
+ * (bind() of a Unix socket comes here) or device node becomes a special
+ * file that records its type and device number; the kernel gives it its
+ * behaviour, and opens of it never reach keytreefs.  Made as mkdir makes
+ * a directory: the name checked free, then made, under its name stripe. */
 void ktfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mode_t mode, dev_t rdev)
 {
-	(void)rdev;
-	if (S_ISREG(mode))
+	struct ktfs *fs = ktfs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	unsigned int type = special_type(mode);
+	/* Only a device has a number; the kernel passes 0 for the rest. */
+	uint64_t dev = (type == KT_TYPE_CHR || type == KT_TYPE_BLK) ? rdev : 0;
+	pthread_mutex_t *stripe;
+	struct child c;
+	kt_statbuf ks;
+	struct stat st;
+	int rc;
+
+	if (S_ISREG(mode)) {
 		ktfs_mknod_file(req, parent, name, mode);
+		return;
+	}
+	if (type == 0) {
+		ktfs_reply_err(req, -EINVAL);
+		return;
+	}
+	ktfs_ns_lock(fs, 0);
+	if ((rc = child_get(&c, fs, parent, name, 1)) == 0) {
+		stripe = ktfs_name_lock(fs, c.dir.st.id, name);
+		if (c.value || kt_lstat(&ks, fs->store, c.path) == 0) {
+			rc = -EEXIST;
+		} else {
+			/* The caller's, with the mode after its umask; in a
+			 * set-group-ID directory, the directory's group. */
+			o.flags = KT_CREATE_MODE | KT_CREATE_OWNER;
+			o.mode = mode & 07777 & ~ctx->umask;
+			o.uid = ctx->uid;
+			o.gid = (c.dir.st.mode & S_ISGID) ? c.dir.st.gid
+							  : ctx->gid;
+			rc = ktfs_errno(
+				kt_mknod(fs->store, c.path, type, dev, &o));
+			if (rc == 0)
+				rc = made_stat(&st, fs, c.path);
+		}
+		pthread_mutex_unlock(stripe);
+		child_free(&c);
+	}
+	ktfs_ns_unlock(fs);
+	if (rc == 0)
+		ktfs_reply_entry(req, fs, &st);
 	else
-		ktfs_reply_err(req, -EPERM);
+		ktfs_reply_err(req, rc);
 }
 
 /* keytree has no hard links (EPERM), but linkat(2) of a file opened with
@@ -348,7 +408,8 @@ static int value_rename(struct ktfs *fs, const struct child *from,
 		return -EINVAL;
 	if ((rc = child_stat(&fs_, fs, from)) < 0)
 		return rc;
-	if (!from->value && (fs_.kind & (KT_KIND_DIR | KT_KIND_LINK)))
+	if (!from->value &&
+	    (fs_.kind & (KT_KIND_DIR | KT_KIND_LINK | KT_KIND_SPECIAL)))
 		return (fs_.kind & KT_KIND_DIR) ? -EISDIR : -EINVAL;
 	rc = kt_lstat(&ts, fs->store, to->path);
 	if (to->value && rc < 0)

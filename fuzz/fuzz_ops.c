@@ -274,7 +274,8 @@ static void run_step(mctx *c)
 				(o->type == OP_RENAME &&
 				 path_err(o->p2) != 0) ||
 				strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
-				(o->type == OP_SYMLINK && o->p2[0] == '\0')));
+				(o->type == OP_SYMLINK && o->p2[0] == '\0') ||
+				(o->type == OP_MKNOD && mknod_args_bad(o))));
 			/* past the end of the input the same invalid choice
 			 * would come forever: end the batch here */
 			if (c->exhausted) {

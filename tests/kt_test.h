@@ -169,6 +169,9 @@ static inline void kt_test_digest_node(kt_test_str *s, kt_store *st, const char 
 			 (long long)sb.mtime_ns, (long long)sb.ctime_ns,
 			 (unsigned long long)sb.version, (unsigned)sb.nsubdirs,
 			 (unsigned)sb.nattrs);
+	if (sb.kind & KT_KIND_SPECIAL)
+		kt_test_str_addf(s, "T%u.%llu|", sb.type,
+				 (unsigned long long)sb.rdev);
 	if (sb.kind & KT_KIND_LINK) {
 		char *t = NULL;
 		size_t tl = 0;

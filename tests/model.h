@@ -242,6 +242,8 @@ typedef struct mnode {
 	unsigned char *val; /* ITEM: the value */
 	size_t vlen;
 	char *target; /* LINK: the target */
+	unsigned int type; /* SPECIAL: KT_TYPE_* */
+	uint64_t rdev;	   /* SPECIAL: the device number */
 	mattr *attrs; /* sorted by name */
 	size_t nattrs;
 	uint64_t id;	    /* 0 until first observed */
@@ -532,6 +534,7 @@ enum {
 	OP_RENAME,
 	OP_ATTR_SET,
 	OP_ATTR_DELETE,
+	OP_MKNOD,
 	OP_BATCH,
 	OP__COUNT
 };
@@ -547,6 +550,8 @@ typedef struct op {
 	const char *aname;
 	unsigned char *val;
 	size_t vlen;
+	unsigned int ftype; /* mknod: KT_TYPE_* (or a bad one) */
+	uint64_t rdev;	    /* mknod: the device number */
 } op;
 
 typedef struct mctx {
@@ -642,6 +647,8 @@ static const char *kindname(unsigned int k)
 	static const char *const names[8] = {
 		"none", "item",	     "dir",	 "item+dir",
 		"link", "link+item", "link+dir", "link+item+dir"};
+	if (k == KT_KIND_SPECIAL)
+		return "special";
 	return k < 8 ? names[k] : "bad-kind";
 }
 
@@ -801,12 +808,29 @@ static void gen_op(mctx *c, op *o)
 	if (rn(c, 50) == 0)
 		o->aname = anames[NANAMES - 1];
 	o->p2[0] = '\0';
+	o->ftype = 0;
+	o->rdev = 0;
 	pick_path(c, o->p1);
-	if (r < 24) {
+	if (r < 20) {
 		o->type = OP_PUT;
 		if (rn(c, 10) == 0)
 			o->flags = KT_CREATE_EXCL;
 		rand_value(c, o);
+	} else if (r < 24) {
+		static const unsigned int types[] = {
+			KT_TYPE_FIFO, KT_TYPE_SOCK, KT_TYPE_CHR, KT_TYPE_BLK};
+		o->type = OP_MKNOD;
+		o->ftype = types[rn(c, 4)];
+		if (o->ftype == KT_TYPE_CHR || o->ftype == KT_TYPE_BLK)
+			o->rdev = rn(c, 3) ? rn(c, 2000) : 0;
+		if (rn(c, 4) == 0)
+			o->flags = KT_CREATE_PARENTS; /* changes nothing */
+		/* now and then one the library must refuse */
+		r = rn(c, 40);
+		if (r == 0)
+			o->ftype = rn(c, 2) ? 5 : 0;
+		else if (r == 1 && o->ftype == KT_TYPE_FIFO)
+			o->rdev = 1 + rn(c, 100);
 	} else if (r < 35) {
 		o->type = OP_MKDIR;
 		if (rn(c, 2))
@@ -894,6 +918,13 @@ static void describe_op(char *desc, size_t cap, const op *o)
 			 o->flags == KT_RENAME_NOREPLACE  ? "NOREPLACE"
 			 : o->flags == KT_RENAME_EXCHANGE ? "EXCHANGE"
 							  : "0");
+		break;
+	case OP_MKNOD:
+		snprintf(desc, cap, "kt_mknod(\"%s\", type %u, rdev %llu, %s)",
+			 o->p1, o->ftype, (unsigned long long)o->rdev,
+			 o->flags	? "KT_CREATE_PARENTS"
+			 : o->null_opts ? "NULL"
+					: "0");
 		break;
 	case OP_ATTR_SET:
 		snprintf(desc, cap,
@@ -1075,7 +1106,8 @@ static int walk_parent(mctx *c, const char *path, int mode, walk *w)
 			continue;
 		}
 		if (!(n->kind & KT_KIND_DIR)) {
-			if (mode != W_CREATE)
+			/* only an item can become a directory too */
+			if (mode != W_CREATE || !(n->kind & KT_KIND_ITEM))
 				return KT_ENOTDIR;
 			snprintf(tag, sizeof(tag), "v%s", child);
 			sl_push(&c->plan, tag);
@@ -1156,9 +1188,9 @@ static mnode *m_create(mctx *c, const char *path, unsigned int kind)
 	mnode *n = m_new(&c->m, path, kind);
 
 	/* the defaults of kt_create_options */
-	n->mode = kind == KT_KIND_ITEM	? 0644
-		  : kind == KT_KIND_DIR ? 0755
-					: 0777;
+	n->mode = kind == KT_KIND_ITEM || kind == KT_KIND_SPECIAL ? 0644
+		  : kind == KT_KIND_DIR				  ? 0755
+								  : 0777;
 	dirty_parent(c, path);
 	touch(c, path);
 	return n;
@@ -1214,9 +1246,12 @@ static int model_put(mctx *c, const op *o)
 		if (tn == NULL)
 			return KT_ENOTFOUND; /* dangling */
 		n = tn;
-	} else if ((o->flags & KT_CREATE_EXCL) && (n->kind & KT_KIND_ITEM)) {
+	} else if ((o->flags & KT_CREATE_EXCL) &&
+		   (n->kind & (KT_KIND_ITEM | KT_KIND_SPECIAL))) {
 		return KT_EEXISTS;
 	}
+	if (n->kind == KT_KIND_SPECIAL)
+		return KT_EINVAL; /* it holds no value */
 	assert_int_equal(c->plan.n, 0);
 	m_set_value(n, o->val, o->vlen);
 	dirty(c, n);
@@ -1242,7 +1277,7 @@ static int model_mkdir(mctx *c, const op *o)
 		m_create(c, w.path, KT_KIND_DIR);
 		return 0;
 	}
-	if (n->kind & KT_KIND_LINK)
+	if (n->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
 		return KT_EEXISTS;
 	if (n->kind & KT_KIND_DIR)
 		return parents ? 0 : KT_EEXISTS;
@@ -1270,6 +1305,45 @@ static int model_symlink(mctx *c, const op *o)
 	apply_plan(c);
 	n = m_create(c, w.path, KT_KIND_LINK);
 	n->target = xstrdup(o->p2);
+	return 0;
+}
+
+/* 1 if mknod's type or device number is one the library refuses when
+ * the operation is recorded (an unknown type, a FIFO or socket with a
+ * device number). */
+static int mknod_args_bad(const op *o)
+{
+	if (o->ftype != KT_TYPE_FIFO && o->ftype != KT_TYPE_SOCK &&
+	    o->ftype != KT_TYPE_CHR && o->ftype != KT_TYPE_BLK)
+		return 1;
+	return (o->ftype == KT_TYPE_FIFO || o->ftype == KT_TYPE_SOCK) &&
+	       o->rdev != 0;
+}
+
+/* mknod makes missing ancestors as put does, whatever the flags, and
+ * never over anything; the type and device number are checked with the
+ * path, before the store is looked at. */
+static int model_mknod(mctx *c, const op *o)
+{
+	walk w;
+	mnode *n;
+	int rc;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (mknod_args_bad(o))
+		return KT_EINVAL;
+	if (strcmp(o->p1, "/") == 0)
+		return KT_EINVAL;
+	rc = walk_parent(c, o->p1, W_CREATE, &w);
+	if (rc != 0)
+		return rc;
+	if (w.node != NULL)
+		return KT_EEXISTS;
+	apply_plan(c);
+	n = m_create(c, w.path, KT_KIND_SPECIAL);
+	n->type = o->ftype;
+	n->rdev = o->rdev;
 	return 0;
 }
 
@@ -1308,7 +1382,7 @@ static int model_delete(mctx *c, const op *o)
 	if (n == NULL)
 		return KT_ENOTFOUND;
 	if (o->flags & KT_DELETE_ITEM) {
-		if (n->kind & KT_KIND_LINK)
+		if (n->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
 			return KT_EINVAL;
 		if (!(n->kind & KT_KIND_ITEM))
 			return KT_EISDIR;
@@ -1458,6 +1532,8 @@ static int model_apply(mctx *c, const op *o)
 		return model_delete(c, o);
 	case OP_RENAME:
 		return model_rename(c, o);
+	case OP_MKNOD:
+		return model_mknod(c, o);
 	default:
 		return model_attr(c, o);
 	}
@@ -1482,6 +1558,8 @@ static int batch_record(kt_batch *b, const op *o)
 		return kt_batch_delete(b, o->p1, o->flags);
 	case OP_RENAME:
 		return kt_batch_rename(b, o->p1, o->p2, o->flags);
+	case OP_MKNOD:
+		return kt_batch_mknod(b, o->p1, o->ftype, o->rdev, cop);
 	case OP_ATTR_SET:
 		return kt_batch_attr_set(b, o->p1, o->aname, o->val, o->vlen,
 					 o->flags);
@@ -1537,6 +1615,8 @@ static int store_apply(mctx *c, const op *o)
 		return kt_delete(s, o->p1, o->flags);
 	case OP_RENAME:
 		return kt_rename(s, o->p1, o->p2, o->flags);
+	case OP_MKNOD:
+		return kt_mknod(s, o->p1, o->ftype, o->rdev, cop);
 	case OP_ATTR_SET:
 		return kt_attr_set(s, o->p1, o->aname, o->val, o->vlen,
 				   o->flags);
@@ -1605,6 +1685,14 @@ static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
 	if ((n->kind & KT_KIND_ITEM) && st->size != n->vlen)
 		mismatch(c, "%s(\"%s\"): size %llu, expected %zu", call, path,
 			 (unsigned long long)st->size, n->vlen);
+	if (st->type != n->type || st->rdev != n->rdev ||
+	    (n->kind == KT_KIND_SPECIAL && st->size != 0))
+		mismatch(c,
+			 "%s(\"%s\"): type %u rdev %llu size %llu, expected "
+			 "type %u rdev %llu size 0 (node \"%s\")",
+			 call, path, st->type, (unsigned long long)st->rdev,
+			 (unsigned long long)st->size, n->type,
+			 (unsigned long long)n->rdev, n->path);
 	if ((n->kind & KT_KIND_LINK) && st->size != strlen(n->target))
 		mismatch(c,
 			 "%s(\"%s\"): size %llu, expected %zu (link "
@@ -1715,12 +1803,13 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 		}
 		if (e->name_len != strlen(nm) ||
 		    memcmp(e->name, nm, e->name_len) != 0 ||
-		    e->kind != ch[i]->kind) {
+		    e->kind != ch[i]->kind || e->type != ch[i]->type) {
 			snprintf(msg, sizeof(msg),
-				 "entry %zu is \"%.*s\" %s, "
-				 "expected \"%s\" %s",
+				 "entry %zu is \"%.*s\" %s type %u, "
+				 "expected \"%s\" %s type %u",
 				 i, (int)e->name_len, e->name,
-				 kindname(e->kind), nm, kindname(ch[i]->kind));
+				 kindname(e->kind), e->type, nm,
+				 kindname(ch[i]->kind), ch[i]->type);
 			break;
 		}
 		cmp_id(c, "kt_iter_next", ch[i], e->id);
@@ -1836,10 +1925,11 @@ static void check_path(mctx *c, const char *path)
 	kt_free(t);
 
 	/* kt_get */
-	want = rf.rc				? rf.rc
-	       : rf.node == NULL		? KT_ENOTFOUND
-	       : (rf.node->kind & KT_KIND_ITEM) ? 0
-						: KT_EISDIR;
+	want = rf.rc				    ? rf.rc
+	       : rf.node == NULL		    ? KT_ENOTFOUND
+	       : (rf.node->kind & KT_KIND_ITEM)	    ? 0
+	       : rf.node->kind == KT_KIND_SPECIAL ? KT_EINVAL
+						    : KT_EISDIR;
 	rc = kt_get(&v, &len, s, path);
 	expect_rc(c, "kt_get", path, want, rc, &rf);
 	if (rc == 0 && (len != rf.node->vlen ||
@@ -1995,13 +2085,14 @@ static void check_all(mctx *c)
 				 "parent",
 				 p);
 		}
-		if (e->kind != mn->kind) {
-			unsigned int k = e->kind;
+		if (e->kind != mn->kind || e->type != mn->type) {
+			unsigned int k = e->kind, t = e->type;
 			kt_iter_free(it);
-			mismatch(
-				c,
-				"kt_find_new(\"/\"): \"%s\" is %s, expected %s",
-				p, kindname(k), kindname(mn->kind));
+			mismatch(c,
+				 "kt_find_new(\"/\"): \"%s\" is %s type %u, "
+				 "expected %s type %u",
+				 p, kindname(k), t, kindname(mn->kind),
+				 mn->type);
 		}
 		cmp_id(c, "kt_find_new", mn, e->id);
 		mn->mark = c->epoch;
@@ -2070,6 +2161,15 @@ static void check_all(mctx *c)
 					 (unsigned long long)mn->id, mn->path,
 					 rcname(rc), got,
 					 (unsigned long long)at, want);
+		} else if (mn->kind == KT_KIND_SPECIAL) {
+			unsigned char b[8];
+			size_t got = 0;
+			rc = kt_id_read(&got, c->f->store, mn->id, b, 8, 0);
+			if (rc != KT_EINVAL)
+				mismatch(c, "kt_id_read(%llu) of special file "
+					 "\"%s\": %s, expected KT_EINVAL",
+					 (unsigned long long)mn->id, mn->path,
+					 rcname(rc));
 		}
 	}
 

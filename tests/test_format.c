@@ -473,7 +473,7 @@ static void test_format__rows_as_documented(void **state)
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const char *alice = "{\"name\":\"Alice\"}";
 	const char *target = "/Accounts/123456/Links/xyzpdq";
-	const unsigned char hdr[] = "keytree\0\x02\0\0\0\0\x40\0\0\0\x10\0\0"
+	const unsigned char hdr[] = "keytree\0\x03\0\0\0\0\x40\0\0\0\x10\0\0"
 				    "\x02\xc2\xa6";
 	uint64_t acct, item, ln, big, root;
 	unsigned char *v, *bigv = big_value();
@@ -962,7 +962,7 @@ static void test_format__id_row_of_no_node(void **state)
 
 /* A format 1 store has no id rows: read-only it opens and checks clean
  * but cannot look ids up; the first writable open adds them and raises
- * the header to format 2. */
+ * the header to this library's format. */
 static void test_format__format_1_upgraded(void **state)
 {
 	kt_test_fixture *f = fix(state);
@@ -1335,6 +1335,327 @@ static void test_format__node_row_does_not_decode(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Special files (format 3). */
+
+/* A FIFO and a device: node rows of kind 8 with a 9-byte payload (type,
+ * u64 rdev) and size 0; index rows of 10 bytes (kind, id, type). */
+static void test_format__special_rows_as_documented(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	uint64_t fifo, dev, rdev = ((uint64_t)0x12345 << 32) | 0xabcdef01u;
+	unsigned char *v;
+	leveldb_t *db;
+	rkey k;
+	size_t vl;
+
+	ok(kt_mknod(f->store, "/s/fifo", KT_TYPE_FIFO, 0, NULL));
+	ok(kt_mknod(f->store, "/s/dev", KT_TYPE_BLK, rdev, NULL));
+	fifo = id_of(f->store, "/s/fifo");
+	dev = id_of(f->store, "/s/dev");
+	db = raw_begin(f);
+
+	k = node_key("/s/fifo");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 74 + 9);
+	assert_int_equal(v[0], 1);
+	assert_int_equal(v[1], KT_KIND_SPECIAL);
+	assert_int_equal(v[1], 8);
+	assert_int_equal(le64(v + 2), fifo);
+	assert_int_equal(le32(v + 10), 0644);
+	assert_int_equal(le64(v + 22), 0); /* size */
+	assert_int_equal(le32(v + 62), 0);
+	assert_int_equal(le32(v + 70), 0);
+	assert_memory_equal(v + 74, "\x01\0\0\0\0\0\0\0\0", 9);
+	leveldb_free(v);
+
+	k = node_key("/s/dev");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 74 + 9);
+	assert_int_equal(v[1], KT_KIND_SPECIAL);
+	assert_memory_equal(v + 74, "\x06\x01\xef\xcd\xab\x45\x23\x01\x00", 9);
+	assert_int_equal(v[74], KT_TYPE_BLK);
+	assert_int_equal(le64(v + 75), rdev);
+	leveldb_free(v);
+
+	k = index_key("/s/fifo");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 10);
+	assert_int_equal(v[0], KT_KIND_SPECIAL);
+	assert_int_equal(le64(v + 1), fifo);
+	assert_int_equal(v[9], KT_TYPE_FIFO);
+	leveldb_free(v);
+	k = index_key("/s/dev");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 10);
+	assert_int_equal(le64(v + 1), dev);
+	assert_int_equal(v[9], KT_TYPE_BLK);
+	assert_int_equal(v[9], 6);
+	leveldb_free(v);
+
+	/* The id row, as for every node. */
+	k = id_key(dev);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 2 * DLEN + 1 + 3);
+	assert_memory_equal(v, "\xc2\xa6" "s\xc2\xa6" "dev", vl);
+	leveldb_free(v);
+	raw_end(f, db);
+}
+
+/* Format 3 only added the special kind: a format 2 store opens read-only
+ * as it is, and a writable open rewrites its header, and nothing else. */
+static void test_format__format_2_upgraded(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_options ro = KT_OPTIONS_INIT;
+	kt_store *s = NULL;
+	rkey k = meta_key("header");
+	unsigned char *v;
+	char *before, *raw_before, *raw_after, *p;
+	leveldb_t *db;
+	size_t vl;
+
+	populate(f->store);
+	before = kt_test_digest(f->store);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(le32(v + 8), 3);
+	put_le32(v + 8, 2);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_before = ldb_dump(db);
+	leveldb_close(db);
+
+	ro.read_only = 1;
+	ok(kt_open(&s, f->path, &ro));
+	assert_clean(s);
+	p = kt_test_digest(s);
+	assert_string_equal(before, p);
+	free(p);
+	fails_naming(kt_mknod(s, "/x", KT_TYPE_FIFO, 0, NULL), KT_EREADONLY,
+		     "read-only");
+	kt_close(s);
+	db = ldb_open(f->path, 0);
+	raw_after = ldb_dump(db);
+	leveldb_close(db);
+	assert_string_equal(raw_before, raw_after); /* still format 2 */
+	free(raw_after);
+
+	kt_test_reopen(f);
+	assert_clean(f->store);
+	p = kt_test_digest(f->store);
+	assert_string_equal(before, p);
+	free(p);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(le32(v + 8), 3);
+	/* With the old number put back, every row is as it was; the next
+	 * writable open upgrades it again. */
+	put_le32(v + 8, 2);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_after = ldb_dump(db);
+	assert_string_equal(raw_before, raw_after);
+	raw_end(f, db);
+	ok(kt_mknod(f->store, "/fifo", KT_TYPE_FIFO, 0, NULL));
+	assert_clean(f->store);
+	free(before);
+	free(raw_before);
+	free(raw_after);
+}
+
+/* Rewrite the payload of the special file at @p path. */
+static void special_patch(leveldb_t *db, const char *path,
+			  const unsigned char payload[9])
+{
+	rkey k = node_key(path);
+	size_t vl = 0;
+	unsigned char *row = ldb_get(db, &k, &vl);
+
+	assert_non_null(row);
+	assert_int_equal(vl, 74 + 9);
+	memcpy(row + 74, payload, 9);
+	ldb_put(db, &k, row, vl);
+	leveldb_free(row);
+}
+
+/* A special file whose payload is not one the library writes (an
+ * unknown type, a FIFO with a device number, a wrong length): readers
+ * say the row is damaged, kt_check names it, kt_repair removes it. */
+static void test_format__special_payload_damaged(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	static const unsigned char bad_type[9] = {5, 0, 0, 0, 0, 0, 0, 0, 0};
+	static const unsigned char fifo_dev[9] = {1, 3, 1, 0, 0, 0, 0, 0, 0};
+	kt_statbuf sb;
+	unsigned char *v;
+	leveldb_t *db;
+	size_t nfix, vl;
+	rkey k;
+
+	populate(f->store);
+	ok(kt_mknod(f->store, "/d/bad", KT_TYPE_FIFO, 0, NULL));
+	ok(kt_mknod(f->store, "/d/fifo", KT_TYPE_FIFO, 0, NULL));
+	ok(kt_mknod(f->store, "/d/short", KT_TYPE_SOCK, 0, NULL));
+	ok(kt_mknod(f->store, "/d/good", KT_TYPE_CHR, 0x0103, NULL));
+	db = raw_begin(f);
+	special_patch(db, "/d/bad", bad_type);
+	special_patch(db, "/d/fifo", fifo_dev);
+	k = node_key("/d/short");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	ldb_put(db, &k, v, 74 + 1); /* the type without its device number */
+	leveldb_free(v);
+	raw_end(f, db);
+
+	fails_naming(kt_lstat(&sb, f->store, "/d/bad"), KT_ECORRUPT,
+		     "unknown type 5");
+	fails_naming(kt_lstat(&sb, f->store, "/d/bad"), KT_ECORRUPT, "/d/bad");
+	fails_naming(kt_lstat(&sb, f->store, "/d/fifo"), KT_ECORRUPT,
+		     "FIFO row carries a device number");
+	fails_naming(kt_lstat(&sb, f->store, "/d/short"), KT_ECORRUPT,
+		     "payload of 1 bytes");
+	assert_check_finds(f->store, "'/d/bad'", "does not decode",
+			   "unknown type 5", NULL);
+	assert_check_finds(f->store, "'/d/fifo'", "does not decode", NULL);
+	assert_check_finds(f->store, "'/d/short'", "does not decode", NULL);
+	nfix = repair_and_check(f->store);
+	assert_int_equal(kt_lstat(&sb, f->store, "/d/bad"), KT_ENOTFOUND);
+	assert_int_equal(kt_lstat(&sb, f->store, "/d/fifo"), KT_ENOTFOUND);
+	assert_int_equal(kt_lstat(&sb, f->store, "/d/short"), KT_ENOTFOUND);
+	assert_false(listed(f->store, "/d", "bad"));
+	ok(kt_lstat(&sb, f->store, "/d/good"));
+	assert_int_equal(sb.type, KT_TYPE_CHR);
+	assert_int_equal(sb.rdev, 0x0103);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* The type in the index row must be the node's: kt_check names both,
+ * kt_repair rewrites the index row, and listings then tell the truth. */
+static void test_format__index_type_disagrees(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	unsigned char *v;
+	leveldb_t *db;
+	size_t nfix, vl;
+	rkey k;
+
+	populate(f->store);
+	ok(kt_mknod(f->store, "/d/pipe", KT_TYPE_FIFO, 0, NULL));
+	ok(kt_mknod(f->store, "/d/cut", KT_TYPE_SOCK, 0, NULL));
+	db = raw_begin(f);
+	k = index_key("/d/pipe");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 10);
+	v[9] = KT_TYPE_SOCK;
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	k = index_key("/d/cut"); /* 9 bytes: the type is missing */
+	v = ldb_get(db, &k, &vl);
+	ldb_put(db, &k, v, 9);
+	leveldb_free(v);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/d/pipe'", "type 12", "type 1", NULL);
+	assert_check_finds(f->store, "'/d' -> 'pipe'", "type 12", NULL);
+	assert_check_finds(f->store, "'/d/cut'", "index row does not decode",
+			   NULL);
+	nfix = repair_and_check(f->store);
+	{
+		kt_iter *it = NULL;
+		const kt_entry *e;
+		int rc, n = 0;
+
+		ok(kt_iter_new(&it, f->store, "/d", NULL));
+		while ((rc = kt_iter_next(&e, it)) == 0) {
+			if (strcmp(e->name, "pipe") == 0) {
+				assert_int_equal(e->type, KT_TYPE_FIFO);
+				n++;
+			} else if (strcmp(e->name, "cut") == 0) {
+				assert_int_equal(e->type, KT_TYPE_SOCK);
+				n++;
+			}
+		}
+		assert_int_equal(rc, KT_ITEROVER);
+		kt_iter_free(it);
+		assert_int_equal(n, 2);
+	}
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* A special file has no children and no value: rows that say otherwise
+ * are found and removed, and the special file itself stays. */
+static void test_format__special_with_children_or_blocks(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	static const unsigned char fifo[9] = {1, 0, 0, 0, 0, 0, 0, 0, 0};
+	unsigned char *v;
+	kt_statbuf sb;
+	leveldb_t *db;
+	size_t nfix, vl;
+	uint64_t sid, did;
+	rkey k;
+
+	populate(f->store);
+	/* /s starts as a directory with a child, then its rows are made
+	 * those of a FIFO: the child is left below a special file. */
+	put_str(f->store, "/s/child", "orphaned");
+	ok(kt_mknod(f->store, "/dev", KT_TYPE_CHR, 0x0501, NULL));
+	sid = id_of(f->store, "/s");
+	did = id_of(f->store, "/dev");
+	db = raw_begin(f);
+	k = node_key("/s");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 74);
+	v = realloc(v, 74 + 9);
+	assert_non_null(v);
+	v[1] = KT_KIND_SPECIAL;
+	put_le32(v + 62, 0); /* nsubdirs */
+	memcpy(v + 74, fifo, 9);
+	ldb_put(db, &k, v, 74 + 9);
+	free(v);
+	k = index_key("/s");
+	v = ldb_get(db, &k, &vl);
+	v = realloc(v, 10);
+	assert_non_null(v);
+	v[0] = KT_KIND_SPECIAL;
+	v[9] = KT_TYPE_FIFO;
+	ldb_put(db, &k, v, 10);
+	free(v);
+	node_patch32(db, "/", 62, 1); /* /d only is a directory now */
+	k = block_key(did, 0);
+	ldb_put(db, &k, "stray", 5);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/s'", "not a directory but has 1 "
+			   "children", NULL);
+	assert_check_finds(f->store, "'/s/child'", "parent is not a directory",
+			   NULL);
+	assert_check_finds(f->store, "'/dev'", "1 block rows",
+			   "inline or absent", NULL);
+	nfix = repair_and_check(f->store);
+	ok(kt_lstat(&sb, f->store, "/s"));
+	assert_int_equal(sb.kind, KT_KIND_SPECIAL);
+	assert_int_equal(sb.id, sid);
+	assert_int_equal(kt_lstat(&sb, f->store, "/s/child"), KT_ENOTDIR);
+	ok(kt_lstat(&sb, f->store, "/dev"));
+	assert_int_equal(sb.type, KT_TYPE_CHR);
+	assert_int_equal(sb.rdev, 0x0501);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* ------------------------------------------------------------------------ */
 /* A healthy store. */
 
 static void test_format__healthy_store_untouched_by_repair(void **state)
@@ -1374,12 +1695,17 @@ static void test_format__healthy_store_untouched_by_repair(void **state)
 	ok(kt_put(s, "/d", "d is an item too", 16, NULL));
 	ok(kt_delete(s, "/d", KT_DELETE_ITEM));
 	ok(kt_attr_delete(s, "/d/item", "colour"));
+	ok(kt_mknod(s, "/dev/null", KT_TYPE_CHR, 0x0103, NULL));
+	ok(kt_mknod(s, "/dev/fifo", KT_TYPE_FIFO, 0, NULL));
+	ok(kt_attr_set(s, "/dev/fifo", "k", "v", 1, 0));
+	ok(kt_rename(s, "/dev/fifo", "/moved/fifo", 0));
 	ok(kt_batch_new(&b, s));
 	ok(kt_batch_put(b, "/batch/a", "1", 1, NULL));
 	ok(kt_batch_rename(b, "/batch/a", "/batch/b", 0));
 	ok(kt_batch_attr_set(b, "/batch/b", "x", "y", 1, 0));
 	ok(kt_batch_delete(b, "/keep", 0));
 	ok(kt_batch_put(b, "/keep", "kept", 4, NULL));
+	ok(kt_batch_mknod(b, "/batch/sock", KT_TYPE_SOCK, 0, NULL));
 	ok(kt_batch_commit(b));
 	kt_batch_free(b);
 
@@ -1442,6 +1768,11 @@ int main(void)
 		T(block_of_inline_value),
 		T(attr_of_missing_node),
 		T(node_row_does_not_decode),
+		T(special_rows_as_documented),
+		T(format_2_upgraded),
+		T(special_payload_damaged),
+		T(index_type_disagrees),
+		T(special_with_children_or_blocks),
 		T(healthy_store_untouched_by_repair),
 #undef T
 	};

@@ -275,7 +275,7 @@ static void page_through(kt_store *s, int reverse, size_t limit,
 		assert_true(page.n <= limit);
 		for (i = 0; i < page.n; i++) {
 			kt_entry e = {page.names[i], page.lens[i],
-				      page.kinds[i], page.ids[i], NULL, 0};
+				      page.kinds[i], page.ids[i], NULL, 0, 0};
 			listing_add(all, &e);
 		}
 		if (page.n == 0) {

@@ -2,9 +2,10 @@
  * test_model.c - model-based test of the tree operations.
  *
  * Random sequences of put (plain, EXCL), mkdir and symlink (plain,
- * PARENTS), delete (plain, RECURSIVE, PRUNE, ITEM), rename (plain,
- * NOREPLACE, EXCHANGE), attribute set (plain, CREATE, REPLACE) and delete,
- * and batches of these, are applied both to the store and to a small
+ * PARENTS), mknod (FIFOs, sockets and devices, now and then with a bad type
+ * or device number), delete (plain, RECURSIVE, PRUNE, ITEM), rename
+ * (plain, NOREPLACE, EXCHANGE), attribute set (plain, CREATE, REPLACE) and
+ * delete, and batches of these, are applied both to the store and to a small
  * in-memory reference model written straight from the comments in
  * keytree.h.  Now and then a path is not canonical (KT_EINVAL) or holds the
  * delimiter (KT_ERESERVED).  After every step the result codes must be
@@ -54,8 +55,13 @@
  *    item-only parent is KT_ENOTDIR.  mkdir with KT_CREATE_PARENTS on a link
  *    is still KT_EEXISTS (the last component is not followed).
  *  - put with KT_CREATE_EXCL checks the last component without following
- *    it: a link (even a dangling one) or an item there is KT_EEXISTS; a
- *    directory without a value becomes item+dir.
+ *    it: a link (even a dangling one), an item or a special file there is
+ *    KT_EEXISTS; a directory without a value becomes item+dir.
+ *  - A special file is neither an item nor a directory, and holds no
+ *    value: put on it (or through a link to it) is KT_EINVAL, mkdir on it
+ *    KT_EEXISTS, KT_DELETE_ITEM on it KT_EINVAL, kt_get of it KT_EINVAL;
+ *    as an ancestor it is KT_ENOTDIR even for put, which converts only
+ *    items.  mknod makes missing ancestors as put does.
  *  - delete with KT_DELETE_ITEM on an item-only node removes the node; on an
  *    item+dir node it removes the value even when the directory has
  *    children.  PRUNE walks up from the real parent (after following links
@@ -105,8 +111,8 @@
 #include "model.h"
 
 static const char *const op_names[OP__COUNT] = {
-	"put",	  "mkdir",    "symlink",     "delete",
-	"rename", "attr_set", "attr_delete", "batch"};
+	"put",	    "mkdir",	   "symlink", "delete", "rename",
+	"attr_set", "attr_delete", "mknod",   "batch"};
 
 /* The choices: splitmix64 from the seed. */
 static uint64_t rnd(mctx *c)
@@ -308,7 +314,8 @@ static void run_step(mctx *c)
 			       strcmp(o->p1, "/") == 0 ||
 			       (o->type == OP_RENAME && path_err(o->p2) != 0) ||
 			       strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
-			       (o->type == OP_SYMLINK && o->p2[0] == '\0'));
+			       (o->type == OP_SYMLINK && o->p2[0] == '\0') ||
+			       (o->type == OP_MKNOD && mknod_args_bad(o)));
 			/* puts mostly succeed, so that whole batches do */
 			if (rn(c, 2) && o->type != OP_PUT) {
 				o->type = OP_PUT;
@@ -450,6 +457,10 @@ static void check_coverage(mctx *c)
 		{OP_ATTR_SET, KT_ERESERVED},
 		{OP_RENAME, KT_ELOOP},
 		{OP_DELETE, KT_ENOTDIR},
+		{OP_MKNOD, 0},
+		{OP_MKNOD, KT_EEXISTS},
+		{OP_MKNOD, KT_EINVAL},
+		{OP_MKNOD, KT_ENOTDIR},
 	};
 	size_t i;
 

@@ -31,6 +31,7 @@ int cmd_tree(int argc, char **argv);
 int cmd_find(int argc, char **argv);
 int cmd_mkdir(int argc, char **argv);
 int cmd_ln(int argc, char **argv);
+int cmd_mknod(int argc, char **argv);
 int cmd_readlink(int argc, char **argv);
 int cmd_path(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
@@ -127,14 +128,23 @@ json_t *cli_json_bytes(const void *p, size_t len);
  * copy, or -1 with @p err (80 bytes) describing what is wrong. */
 int cli_json_to_bytes(char **out, size_t *len, const json_t *v, char *err);
 
-/* "item", "dir", "item+dir", "link" */
+/* "item", "dir", "item+dir", "link", "special" */
 const char *cli_kind_name(unsigned int kind);
 /* The inverse; 0 for an unknown name. */
 unsigned int cli_kind_parse(const char *name);
 
+/* A special file's type (KT_TYPE_*): "fifo", "socket", "char", "block". */
+const char *cli_type_name(unsigned int type);
+/* The inverse; 0 for an unknown name. */
+unsigned int cli_type_parse(const char *name);
+
 /* ls -l's kind letter and permission bits, "drwxr-xr-x": '-' item, 'd'
- * directory, 'D' item and directory, 'l' link. */
-void cli_mode_string(char out[11], unsigned int kind, uint32_t mode);
+ * directory, 'D' item and directory, 'l' link, and as ls(1) 'p' FIFO,
+ * 's' socket, 'c' character device, 'b' block device. */
+void cli_mode_string(char out[11], const kt_statbuf *st);
+
+/* A device number as ls shows it, "MAJOR, MINOR". */
+void cli_dev_string(char *out, size_t outsz, uint64_t rdev);
 
 /* Print one JSON object on a line of stdout (compact, keys in insertion
  * order) and release it. */

@@ -61,7 +61,7 @@ static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
 		    const char *name, size_t name_len)
 {
 	kt_statbuf sb;
-	char *target = NULL, m[11], t[32];
+	char *target = NULL, m[11], t[32], size[32];
 	size_t tlen = 0;
 	struct tm tm;
 	time_t sec;
@@ -90,11 +90,17 @@ static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
 					    cli_json_bytes(target, tlen));
 		cli_json_print(obj);
 	} else {
-		cli_mode_string(m, sb.kind, sb.mode);
+		cli_mode_string(m, &sb);
 		sec = (time_t)(sb.mtime_ns / 1000000000);
 		localtime_r(&sec, &tm);
 		strftime(t, sizeof(t), "%Y-%m-%d %H:%M", &tm);
-		printf("%s %10llu %s ", m, (unsigned long long)sb.size, t);
+		/* A device shows its number where the size goes, as in ls. */
+		if (sb.type == KT_TYPE_CHR || sb.type == KT_TYPE_BLK)
+			cli_dev_string(size, sizeof(size), sb.rdev);
+		else
+			snprintf(size, sizeof(size), "%llu",
+				 (unsigned long long)sb.size);
+		printf("%s %10s %s ", m, size, t);
 		cli_put_name(stdout, name, name_len);
 		if (target != NULL) {
 			fputs(" -> ", stdout);
@@ -222,7 +228,7 @@ int cmd_ls(int argc, char **argv)
 }
 
 typedef struct tree_count {
-	unsigned long long dirs, items, links;
+	unsigned long long dirs, items, links, specials;
 } tree_count;
 
 /* Draw the children of @p path, each line starting with @p indent. */
@@ -277,6 +283,8 @@ static int tree_dir(kt_store *st, const char *path, char *indent, size_t ilen,
 			free(ni);
 		} else if (kind == KT_KIND_ITEM) {
 			n->items++;
+		} else if (kind == KT_KIND_SPECIAL) {
+			n->specials++;
 		}
 		free(child);
 		e = next;
@@ -291,7 +299,7 @@ int cmd_tree(int argc, char **argv)
 {
 	static const struct option opts[] = {OPT_HELP, OPT_END};
 	kt_store *st = NULL;
-	tree_count n = {0, 0, 0};
+	tree_count n = {0, 0, 0, 0};
 	kt_statbuf sb;
 	char indent[1] = "";
 	char *path;
@@ -316,11 +324,18 @@ int cmd_tree(int argc, char **argv)
 	/* Like tree(1), a file alone is drawn as itself. */
 	if (sb.kind & KT_KIND_DIR)
 		rc = tree_dir(st, path, indent, 0, &n);
+	else if (sb.kind == KT_KIND_SPECIAL)
+		n.specials = 1;
 	else
 		n.items = 1;
-	printf("\n%llu director%s, %llu item%s, %llu link%s\n", n.dirs,
+	printf("\n%llu director%s, %llu item%s, %llu link%s", n.dirs,
 	       n.dirs == 1 ? "y" : "ies", n.items, n.items == 1 ? "" : "s",
 	       n.links, n.links == 1 ? "" : "s");
+	/* Only when there are any: the line stays as it was otherwise. */
+	if (n.specials > 0)
+		printf(", %llu special file%s", n.specials,
+		       n.specials == 1 ? "" : "s");
+	putchar('\n');
 out:
 	kt_close(st);
 	free(path);
@@ -371,6 +386,10 @@ int cmd_find(int argc, char **argv)
 				json_string(cli_kind_name(e->kind)));
 			json_object_set_new(obj, "id",
 					    json_integer((json_int_t)e->id));
+			if (e->kind == KT_KIND_SPECIAL)
+				json_object_set_new(
+					obj, "type",
+					json_string(cli_type_name(e->type)));
 			cli_json_print(obj);
 		} else {
 			cli_put_name(stdout, e->name, e->name_len);

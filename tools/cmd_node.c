@@ -1,12 +1,14 @@
 /*
  * cmd_node.c - the commands that act on one node: put, get (cat), mkdir,
- * ln, readlink, rm, mv, stat and attr.  Each parses its own options, opens
- * the store, makes one library call (or a few) and maps its result to an
+ * ln, mknod, readlink, rm, mv, stat and attr.  Each parses its own options,
+ * opens the store, makes one library call (or a few) and maps its result to an
  * exit status and a message.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,6 +169,86 @@ int cmd_ln(int argc, char **argv)
 	rc = rc < 0 ? cli_fail(link, rc) : CLI_OK;
 	kt_close(st);
 	free(link);
+	return rc;
+}
+
+/* A device number's part: decimal, 0x hex or 0 octal, as mknod(1) takes
+ * it.  0, or -1 when it is not a number of 32 bits. */
+static int dev_part(unsigned int *out, const char *s)
+{
+	unsigned long long v;
+	char *end = NULL;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 ||
+	    v > UINT32_MAX)
+		return -1;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+int cmd_mknod(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{"mode", required_argument, NULL, 'm'}, OPT_HELP, OPT_END};
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	kt_store *st = NULL;
+	const char *t;
+	unsigned int type, maj = 0, min = 0;
+	uint64_t rdev = 0;
+	char *path, *end;
+	int c, rc, dev;
+
+	while ((c = getopt_long(argc, argv, ":m:h", o, NULL)) != -1) {
+		if (c == 'm') {
+			unsigned long m = strtoul(optarg, &end, 8);
+			if (optarg[0] == '\0' || *end != '\0' || m > 07777)
+				return cli_usage(
+					argv[0],
+					"--mode needs octal permission "
+					"bits (0 to 7777), not '%s'",
+					optarg);
+			co.flags |= KT_CREATE_MODE;
+			co.mode = (uint32_t)m;
+		} else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0) {
+			return rc;
+		}
+	}
+	if ((rc = operands(argc, argv, 2, 4)) >= 0)
+		return rc;
+	t = argv[optind + 1];
+	type = strcmp(t, "p") == 0			    ? KT_TYPE_FIFO
+	       : strcmp(t, "s") == 0			    ? KT_TYPE_SOCK
+	       : strcmp(t, "c") == 0 || strcmp(t, "u") == 0 ? KT_TYPE_CHR
+	       : strcmp(t, "b") == 0			    ? KT_TYPE_BLK
+							    : cli_type_parse(t);
+	if (type == 0)
+		return cli_usage(argv[0],
+				 "unknown type '%s' (p or fifo, s or socket, "
+				 "c or char, b or block)",
+				 t);
+	dev = type == KT_TYPE_CHR || type == KT_TYPE_BLK;
+	if (dev && argc - optind != 4)
+		return cli_usage(argv[0], "a device needs MAJOR and MINOR");
+	if (!dev && argc - optind != 2)
+		return cli_usage(argv[0], "%s has no device number",
+				 type == KT_TYPE_FIFO ? "a FIFO" : "a socket");
+	if (dev && (dev_part(&maj, argv[optind + 2]) != 0 ||
+		    dev_part(&min, argv[optind + 3]) != 0))
+		return cli_usage(argv[0],
+				 "MAJOR and MINOR must be numbers below 2^32, "
+				 "not '%s' '%s'",
+				 argv[optind + 2], argv[optind + 3]);
+	if (dev)
+		rdev = makedev(maj, min);
+	if ((rc = cli_open(&st, 1)) != CLI_OK)
+		return rc;
+	path = cli_path(argv[optind]);
+	rc = kt_mknod(st, path, type, rdev, &co);
+	rc = rc < 0 ? cli_fail(path, rc) : CLI_OK;
+	kt_close(st);
+	free(path);
 	return rc;
 }
 
@@ -393,10 +475,16 @@ static void stat_text(const char *path, const kt_statbuf *s, const char *target,
 {
 	char m[11], t[64];
 
-	cli_mode_string(m, s->kind, s->mode);
+	cli_mode_string(m, s);
 	fputs("path: ", stdout);
 	cli_put_name(stdout, path, strlen(path));
 	printf("\nkind: %s\n", cli_kind_name(s->kind));
+	if (s->kind == KT_KIND_SPECIAL)
+		printf("type: %s\n", cli_type_name(s->type));
+	if (s->type == KT_TYPE_CHR || s->type == KT_TYPE_BLK) {
+		cli_dev_string(t, sizeof(t), s->rdev);
+		printf("rdev: %s (major, minor)\n", t);
+	}
 	if (target != NULL) {
 		fputs("target: ", stdout);
 		cli_put_name(stdout, target, tlen);

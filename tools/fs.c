@@ -1,15 +1,19 @@
 /*
  * fs.c - import and export: copying a real directory tree into the store
- * and back, with regular files, directories, symbolic links, permission
- * bits, owners, access and modification times, and user.* extended
- * attributes (stored as keytree attributes without the "user." prefix).
+ * and back, with regular files, directories, symbolic links, FIFOs,
+ * sockets and device nodes (special files, with their device numbers),
+ * permission bits, owners, access and modification times, and user.*
+ * extended attributes (stored as keytree attributes without the "user."
+ * prefix).
  *
  * import records its operations in batches of at most IMPORT_BATCH_OPS
  * operations or IMPORT_BATCH_BYTES value bytes, each committed atomically.
  * A directory's metadata is recorded after its children, since adding a
  * child changes the directory's mtime.  Entries that cannot be copied
- * (special files, names holding the store's delimiter, unreadable files)
- * are reported and skipped, and the command then exits 1.
+ * (names holding the store's delimiter, unreadable files) are reported and
+ * skipped, and the command then exits 1.  export makes special files with
+ * mknod(2); a device node needs privilege (CAP_MKNOD), and one it cannot
+ * make is reported the same way.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -155,6 +159,21 @@ static int imp_meta(copier *c, const struct stat *sb, const char *path,
 
 static int imp_dir(copier *c, const char *real, const char *path);
 
+/* The KT_TYPE_* of a FIFO, socket or device node's st_mode; 0 for every
+ * other file type. */
+static unsigned int special_type(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return KT_TYPE_FIFO;
+	if (S_ISSOCK(mode))
+		return KT_TYPE_SOCK;
+	if (S_ISCHR(mode))
+		return KT_TYPE_CHR;
+	if (S_ISBLK(mode))
+		return KT_TYPE_BLK;
+	return 0;
+}
+
 /* Copy one entry of a real directory. */
 static int imp_entry(copier *c, const char *real, const char *path)
 {
@@ -203,9 +222,19 @@ static int imp_entry(copier *c, const char *real, const char *path)
 			rc = imp_meta(c, &sb, path, KT_NOFOLLOW);
 		cli_progress_update(&c->pr, ++c->done);
 		return c->fatal ? -1 : 0;
+	} else if (special_type(sb.st_mode) != 0) {
+		/* The node records the type and device number; the file
+		 * system's semantics come back with export or a mount. */
+		unsigned int type = special_type(sb.st_mode);
+		int dev = type == KT_TYPE_CHR || type == KT_TYPE_BLK;
+
+		rc = imp_added(c,
+			       kt_batch_mknod(c->b, path, type,
+					      dev ? (uint64_t)sb.st_rdev : 0,
+					      NULL),
+			       path, 0);
 	} else {
-		cli_fail_msg(real, "skipped: not a regular file, directory "
-				   "or symbolic link");
+		cli_fail_msg(real, "skipped: not a file type keytree knows");
 		c->bad = 1;
 		return 0;
 	}
@@ -405,6 +434,36 @@ static int exp_file(copier *c, const char *path, const char *real)
 	return 0;
 }
 
+/* The file type bits mknod(2) takes for a special file of @p type. */
+static mode_t special_mode(unsigned int type)
+{
+	switch (type) {
+	case KT_TYPE_FIFO:
+		return S_IFIFO;
+	case KT_TYPE_SOCK:
+		return S_IFSOCK;
+	case KT_TYPE_CHR:
+		return S_IFCHR;
+	case KT_TYPE_BLK:
+		return S_IFBLK;
+	}
+	return 0;
+}
+
+/* Make the special file @p sb describes at @p real (a socket too: mknod
+ * makes its name, which a server can bind again after removing it). */
+static int exp_special(copier *c, const char *path, const kt_statbuf *sb,
+		       const char *real)
+{
+	if (special_mode(sb->type) == 0)
+		return cli_fail_msg(path, "a special file of unknown type %u",
+				    sb->type);
+	if (mknod(real, special_mode(sb->type) | 0600, (dev_t)sb->rdev) != 0)
+		return cli_fail_errno(real, "mknod");
+	exp_xattrs(c, path, real);
+	return 0;
+}
+
 /* Copy the node at @p path to the real path @p real (which is absent). */
 static int exp_node(copier *c, const char *path, const char *real)
 {
@@ -434,6 +493,13 @@ static int exp_node(copier *c, const char *path, const char *real)
 		if ((rc = exp_dir(c, path, real)) != 0)
 			return rc;
 		exp_xattrs(c, path, real);
+	} else if (sb.kind == KT_KIND_SPECIAL) {
+		if ((rc = exp_special(c, path, &sb, real)) != 0) {
+			/* Reported; the rest of the tree goes on. */
+			c->bad = 1;
+			cli_progress_update(&c->pr, ++c->done);
+			return 0;
+		}
 	} else if ((rc = exp_file(c, path, real)) != 0) {
 		return rc;
 	}

@@ -78,6 +78,12 @@ static int dump_node(kt_store *st, const char *path, size_t plen)
 	rec = json_object();
 	json_object_set_new(rec, "path", cli_json_bytes(path, plen));
 	json_object_set_new(rec, "kind", json_string(cli_kind_name(sb.kind)));
+	if (sb.kind == KT_KIND_SPECIAL)
+		json_object_set_new(rec, "type",
+				    json_string(cli_type_name(sb.type)));
+	if (sb.type == KT_TYPE_CHR || sb.type == KT_TYPE_BLK)
+		json_object_set_new(rec, "rdev",
+				    json_integer((json_int_t)sb.rdev));
 	json_object_set_new(rec, "mode", json_integer(sb.mode));
 	json_object_set_new(rec, "uid", json_integer(sb.uid));
 	json_object_set_new(rec, "gid", json_integer(sb.gid));
@@ -330,9 +336,53 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 	return 0;
 }
 
-static const char *const rec_keys[] = {"path",	 "kind",  "mode",  "uid",
-				       "gid",	 "atime", "mtime", "value",
-				       "target", "attrs", NULL};
+static const char *const rec_keys[] = {
+	"path",	 "kind",  "type",  "rdev",   "mode",  "uid", "gid",
+	"atime", "mtime", "value", "target", "attrs", NULL};
+
+/* The "type" and "rdev" of a record: a special file has a known type, and
+ * a device (only) its number; no other kind has either.  0, or -1 with
+ * @p err (128 bytes at least) saying what is wrong. */
+static int special_fields(unsigned int *type, uint64_t *rdev, const json_t *rec,
+			  unsigned int kind, char *err)
+{
+	const json_t *t = json_object_get(rec, "type");
+	const json_t *r = json_object_get(rec, "rdev");
+
+	*type = 0;
+	*rdev = 0;
+	if (kind != KT_KIND_SPECIAL) {
+		if (t == NULL && r == NULL)
+			return 0;
+		snprintf(err, 128,
+			 "\"type\" and \"rdev\" belong to special "
+			 "files only");
+		return -1;
+	}
+	if (!json_is_string(t) ||
+	    (*type = cli_type_parse(json_string_value(t))) == 0) {
+		snprintf(err, 128,
+			 "a special file needs a \"type\": fifo, "
+			 "socket, char or block");
+		return -1;
+	}
+	if (*type == KT_TYPE_FIFO || *type == KT_TYPE_SOCK) {
+		if (r == NULL)
+			return 0;
+		snprintf(err, 128, "a %s has no \"rdev\"",
+			 json_string_value(t));
+		return -1;
+	}
+	if (!json_is_integer(r) || json_integer_value(r) < 0) {
+		snprintf(err, 128,
+			 "a %s device needs an \"rdev\", a "
+			 "non-negative integer",
+			 json_string_value(t));
+		return -1;
+	}
+	*rdev = (uint64_t)json_integer_value(r);
+	return 0;
+}
 
 /* Validate one record and add its operations to the batch.  0, or -1 with
  * @p err (ERRSZ bytes) saying what is wrong. */
@@ -345,7 +395,8 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	size_t plen, dlen = 0, i;
 	json_int_t mode, uid, gid, at, mt;
 	kt_setattr_args sa;
-	unsigned int kind;
+	unsigned int kind, type;
+	uint64_t rdev;
 	int rc = -1, known;
 
 	json_object_foreach((json_t *)rec, key, v)
@@ -384,10 +435,12 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	}
 	if (kind == 0) {
 		snprintf(err, ERRSZ,
-			 "\"kind\" must be item, dir, item+dir or "
-			 "link");
+			 "\"kind\" must be item, dir, item+dir, "
+			 "link or special");
 		goto out;
 	}
+	if (special_fields(&type, &rdev, rec, kind, err) != 0)
+		goto out;
 	if (int_field(&mode, rec, "mode", 0, 07777, err) ||
 	    int_field(&uid, rec, "uid", 0, UINT32_MAX, err) ||
 	    int_field(&gid, rec, "gid", 0, UINT32_MAX, err) ||
@@ -404,7 +457,8 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 			 kind == KT_KIND_LINK ? "target" : "value");
 		goto out;
 	}
-	if ((kind == KT_KIND_DIR && json_object_get(rec, "value")) ||
+	if (((kind == KT_KIND_DIR || kind == KT_KIND_SPECIAL) &&
+	     json_object_get(rec, "value")) ||
 	    (kind != KT_KIND_LINK && json_object_get(rec, "target")) ||
 	    (kind == KT_KIND_LINK && (json_object_get(rec, "value") ||
 				      json_object_get(rec, "attrs")))) {
@@ -424,6 +478,9 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 			goto out;
 		}
 		if ((rc = kt_batch_symlink(l->b, path, data, &parents)) == 0)
+			rc = op_line(l, line);
+	} else if (kind == KT_KIND_SPECIAL) {
+		if ((rc = kt_batch_mknod(l->b, path, type, rdev, NULL)) == 0)
 			rc = op_line(l, line);
 	} else if (strcmp(path, "/") != 0) {
 		/* The root exists in every store; only its metadata and

@@ -65,6 +65,14 @@ static const cli_command commands[] = {
 	{"ln", cmd_ln, "ln -s TARGET LINK",
 	 "Make a symbolic link LINK whose target is TARGET, stored verbatim.\n"
 	 "Only symbolic links exist in a store, so -s is required.\n"},
+	{"mknod", cmd_mknod, "mknod [-m MODE] PATH TYPE [MAJOR MINOR]",
+	 "Make a special file at PATH, and any missing ancestors: TYPE p\n"
+	 "(fifo), s (socket), c or u (char: a character device) or b (block:\n"
+	 "a block device), a device with its MAJOR and MINOR numbers.  The\n"
+	 "store only records them; a keytreefs mount or an export gives them\n"
+	 "their meaning.\n"
+	 "\n"
+	 "  -m, --mode MODE  octal permission bits (default 644)\n"},
 	{"readlink", cmd_readlink, "readlink PATH",
 	 "Print the target of the link at PATH.\n"},
 	{"path", cmd_path, "path ID",

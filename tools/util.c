@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -540,6 +541,8 @@ const char *cli_kind_name(unsigned int kind)
 		return "dir";
 	if (kind == KT_KIND_ITEM)
 		return "item";
+	if (kind == KT_KIND_SPECIAL)
+		return "special";
 	return "unknown";
 }
 
@@ -553,7 +556,45 @@ unsigned int cli_kind_parse(const char *name)
 		return KT_KIND_DIR;
 	if (strcmp(name, "item") == 0)
 		return KT_KIND_ITEM;
+	if (strcmp(name, "special") == 0)
+		return KT_KIND_SPECIAL;
 	return 0;
+}
+
+static const struct {
+	unsigned int type;
+	const char *name;
+	char letter;
+} types[] = {
+	{KT_TYPE_FIFO, "fifo", 'p'},
+	{KT_TYPE_SOCK, "socket", 's'},
+	{KT_TYPE_CHR, "char", 'c'},
+	{KT_TYPE_BLK, "block", 'b'},
+};
+
+const char *cli_type_name(unsigned int type)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == type)
+			return types[i].name;
+	return "unknown";
+}
+
+unsigned int cli_type_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcmp(types[i].name, name) == 0)
+			return types[i].type;
+	return 0;
+}
+
+void cli_dev_string(char *out, size_t outsz, uint64_t rdev)
+{
+	snprintf(out, outsz, "%u, %u", major((dev_t)rdev), minor((dev_t)rdev));
 }
 
 void cli_json_print(json_t *obj)
@@ -587,6 +628,12 @@ void cli_json_stat(json_t *o, const kt_statbuf *st)
 	json_object_set_new(o, "nsubdirs",
 			    json_integer((json_int_t)st->nsubdirs));
 	json_object_set_new(o, "nattrs", json_integer((json_int_t)st->nattrs));
+	if (st->kind == KT_KIND_SPECIAL) {
+		json_object_set_new(o, "type",
+				    json_string(cli_type_name(st->type)));
+		json_object_set_new(o, "rdev",
+				    json_integer((json_int_t)st->rdev));
+	}
 }
 
 void cli_time_iso(char *out, size_t outsz, int64_t ns)
@@ -605,15 +652,23 @@ void cli_time_iso(char *out, size_t outsz, int64_t ns)
 	snprintf(out, outsz, "%s.%09ldZ", buf, frac);
 }
 
-void cli_mode_string(char out[11], unsigned int kind, uint32_t mode)
+void cli_mode_string(char out[11], const kt_statbuf *st)
 {
 	static const char rwx[] = "rwxrwxrwx";
-	int i;
+	unsigned int kind = st->kind;
+	uint32_t mode = st->mode;
+	size_t i;
 
 	out[0] = kind == KT_KIND_LINK			? 'l'
 		 : kind == (KT_KIND_DIR | KT_KIND_ITEM) ? 'D'
 		 : kind == KT_KIND_DIR			? 'd'
+		 : kind == KT_KIND_SPECIAL		? '?'
 							: '-';
+	for (i = 0;
+	     kind == KT_KIND_SPECIAL && i < sizeof(types) / sizeof(types[0]);
+	     i++)
+		if (types[i].type == st->type)
+			out[0] = types[i].letter;
 	for (i = 0; i < 9; i++)
 		out[1 + i] = (mode & (0400u >> i)) ? rwx[i] : '-';
 	if (mode & 04000)

@@ -116,8 +116,8 @@ t_import_skips() {
 	echo b >"$TMP/src/x${D}y"
 	new_store
 	run 1 kt import "$TMP/src"
-	err_has "keytree: $TMP/src/fifo: skipped: not a regular file"
 	err_has "skipped: the name holds the store's delimiter"
+	grep -q fifo "$ERR" && fail "the FIFO was not imported"
 	run 0 kt get /ok
 	out_is a
 	run 1 kt import "$TMP/nope"

@@ -47,6 +47,7 @@ echo f >"$MNT/d/e/f"
 ln -s self "$MNT/self"
 ln -s l2 "$MNT/l1"
 ln -s l1 "$MNT/l2"
+mkfifo "$MNT/fifo"
 # Ancestors for the path-length cases: 16 names of 250 bytes (4018 bytes
 # with /d), and 1024 components.  mkdir -p makes one component at a time,
 # so only the store sees the whole path of the one after.
@@ -106,7 +107,7 @@ reject truncate_over_limit "File too large" truncate -s 2T "$MNT/item"
 reject mkdir_path_too_long "File name too long" mkdir -p "$MNT/$long16/$seg"
 reject mkdir_path_too_deep "File name too long" mkdir -p "$MNT/${deep1024}y"
 reject ln_hard_link "Operation not permitted" ln "$MNT/item" "$MNT/hard"
-reject mknod_fifo "Operation not permitted" mkfifo "$MNT/fifo"
+reject mkdir_below_fifo "Not a directory" mkdir "$MNT/fifo/d"
 
 fusermount3 -u "$MNT"
 wait "$FSPID"

@@ -44,7 +44,8 @@ static int setup(void **state)
 	    kt_symlink(f->store, "/l1", "/l2", NULL) != 0 ||
 	    kt_symlink(f->store, "/l2", "/l1", NULL) != 0 ||
 	    kt_symlink(f->store, "/self", "/self", NULL) != 0 ||
-	    kt_symlink(f->store, "/li", "/item", NULL) != 0) {
+	    kt_symlink(f->store, "/li", "/item", NULL) != 0 ||
+	    kt_mknod(f->store, "/fifo", KT_TYPE_FIFO, 0, NULL) != 0) {
 		fprintf(stderr, "setup: %s\n", kt_errmsg());
 		kt_test_teardown(state);
 		return -1;
@@ -432,6 +433,54 @@ static void test_errors__id_path_unknown_id(void **state)
 	assert_null(p);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Special files */
+
+static void test_errors__mknod_unknown_type(void **state)
+{
+	REJECT(kt_mknod(ST, "/x", 5, 0, NULL), KT_EINVAL, "unknown type 5");
+}
+
+static void test_errors__mknod_fifo_with_device_number(void **state)
+{
+	REJECT(kt_mknod(ST, "/x", KT_TYPE_FIFO, 259, NULL), KT_EINVAL,
+	       "a FIFO has no device number (got 259)");
+}
+
+static void test_errors__mknod_over_existing(void **state)
+{
+	REJECT(kt_mknod(ST, "/item", KT_TYPE_SOCK, 0, NULL), KT_EEXISTS,
+	       "mknod '/item': an item already exists there");
+}
+
+static void test_errors__get_of_special(void **state)
+{
+	void *v = NULL;
+	size_t len = 0;
+
+	REJECT(kt_get(&v, &len, ST, "/fifo"), KT_EINVAL,
+	       "get '/fifo': a FIFO holds no value");
+	assert_null(v);
+}
+
+static void test_errors__write_to_special(void **state)
+{
+	REJECT(kt_write(ST, "/fifo", "x", 1, 0), KT_EINVAL,
+	       "write '/fifo': a FIFO holds no value");
+}
+
+static void test_errors__mkdir_over_special(void **state)
+{
+	REJECT(kt_mkdir(ST, "/fifo", NULL), KT_EEXISTS,
+	       "mkdir '/fifo': a FIFO exists there");
+}
+
+static void test_errors__put_below_special(void **state)
+{
+	REJECT(kt_put(ST, "/fifo/x", "v", 1, NULL), KT_ENOTDIR,
+	       "'/fifo' is not a directory");
+}
+
 static void test_errors__batch_failing_op_commits_nothing(void **state)
 {
 	kt_batch *b = NULL;
@@ -804,6 +853,13 @@ int main(void)
 		T(test_errors__orphan_detach_directory),
 		T(test_errors__orphan_copy_directory),
 		T(test_errors__id_path_unknown_id),
+		T(test_errors__mknod_unknown_type),
+		T(test_errors__mknod_fifo_with_device_number),
+		T(test_errors__mknod_over_existing),
+		T(test_errors__get_of_special),
+		T(test_errors__write_to_special),
+		T(test_errors__mkdir_over_special),
+		T(test_errors__put_below_special),
 		T(test_errors__batch_failing_op_commits_nothing),
 		T(test_errors__batch_commit_twice),
 		T(test_errors__batch_records_bad_path),

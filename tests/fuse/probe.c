@@ -25,6 +25,11 @@
  *   ktfs_probe tmpfile DIR                      O_TMPFILE: an unnamed
  *                                               file, named by linkat
  *                                               as DIR/named
+ *   ktfs_probe unix-socket PATH                 bind a Unix socket at PATH,
+ *                                               pass a message through it
+ *                                               (the name stays)
+ *   ktfs_probe dtypes DIR                       "NAME TYPE" per entry, TYPE
+ *                                               from readdir's d_type
  *
  * Dump lines: "PATH KIND MODE UID GID SIZE MTIME_NS DATA" with KIND one of
  * d, f, l and DATA the link target or a hash of the content.  An item that
@@ -40,7 +45,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <keytree.h>
@@ -696,6 +703,72 @@ static int tmpfile_check(const char *dir)
 	return 0;
 }
 
+/* bind() a Unix socket at @p path (the kernel makes the name with mknod
+ * S_IFSOCK), then connect to it by that name and pass a message. */
+static int unix_socket(const char *path)
+{
+	struct sockaddr_un a;
+	char buf[8] = {0};
+	int srv, cli = -1, conn = -1, rc = 1;
+
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		fprintf(stderr, "ktfs_probe: %s: path too long\n", path);
+		return 1;
+	}
+	strcpy(a.sun_path, path);
+	if ((srv = socket(AF_UNIX, SOCK_STREAM, 0)) < 0)
+		return fail("socket");
+	if (bind(srv, (struct sockaddr *)&a, sizeof(a)) != 0)
+		fail("bind");
+	else if (listen(srv, 1) != 0)
+		fail("listen");
+	else if ((cli = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+		 connect(cli, (struct sockaddr *)&a, sizeof(a)) != 0)
+		fail("connect by the bound name");
+	else if (write(cli, "ping", 4) != 4)
+		fail("write");
+	else if ((conn = accept(srv, NULL, NULL)) < 0)
+		fail("accept");
+	else if (read(conn, buf, sizeof(buf)) != 4 || memcmp(buf, "ping", 4))
+		fail("the message did not pass");
+	else
+		rc = 0;
+	if (conn >= 0)
+		close(conn);
+	if (cli >= 0)
+		close(cli);
+	close(srv);
+	return rc;
+}
+
+/* Each entry of @p dir with the type readdir gives it. */
+static int dtypes(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char t;
+
+	if (!d)
+		return fail("opendir");
+	while ((e = readdir(d)) != NULL) {
+		switch (e->d_type) {
+		case DT_REG: t = 'f'; break;
+		case DT_DIR: t = 'd'; break;
+		case DT_LNK: t = 'l'; break;
+		case DT_FIFO: t = 'p'; break;
+		case DT_SOCK: t = 's'; break;
+		case DT_CHR: t = 'c'; break;
+		case DT_BLK: t = 'b'; break;
+		default: t = '?'; break;
+		}
+		printf("%s %c\n", e->d_name, t);
+	}
+	closedir(d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "dump-store") == 0)
@@ -728,6 +801,10 @@ int main(int argc, char **argv)
 		return rdonly_trunc(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "tmpfile") == 0)
 		return tmpfile_check(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "unix-socket") == 0)
+		return unix_socket(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "dtypes") == 0)
+		return dtypes(argv[2]);
 	fprintf(stderr, "usage: see the opening comment of tests/fuse/probe.c\n");
 	return 2;
 }

@@ -4,7 +4,9 @@
  *
  * keytree stores nodes under absolute, '/'-separated paths
  * ("/Accounts/123456/Links/xyzpdq").  A node is an item (a binary value with
- * named attributes), a directory, both at once, or a symbolic link.  Reading
+ * named attributes), a directory, both at once, a symbolic link, or a
+ * special file (a FIFO, socket or device node, recorded but not
+ * interpreted).  Reading
  * an item is one row lookup; listing a directory is one ordered range scan.
  * The row layout is documented in docs/FORMAT.md.
  *
@@ -69,7 +71,7 @@ extern "C" {
 #define KT_VERSION_STRING "0.1.0"
 
 /** On-disk format version written by this library. */
-#define KT_FORMAT_VERSION 2
+#define KT_FORMAT_VERSION 3
 
 /** @name Limits
  * Enforced by every function; exceeding one fails with a message naming the
@@ -110,10 +112,26 @@ typedef enum kt_error {
 
 /** Node kinds, as bits of kt_statbuf.kind and kt_entry.kind.  An item that is
  * also a directory has both KT_KIND_ITEM and KT_KIND_DIR; a link has only
- * KT_KIND_LINK. */
+ * KT_KIND_LINK; a special file has only KT_KIND_SPECIAL. */
 #define KT_KIND_ITEM 1u
 #define KT_KIND_DIR 2u
 #define KT_KIND_LINK 4u
+/** A special file: a FIFO, a socket or a device node, which holds no value
+ * and has no children.  The store only records its type (KT_TYPE_*) and,
+ * for a device, its device number; what it does is up to whoever mounts
+ * or exports the tree (a kernel gives FIFOs and devices their meaning). */
+#define KT_KIND_SPECIAL 8u
+
+/** @name Types of special files
+ * kt_statbuf.type and kt_entry.type of a KT_KIND_SPECIAL node (0 for every
+ * other kind).  The values equal the d_type values of <dirent.h> (DT_FIFO,
+ * DT_CHR, DT_BLK, DT_SOCK), which are the same on Linux and the BSDs. */
+/**@{*/
+#define KT_TYPE_FIFO 1u  /**< a named pipe (mkfifo) */
+#define KT_TYPE_CHR 2u   /**< a character device, with a device number */
+#define KT_TYPE_BLK 6u   /**< a block device, with a device number */
+#define KT_TYPE_SOCK 12u /**< a Unix domain socket's name */
+/**@}*/
 
 /** An open store.  Opaque; shareable between threads. */
 typedef struct kt_store kt_store;
@@ -229,6 +247,10 @@ typedef struct kt_statbuf {
 	uint64_t stored;   /**< bytes the value takes in the store: its size
 			      when inline, else its stored blocks in whole
 			      blocks (holes take none); 0 for non-items */
+	unsigned int type; /**< KT_TYPE_* of a special file; 0 otherwise */
+	uint64_t rdev;     /**< device number of a character or block device
+			      (a dev_t as makedev(3) encodes it); 0 for
+			      everything else */
 } kt_statbuf;
 
 /** Metadata of the node at @p path, following a link in the last
@@ -251,7 +273,7 @@ KT_EXTERN int kt_id_path(char **path, size_t *len, kt_store *store,
  * the node and its value are read from one snapshot, so a rename at the
  * same time cannot make it read another node.  KT_ENOTFOUND if no node has
  * that id, KT_EISDIR for a directory without a value, KT_EINVAL for a
- * link. */
+ * link or a special file. */
 KT_EXTERN int kt_id_read(size_t *nread, kt_store *store, uint64_t id,
 			 void *buf, size_t len, uint64_t offset);
 
@@ -302,8 +324,9 @@ KT_EXTERN int kt_setattr(kt_store *store, const char *path,
 #define KT_CREATE_MODE 0x08u       /**< use mode for a new node */
 #define KT_CREATE_OWNER 0x10u      /**< use uid/gid for new nodes */
 
-/** How to create nodes.  NULL means defaults: mode 0644 for items, 0755
- * for directories, 0777 for links; owner the process's effective uid/gid. */
+/** How to create nodes.  NULL means defaults: mode 0644 for items and
+ * special files, 0755 for directories, 0777 for links; owner the process's
+ * effective uid/gid. */
 typedef struct kt_create_options {
 	unsigned int version; /**< KT_CREATE_OPTIONS_VERSION */
 	unsigned int flags;   /**< KT_CREATE_* */
@@ -323,8 +346,9 @@ typedef struct kt_create_options {
  * the last included; a dangling link fails with KT_ENOTFOUND.
  *
  * @param value  @p len bytes; may be NULL when len is 0
- * @return 0, KT_EEXISTS (KT_CREATE_EXCL and an item or link is there),
- *   KT_ECONFLICT (KT_CREATE_IF_VERSION and another version, or no item),
+ * @return 0, KT_EEXISTS (KT_CREATE_EXCL and an item, link or special
+ *   file is there), KT_EINVAL (a special file is there: it holds no
+ *   value), KT_ECONFLICT (KT_CREATE_IF_VERSION and another version, or no item),
  *   KT_ENOTDIR (an ancestor is a link to an item), KT_ETOOBIG, KT_ELOOP,
  *   a path error, KT_EREADONLY.
  */
@@ -336,7 +360,7 @@ KT_EXTERN int kt_put(kt_store *store, const char *path, const void *value,
  * KT_CREATE_PARENTS is given.  An existing item there becomes an item and
  * directory.  An existing directory is KT_EEXISTS, except with
  * KT_CREATE_PARENTS (like mkdir -p).  Does not follow a link in the last
- * component: a link there is KT_EEXISTS.
+ * component: a link or a special file there is KT_EEXISTS.
  */
 KT_EXTERN int kt_mkdir(kt_store *store, const char *path,
 		       const kt_create_options *opts);
@@ -357,18 +381,44 @@ KT_EXTERN int kt_readlink(char **target, size_t *len, kt_store *store,
 			  const char *path);
 
 /**
+ * Make a special file at @p path: a FIFO, a socket, or a character or block
+ * device (@p type, one of KT_TYPE_*).  The store records the type and the
+ * device number; it gives the node no behaviour.  Missing ancestors are
+ * made, as kt_put() makes them (an ancestor that is an item becomes an item
+ * and directory).  Anything at @p path already, a dangling link included,
+ * is KT_EEXISTS.  Does not follow a link in the last component.  Options
+ * give the mode (default 0644) and owner; KT_CREATE_EXCL and
+ * KT_CREATE_PARENTS change nothing, since both always hold.
+ *
+ * A special file has a mode, an owner, times and attributes, and can be
+ * renamed, deleted and kt_setattr()'d like any node.  It holds no value:
+ * kt_get(), kt_read(), kt_write(), kt_truncate() and kt_put() on it fail
+ * with KT_EINVAL.  It has no children: a path through it is KT_ENOTDIR.
+ *
+ * @param rdev  the device number of a KT_TYPE_CHR or KT_TYPE_BLK node (any
+ *              value, 0 included); must be 0 for a FIFO or a socket
+ * @return 0, KT_EEXISTS, KT_EINVAL (an unknown type, a device number on a
+ *   FIFO or socket, the root), KT_ENOTDIR (an ancestor is not a directory
+ *   or an item), KT_ELOOP, a path error, KT_EREADONLY.
+ */
+KT_EXTERN int kt_mknod(kt_store *store, const char *path, unsigned int type,
+		       uint64_t rdev, const kt_create_options *opts);
+
+/**
  * Read the whole value of the item at @p path (following links).  The
  * value is returned in a buffer from malloc, with one NUL byte after the
  * last (not counted in @p len), released with kt_free().
  * @return 0, KT_ENOTFOUND, KT_EISDIR (a directory without a value),
- *   KT_ENOTDIR, KT_ELOOP, KT_ENOMEM, a path error.
+ *   KT_EINVAL (a special file), KT_ENOTDIR, KT_ELOOP, KT_ENOMEM, a path
+ *   error.
  */
 KT_EXTERN int kt_get(void **value, size_t *len, kt_store *store,
 		     const char *path);
 
 /** Read up to @p len bytes at @p offset of the item's value into @p buf;
  * @p nread receives the count (0 at or past the end).  Holes read as
- * zeros.  Follows links. */
+ * zeros.  Follows links.  KT_EISDIR for a directory without a value,
+ * KT_EINVAL for a special file. */
 KT_EXTERN int kt_read(size_t *nread, kt_store *store, const char *path,
 		      void *buf, size_t len, uint64_t offset);
 
@@ -380,12 +430,14 @@ KT_EXTERN int kt_read(size_t *nread, kt_store *store, const char *path,
 /** Write @p len bytes at @p offset (or at the end, with KT_APPEND) of an
  * existing item's value, extending it (with a hole) as needed.  Costs the
  * bytes written, not the size of the value.  Follows links.  KT_ENOTFOUND if
- * there is no item. */
+ * there is no node, KT_EISDIR for a directory without a value, KT_EINVAL
+ * for a special file. */
 KT_EXTERN int kt_write(kt_store *store, const char *path, const void *buf,
 		       size_t len, uint64_t offset);
 
 /** Set the size of an existing item's value, cutting it or extending it
- * with a hole.  Follows links. */
+ * with a hole.  Follows links.  Fails as kt_write() does on a node that is
+ * not an item. */
 KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
 /**@}*/
 
@@ -405,7 +457,7 @@ KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
  * unless KT_DELETE_RECURSIVE is given, in which case the whole subtree goes
  * in one atomic batch.  The root cannot be removed (KT_EINVAL).
  * With KT_DELETE_ITEM the node must be an item (KT_EISDIR for a directory
- * without a value, KT_EINVAL for a link); if it is also a directory, only
+ * without a value, KT_EINVAL for a link or a special file); if it is also a directory, only
  * the value goes and the directory (with its attributes) stays.
  * KT_DELETE_PRUNE then walks up from the parent and removes each ancestor
  * below the root that is a directory without a value and without children.
@@ -447,7 +499,8 @@ KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
 
 /** Detach the item at @p path (not following a link in the last
  * component) and keep it as an orphan; @p id receives its id.  Only a plain
- * item can be detached: KT_EISDIR for a directory, KT_EINVAL for a link. */
+ * item can be detached: KT_EISDIR for a directory, KT_EINVAL for a link or
+ * a special file. */
 KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
 			       const char *path);
 
@@ -457,7 +510,8 @@ KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
  * @p path is not changed.  Stored blocks are copied as they are, so holes
  * stay holes: the cost is the bytes stored, not the value's size.  One
  * atomic batch; the copy is held in memory until it commits.  KT_EISDIR
- * for a directory without a value, KT_EINVAL for a link. */
+ * for a directory without a value, KT_EINVAL for a link or a special
+ * file. */
 KT_EXTERN int kt_orphan_copy(uint64_t *id, kt_store *store, const char *path);
 
 /** Make a new, empty orphan item (what open(2) with O_TMPFILE makes): no
@@ -543,6 +597,9 @@ typedef struct kt_entry {
 	uint64_t id;       /**< node id (0 for attributes) */
 	const void *value; /**< attribute value (NULL for listings) */
 	size_t value_len;
+	unsigned int type; /**< KT_TYPE_* of a special file (listings carry
+			      it in the index row, so no lookup); 0 for
+			      other kinds and attributes */
 } kt_entry;
 
 #define KT_LIST_OPTIONS_VERSION 1
@@ -619,6 +676,12 @@ KT_EXTERN int kt_batch_symlink(kt_batch *batch, const char *link,
 			       const char *target,
 			       const kt_create_options *opts);
 
+/** Record a kt_mknod(); checked as kt_batch_put() says (the type and
+ * device number too). */
+KT_EXTERN int kt_batch_mknod(kt_batch *batch, const char *path,
+			     unsigned int type, uint64_t rdev,
+			     const kt_create_options *opts);
+
 /** Record a kt_delete(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_delete(kt_batch *batch, const char *path,
 			      unsigned int flags);
@@ -666,6 +729,7 @@ typedef struct kt_store_stats {
 	uint64_t attrs;       /**< attributes */
 	uint64_t rows;        /**< rows of every kind in the storage engine */
 	uint64_t row_bytes;   /**< bytes of keys and values in those rows */
+	uint64_t specials;    /**< special files (FIFOs, sockets, devices) */
 } kt_store_stats;
 
 /** Count the store's contents in one scan over a snapshot. */

@@ -60,6 +60,18 @@ static kt__op op_symlink(const char *link, const char *target,
 	return op;
 }
 
+static kt__op op_mknod(const char *path, unsigned int type, uint64_t rdev,
+		       const kt_create_options *opts)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_MKNOD, path);
+	op.ftype = type;
+	op.rdev = rdev;
+	op_opts(&op, opts);
+	return op;
+}
+
 static kt__op op_delete(const char *path, unsigned int flags)
 {
 	kt__op op;
@@ -131,6 +143,14 @@ int kt_symlink(kt_store *st, const char *link, const char *target,
 	       const kt_create_options *opts)
 {
 	kt__op op = op_symlink(link, target, opts);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_mknod(kt_store *st, const char *path, unsigned int type, uint64_t rdev,
+	     const kt_create_options *opts)
+{
+	kt__op op = op_mknod(path, type, rdev, opts);
 
 	return kt__op_run(st, &op);
 }
@@ -392,29 +412,39 @@ int kt_readlink(char **target, size_t *len, kt_store *st, const char *path)
 	return *target ? 0 : kt__err(KT_ENOMEM, "out of memory");
 }
 
+/* Fail unless node n has a value to read: KT_EISDIR for a directory,
+ * KT_EINVAL for a special file (or a link, reached by id). */
+static int has_value(const kt__node *n, const char *op, const char *what)
+{
+	if (n->kind & KT_KIND_ITEM)
+		return 0;
+	if (n->kind & KT_KIND_DIR)
+		return kt__err(KT_EISDIR, "%s %s: a directory without a value",
+			       op, what);
+	return kt__err(KT_EINVAL, "%s %s: %s holds no value", op, what,
+		       kt__node_noun(n));
+}
+
 /* Resolve an item for reading its value; with a snapshot when the value
  * lives in blocks, so the node row and its blocks agree. */
 static int item_open(kt__res *r, kt__rd *rd, const char *path, const char *op)
 {
-	char a[KT__SHOWSZ];
+	char a[KT__SHOWSZ], q[KT__SHOWSZ + 2];
 	int rc;
 
 	rc = lookup(r, rd, path, 1, op);
-	if (rc == 0 && !(r->node.kind & KT_KIND_ITEM)) {
+	if (rc != 0)
+		return rc;
+	snprintf(q, sizeof(q), "'%s'", SHOW(a, path));
+	if ((rc = has_value(&r->node, op, q)) != 0)
 		kt__res_free(r);
-		return kt__err(KT_EISDIR, "%s '%s': a directory without a "
-			       "value", op, SHOW(a, path));
-	}
 	if (rc == 0 && !kt__node_inline(rd->st, &r->node)) {
 		kt__res_free(r);
 		rc = rd->st->rows->ops->snapshot(&rd->snap, rd->st->rows);
 		if (rc == 0)
 			rc = lookup(r, rd, path, 1, op);
-		if (rc == 0 && !(r->node.kind & KT_KIND_ITEM)) {
+		if (rc == 0 && (rc = has_value(&r->node, op, q)) != 0)
 			kt__res_free(r);
-			rc = kt__err(KT_EISDIR, "%s '%s': a directory without "
-				     "a value", op, SHOW(a, path));
-		}
 	}
 	return rc;
 }
@@ -497,12 +527,12 @@ int kt_id_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
 		return rc;
 	rc = id_lookup_rd(&n, NULL, &rd, id);
-	if (rc == 0 && !(n.kind & KT_KIND_ITEM))
-		rc = kt__err(n.kind == KT_KIND_LINK ? KT_EINVAL : KT_EISDIR,
-			     "node %llu is %s", (unsigned long long)id,
-			     n.kind == KT_KIND_LINK ? "a link"
-						    : "a directory without a "
-						      "value");
+	if (rc == 0) {
+		char what[32];
+		snprintf(what, sizeof(what), "node %llu",
+			 (unsigned long long)id);
+		rc = has_value(&n, "reading", what);
+	}
 	if (rc == 0)
 		rc = kt__value_read(&rd, &n, buf, len, offset, nread);
 	kt__node_free(&n);
@@ -655,6 +685,14 @@ int kt_batch_symlink(kt_batch *b, const char *link, const char *target,
 		     const kt_create_options *opts)
 {
 	kt__op op = op_symlink(link, target, opts);
+
+	return batch_add(b, &op);
+}
+
+int kt_batch_mknod(kt_batch *b, const char *path, unsigned int type,
+		   uint64_t rdev, const kt_create_options *opts)
+{
+	kt__op op = op_mknod(path, type, rdev, opts);
 
 	return batch_add(b, &op);
 }

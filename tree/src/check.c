@@ -3,14 +3,17 @@
  *
  *  1. The header row and the counter row exist; the root node exists and
  *     is a directory.
- *  2. Every node row decodes; its id is unique and below the persisted id
- *     limit, its version below the version limit; its parent's node row
- *     exists and is a directory; its parent's index partition has a row
- *     for it with the same kind and id; nsubdirs matches its children;
- *     nattrs matches its attribute rows, nblocks its block rows (format
- *     2); no block lies past its value.
- *  3. Every index row decodes and points at a node row of the same kind
- *     and id (no index row points at nothing).
+ *  2. Every node row decodes (a special file's payload: a known type, a
+ *     device number only on a device); its id is unique and below the
+ *     persisted id limit, its version below the version limit; its
+ *     parent's node row exists and is a directory; its parent's index
+ *     partition has a row for it with the same kind, id (and type); only a
+ *     directory has children; nsubdirs matches its children; nattrs
+ *     matches its attribute rows, nblocks its block rows (format 2); no
+ *     block lies past its value, and a node without a value (a directory,
+ *     link or special file) has none.
+ *  3. Every index row decodes and points at a node row of the same kind,
+ *     id and type (no index row points at nothing).
  *  4. Every block and attribute row belongs to a live node.
  *  5. Every node has an id row naming its path, and every id row belongs
  *     to a node in the tree (format 2).
@@ -147,7 +150,7 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 	kt__node n = {0}, parent = {0};
 	size_t cnt, dirs, plen, lastlen = 0;
 	uint64_t maxb;
-	unsigned int ikind;
+	unsigned int ikind, itype;
 	uint64_t iid;
 	int rc;
 
@@ -209,15 +212,18 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 				  "(unreachable)", showp(a, sizeof(a), &path));
 		else if (rc != 0)
 			goto out;
-		else if (kt__index_decode(&ikind, &iid, iv.p, iv.len) != 0)
+		else if (kt__index_decode(&ikind, &iid, &itype, iv.p,
+					  iv.len) != 0)
 			violation(c, "node '%s': its index row does not "
 				  "decode", showp(a, sizeof(a), &path));
-		else if (ikind != n.kind || iid != n.id)
+		else if (ikind != n.kind || iid != n.id ||
+			 itype != kt__node_type(&n, NULL))
 			violation(c, "node '%s': index row says kind %u id "
-				  "%llu, node row kind %u id %llu",
-				  showp(a, sizeof(a), &path), ikind,
-				  (unsigned long long)iid, n.kind,
-				  (unsigned long long)n.id);
+				  "%llu type %u, node row kind %u id %llu "
+				  "type %u", showp(a, sizeof(a), &path), ikind,
+				  (unsigned long long)iid, itype, n.kind,
+				  (unsigned long long)n.id,
+				  kt__node_type(&n, NULL));
 		rc = 0;
 	}
 	/* The id row names this node's path. */
@@ -299,7 +305,7 @@ static int check_index(checker *c, kt__slice part, kt__slice sort,
 	kt__buf dir = {0}, np = {0}, nv = {0};
 	char a[KT__SHOWSZ];
 	kt__node n = {0};
-	unsigned int kind;
+	unsigned int kind, type;
 	uint64_t id;
 	int rc;
 
@@ -310,7 +316,7 @@ static int check_index(checker *c, kt__slice part, kt__slice sort,
 		violation(c, "index row with a malformed partition key");
 		return 0;
 	}
-	if (kt__index_decode(&kind, &id, val.p, val.len) != 0) {
+	if (kt__index_decode(&kind, &id, &type, val.p, val.len) != 0) {
 		violation(c, "index row '%s' -> '%.*s' does not decode",
 			  showp(a, sizeof(a), &dir), (int)sort.len, sort.p);
 		kt__buf_free(&dir);
@@ -325,14 +331,16 @@ static int check_index(checker *c, kt__slice part, kt__slice sort,
 		violation(c, "index row '%s' -> '%.*s' points at no node",
 			  showp(a, sizeof(a), &dir), (int)sort.len, sort.p);
 		rc = 0;
-	} else if (rc == 0 && kt__node_decode_hdr(&n, nv.p, nv.len) == 0 &&
-		   (n.kind != kind || n.id != id)) {
-		violation(c, "index row '%s' -> '%.*s' says kind %u id %llu, "
-			  "the node has kind %u id %llu",
+	} else if (rc == 0 && kt__node_decode(&n, nv.p, nv.len) == 0 &&
+		   (n.kind != kind || n.id != id ||
+		    kt__node_type(&n, NULL) != type)) {
+		violation(c, "index row '%s' -> '%.*s' says kind %u id %llu "
+			  "type %u, the node has kind %u id %llu type %u",
 			  showp(a, sizeof(a), &dir), (int)sort.len, sort.p,
-			  kind, (unsigned long long)id, n.kind,
-			  (unsigned long long)n.id);
+			  kind, (unsigned long long)id, type, n.kind,
+			  (unsigned long long)n.id, kt__node_type(&n, NULL));
 	}
+	kt__node_free(&n);
 	kt__buf_free(&dir);
 	kt__buf_free(&np);
 	kt__buf_free(&nv);
@@ -612,6 +620,8 @@ int kt_stats(kt_store_stats *out, kt_store *st)
 				out->dirs++;
 			if (n.kind & KT_KIND_LINK)
 				out->links++;
+			if (n.kind & KT_KIND_SPECIAL)
+				out->specials++;
 		}
 	}
 	kt__mcur_free(cur);

@@ -266,6 +266,10 @@ static int find_entry(kt_iter *it, kt__slice part, kt__slice value)
 	it->e.id = n.id;
 	it->e.value = NULL;
 	it->e.value_len = 0;
+	it->e.type = 0;
+	if (n.kind == KT_KIND_SPECIAL &&
+	    value.len == KT__NODE_HDR + KT__SPECIAL_LEN)
+		it->e.type = (unsigned char)value.p[KT__NODE_HDR];
 	return 0;
 }
 
@@ -327,7 +331,8 @@ int kt_iter_next(const kt_entry **entry, kt_iter *it)
 		switch (it->type) {
 		case IT_LIST:
 			rc = kt__index_decode(&it->e.kind, &it->e.id,
-					      row.value.p, row.value.len);
+					      &it->e.type, row.value.p,
+					      row.value.len);
 			if (rc != 0)
 				return rc;
 			if ((rc = kt__buf_set(&it->name, row.sort.p,
@@ -353,6 +358,7 @@ int kt_iter_next(const kt_entry **entry, kt_iter *it)
 			it->e.name_len = it->name.len;
 			it->e.kind = 0;
 			it->e.id = 0;
+			it->e.type = 0;
 			it->e.value = row.value.p;
 			it->e.value_len = row.value.len;
 			break;

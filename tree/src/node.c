@@ -5,10 +5,11 @@
  * Node row, under partition E(path), sort key "" (little-endian):
  *   u8 format (1), u8 kind, u64 id, u32 mode, u32 uid, u32 gid, u64 size,
  *   i64 atime, i64 mtime, i64 ctime, u64 version, u32 nsubdirs, u32 nattrs,
- *   then the payload: a link's target, or an item's value when it is at
- *   most the inline limit.
+ *   u32 nblocks, then the payload: a link's target, an item's value when
+ *   it is at most the inline limit, or a special file's u8 type and u64
+ *   rdev.
  * Index row, under partition E(parent)||delimiter, sort key = the name:
- *   u8 kind, u64 id.
+ *   u8 kind, u64 id, and for a special file u8 type.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,85 @@ int64_t kt__now(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Item, directory, or both; or a link alone; or a special file alone. */
+static int kind_valid(unsigned int kind)
+{
+	if (kind == KT_KIND_LINK || kind == KT_KIND_SPECIAL)
+		return 1;
+	return kind != 0 && (kind & ~(KT_KIND_ITEM | KT_KIND_DIR)) == 0;
+}
+
+int kt__type_valid(unsigned int type)
+{
+	return type == KT_TYPE_FIFO || type == KT_TYPE_CHR ||
+	       type == KT_TYPE_BLK || type == KT_TYPE_SOCK;
+}
+
+const char *kt__type_noun(unsigned int type)
+{
+	switch (type) {
+	case KT_TYPE_FIFO: return "a FIFO";
+	case KT_TYPE_CHR: return "a character device";
+	case KT_TYPE_BLK: return "a block device";
+	case KT_TYPE_SOCK: return "a socket";
+	}
+	return "a special file";
+}
+
+void kt__special_encode(unsigned char out[KT__SPECIAL_LEN], unsigned int type,
+			uint64_t rdev)
+{
+	out[0] = (unsigned char)type;
+	kt__put64(out + 1, rdev);
+}
+
+unsigned int kt__node_type(const kt__node *n, uint64_t *rdev)
+{
+	const unsigned char *u = (const unsigned char *)n->payload.p;
+
+	if (rdev != NULL)
+		*rdev = 0;
+	if (n->kind != KT_KIND_SPECIAL || n->payload.len != KT__SPECIAL_LEN)
+		return 0;
+	if (rdev != NULL)
+		*rdev = kt__get64(u + 1);
+	return u[0];
+}
+
+const char *kt__node_noun(const kt__node *n)
+{
+	if (n->kind == KT_KIND_LINK)
+		return "a link";
+	if (n->kind == KT_KIND_SPECIAL)
+		return kt__type_noun(kt__node_type(n, NULL));
+	if (n->kind & KT_KIND_ITEM)
+		return "an item";
+	return "a directory without a value";
+}
+
+/* A special file's payload: a known type, and a device number only on a
+ * device. */
+static int special_ok(const kt__node *n, const char *payload, size_t plen)
+{
+	const unsigned char *u = (const unsigned char *)payload;
+	unsigned int type;
+
+	if (plen != KT__SPECIAL_LEN || n->size != 0)
+		return kt__err(KT_ECORRUPT, "special file row with a payload of"
+			       " %zu bytes and size %llu (expected %d and 0)",
+			       plen, (unsigned long long)n->size,
+			       KT__SPECIAL_LEN);
+	type = u[0];
+	if (!kt__type_valid(type))
+		return kt__err(KT_ECORRUPT, "special file row has unknown "
+			       "type %u", type);
+	if ((type == KT_TYPE_FIFO || type == KT_TYPE_SOCK) &&
+	    kt__get64(u + 1) != 0)
+		return kt__err(KT_ECORRUPT, "%s row carries a device number",
+			       kt__type_noun(type));
+	return 0;
 }
 
 int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
@@ -47,17 +127,18 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 	n->nsubdirs = kt__get32(u + 62);
 	n->nattrs = kt__get32(u + 66);
 	n->nblocks = kt__get32(u + 70);
-	if (n->kind == 0 || (n->kind & ~7u) ||
-	    ((n->kind & KT_KIND_LINK) && n->kind != KT_KIND_LINK))
+	if (!kind_valid(n->kind))
 		return kt__err(KT_ECORRUPT, "node row has bad kind %u",
 			       n->kind);
 	return 0;
 }
 
 /* Does the payload have exactly the length the kind and size announce? */
-static int payload_ok(const kt__node *n, size_t plen)
+static int payload_ok(const kt__node *n, const char *payload, size_t plen)
 {
-	if (n->kind == KT_KIND_LINK) {
+	if (n->kind == KT_KIND_SPECIAL) {
+		return special_ok(n, payload, plen);
+	} else if (n->kind == KT_KIND_LINK) {
 		if (plen != n->size)
 			return kt__err(KT_ECORRUPT, "link row payload of %zu "
 				       "bytes, size says %llu", plen,
@@ -84,7 +165,7 @@ static int node_decode_take(kt__node *n, kt__buf *val)
 	if (rc != 0)
 		return rc;
 	plen = val->len - KT__NODE_HDR;
-	if ((rc = payload_ok(n, plen)) != 0)
+	if ((rc = payload_ok(n, val->p + KT__NODE_HDR, plen)) != 0)
 		return rc;
 	memmove(val->p, val->p + KT__NODE_HDR, plen);
 	val->len = plen;
@@ -102,7 +183,7 @@ int kt__node_decode(kt__node *n, const char *p, size_t len)
 
 	if (rc != 0)
 		return rc;
-	if ((rc = payload_ok(n, plen)) != 0)
+	if ((rc = payload_ok(n, p + KT__NODE_HDR, plen)) != 0)
 		return rc;
 	return kt__buf_set(&n->payload, p + KT__NODE_HDR, plen);
 }
@@ -161,24 +242,34 @@ void kt__node_fill_stat(kt_statbuf *sb, const kt_store *st,
 		sb->stored = (n->size + st->block - 1) / st->block * st->block;
 	else
 		sb->stored = (uint64_t)n->nblocks * st->block;
+	sb->type = kt__node_type(n, &sb->rdev);
 }
 
-void kt__index_encode(unsigned char out[KT__INDEX_LEN], const kt__node *n)
+size_t kt__index_encode(unsigned char out[KT__INDEX_MAX], const kt__node *n)
 {
 	out[0] = (unsigned char)n->kind;
 	kt__put64(out + 1, n->id);
+	if (n->kind != KT_KIND_SPECIAL)
+		return KT__INDEX_LEN;
+	out[KT__INDEX_LEN] = (unsigned char)kt__node_type(n, NULL);
+	return KT__INDEX_LEN + 1;
 }
 
-int kt__index_decode(unsigned int *kind, uint64_t *id, const char *p,
-		     size_t len)
+int kt__index_decode(unsigned int *kind, uint64_t *id, unsigned int *type,
+		     const char *p, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)p;
+	int special = len > 0 && u[0] == KT_KIND_SPECIAL;
 
-	if (len != KT__INDEX_LEN || u[0] == 0 || (u[0] & ~7u))
+	if (len != (special ? KT__INDEX_LEN + 1u : KT__INDEX_LEN) ||
+	    !kind_valid(u[0]) ||
+	    (special && !kt__type_valid(u[KT__INDEX_LEN])))
 		return kt__err(KT_ECORRUPT, "index row of %zu bytes does not "
 			       "decode", len);
 	*kind = u[0];
 	*id = kt__get64(u + 1);
+	if (type != NULL)
+		*type = special ? u[KT__INDEX_LEN] : 0;
 	return 0;
 }
 
@@ -283,17 +374,17 @@ int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n)
 
 int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n)
 {
-	unsigned char v[KT__INDEX_LEN];
-	size_t plen = kt__parent_len(p, len);
+	unsigned char v[KT__INDEX_MAX];
+	size_t plen = kt__parent_len(p, len), vlen;
 	kt__buf part = {0};
 	int rc;
 
-	kt__index_encode(v, n);
+	vlen = kt__index_encode(v, n);
 	rc = kt__enc_index(&part, &tx->st->delim, p, plen);
 	if (rc == 0)
 		rc = kt__tx_put(tx, kt__slb(&part),
 				kt__sl(p + plen + 1, len - plen - 1),
-				kt__sl(v, sizeof(v)));
+				kt__sl(v, vlen));
 	kt__buf_free(&part);
 	return rc;
 }
@@ -358,6 +449,8 @@ int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
 	} else if (rc == 0 && kind == KT_KIND_LINK) {
 		n.size = dlen;
 		rc = kt__buf_set(&n.payload, data, dlen);
+	} else if (rc == 0 && kind == KT_KIND_SPECIAL) {
+		rc = kt__buf_set(&n.payload, data, dlen); /* size stays 0 */
 	}
 	/* Node first, then the index row that makes it visible. */
 	if (rc == 0)

@@ -1,6 +1,6 @@
 /*
- * ops.c - every mutation of the tree: put, mkdir, symlink, delete, rename,
- * attributes, ranged writes, truncate and setattr.
+ * ops.c - every mutation of the tree: put, mkdir, symlink, mknod, delete,
+ * rename, attributes, ranged writes, truncate and setattr.
  *
  * Each runs inside a transaction (tx.c) under the store's writer lock, so
  * its checks and its writes form one step that no other writer can split,
@@ -30,6 +30,7 @@ const char *kt__op_name(int type)
 	case KT__OP_WRITE: return "write";
 	case KT__OP_TRUNCATE: return "truncate";
 	case KT__OP_SETATTR: return "setattr";
+	case KT__OP_MKNOD: return "mknod";
 	}
 	return "operation";
 }
@@ -364,12 +365,12 @@ static int op_put(kt__tx *tx, const kt__op *op)
 	if (cf & KT_CREATE_EXCL) {
 		rc = kt__resolve(&r, &rd, op->path, 0, "put");
 		if (rc == 0 && r.exists &&
-		    (r.node.kind & (KT_KIND_ITEM | KT_KIND_LINK))) {
+		    (r.node.kind & (KT_KIND_ITEM | KT_KIND_LINK |
+				    KT_KIND_SPECIAL))) {
+			rc = kt__err(KT_EEXISTS, "put '%s': %s already exists",
+				     SHOW(a, op->path), kt__node_noun(&r.node));
 			kt__res_free(&r);
-			return kt__err(KT_EEXISTS, "put '%s': %s already exists",
-				       SHOW(a, op->path),
-				       r.node.kind == KT_KIND_LINK
-					       ? "a link" : "an item");
+			return rc;
 		}
 		kt__res_free(&r);
 	}
@@ -391,6 +392,11 @@ static int op_put(kt__tx *tx, const kt__op *op)
 	if (is_root(&r)) {
 		rc = kt__err(KT_EINVAL, "put '%s': the root cannot hold a value",
 			     SHOW(a, op->path));
+		goto out;
+	}
+	if (r.exists && r.node.kind == KT_KIND_SPECIAL) {
+		rc = kt__err(KT_EINVAL, "put '%s': %s is there, which holds no "
+			     "value", SHOW(a, op->path), kt__node_noun(&r.node));
 		goto out;
 	}
 	if (r.exists) {
@@ -425,9 +431,10 @@ static int op_mkdir(kt__tx *tx, const kt__op *op)
 	if (rc != 0)
 		return rc;
 	if (r.exists) {
-		if (r.node.kind == KT_KIND_LINK)
-			rc = kt__err(KT_EEXISTS, "mkdir '%s': a link exists "
-				     "there", SHOW(a, op->path));
+		if (r.node.kind == KT_KIND_LINK ||
+		    r.node.kind == KT_KIND_SPECIAL)
+			rc = kt__err(KT_EEXISTS, "mkdir '%s': %s exists there",
+				     SHOW(a, op->path), kt__node_noun(&r.node));
 		else if (r.node.kind & KT_KIND_DIR) {
 			if (!parents || (cf & KT_CREATE_EXCL))
 				rc = kt__err(KT_EEXISTS, "mkdir '%s': the "
@@ -469,6 +476,37 @@ out:
 	return rc;
 }
 
+/* Like a link, a special file is made with its missing ancestors (as put
+ * makes them) and never over anything. */
+static int op_mknod(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	unsigned char payload[KT__SPECIAL_LEN];
+	char a[KT__SHOWSZ];
+	kt__res r;
+	int rc;
+
+	rc = kt__resolve(&r, &rd, op->path, KT__R_CREATE, "mknod");
+	if (rc != 0)
+		return rc;
+	if (is_root(&r))
+		rc = kt__err(KT_EINVAL, "mknod '%s': the root is a directory",
+			     SHOW(a, op->path));
+	else if (r.exists)
+		rc = kt__err(KT_EEXISTS, "mknod '%s': %s already exists there",
+			     SHOW(a, op->path),
+			     r.node.kind & KT_KIND_DIR ? "a directory"
+						       : kt__node_noun(&r.node));
+	if (rc == 0) {
+		kt__special_encode(payload, op->ftype, op->rdev);
+		rc = kt__make_node(tx, r.path.p, r.path.len, KT_KIND_SPECIAL,
+				   create_mode(op, 0644), payload,
+				   sizeof(payload));
+	}
+	kt__res_free(&r);
+	return rc;
+}
+
 static int op_delete(kt__tx *tx, const kt__op *op)
 {
 	kt__rd rd = {tx->st, tx, NULL};
@@ -490,9 +528,11 @@ static int op_delete(kt__tx *tx, const kt__op *op)
 		goto out;
 	}
 	if (op->flags & KT_DELETE_ITEM) {
-		if (r.node.kind == KT_KIND_LINK) {
-			rc = kt__err(KT_EINVAL, "delete '%s': a link is not an "
-				     "item", SHOW(a, op->path));
+		if (r.node.kind == KT_KIND_LINK ||
+		    r.node.kind == KT_KIND_SPECIAL) {
+			rc = kt__err(KT_EINVAL, "delete '%s': %s is not an "
+				     "item", SHOW(a, op->path),
+				     kt__node_noun(&r.node));
 			goto out;
 		}
 		if (!(r.node.kind & KT_KIND_ITEM)) {
@@ -750,6 +790,12 @@ static int op_data(kt__tx *tx, const kt__op *op)
 
 	if ((rc = target(&r, tx, op, 1)) != 0)
 		return rc;
+	/* A path that follows links never ends on a link. */
+	if (r.node.kind == KT_KIND_SPECIAL) {
+		rc = kt__err(KT_EINVAL, "%s '%s': %s holds no value", name,
+			     SHOW(a, op->path), kt__node_noun(&r.node));
+		goto out;
+	}
 	if (!(r.node.kind & KT_KIND_ITEM)) {
 		rc = kt__err(KT_EISDIR, "%s '%s': a directory without a value",
 			     name, SHOW(a, op->path));
@@ -884,6 +930,19 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 				       SHOW(a, op->path), strlen(op->path2),
 				       KT_PATH_MAX);
 		break;
+	case KT__OP_MKNOD:
+		if (!kt__type_valid(op->ftype))
+			return kt__err(KT_EINVAL, "mknod '%s': unknown type %u "
+				       "(expected a FIFO, socket, character "
+				       "or block device)", SHOW(a, op->path),
+				       op->ftype);
+		if ((op->ftype == KT_TYPE_FIFO || op->ftype == KT_TYPE_SOCK) &&
+		    op->rdev != 0)
+			return kt__err(KT_EINVAL, "mknod '%s': %s has no device"
+				       " number (got %llu)", SHOW(a, op->path),
+				       kt__type_noun(op->ftype),
+				       (unsigned long long)op->rdev);
+		break;
 	case KT__OP_DELETE:
 		if (op->flags & ~7u)
 			return kt__err(KT_EINVAL, "delete '%s': unknown flags "
@@ -958,6 +1017,7 @@ int kt__op_apply(kt__tx *tx, const kt__op *op)
 	case KT__OP_WRITE:
 	case KT__OP_TRUNCATE: return op_data(tx, op);
 	case KT__OP_SETATTR: return op_setattr(tx, op);
+	case KT__OP_MKNOD: return op_mknod(tx, op);
 	}
 	return kt__err(KT_EINVAL, "unknown operation %d", op->type);
 }

@@ -17,7 +17,8 @@ enum kt__op_type {
 	KT__OP_ATTR_DELETE,
 	KT__OP_WRITE,
 	KT__OP_TRUNCATE,
-	KT__OP_SETATTR
+	KT__OP_SETATTR,
+	KT__OP_MKNOD
 };
 
 typedef struct kt__op {
@@ -31,6 +32,8 @@ typedef struct kt__op {
 	int has_opts;
 	kt_create_options opts;
 	kt_setattr_args sa;
+	unsigned int ftype; /* mknod: the file type, KT_TYPE_* */
+	uint64_t rdev;     /* mknod: the device number */
 } kt__op;
 
 /* Check what can be checked without reading the store: path syntax,

@@ -84,9 +84,11 @@ int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 		if (!r.exists)
 			rc = kt__err(KT_ENOTFOUND, "orphan_detach '%s': no such"
 				     " node", SHOW(a, path));
-		else if (r.node.kind == KT_KIND_LINK)
-			rc = kt__err(KT_EINVAL, "orphan_detach '%s': a link is"
-				     " not an item", SHOW(a, path));
+		else if (r.node.kind == KT_KIND_LINK ||
+			 r.node.kind == KT_KIND_SPECIAL)
+			rc = kt__err(KT_EINVAL, "orphan_detach '%s': %s is not"
+				     " an item", SHOW(a, path),
+				     kt__node_noun(&r.node));
 		else if (r.node.kind != KT_KIND_ITEM)
 			rc = kt__err(KT_EISDIR, "orphan_detach '%s': a "
 				     "directory cannot be detached",
@@ -270,9 +272,10 @@ int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
 	if (!r.exists)
 		rc = kt__err(KT_ENOTFOUND, "orphan_copy '%s': no such node",
 			     SHOW(a, path));
-	else if (r.node.kind == KT_KIND_LINK)
-		rc = kt__err(KT_EINVAL, "orphan_copy '%s': a link is not an "
-			     "item", SHOW(a, path));
+	else if (r.node.kind == KT_KIND_LINK ||
+		 r.node.kind == KT_KIND_SPECIAL)
+		rc = kt__err(KT_EINVAL, "orphan_copy '%s': %s is not an item",
+			     SHOW(a, path), kt__node_noun(&r.node));
 	else if (!(r.node.kind & KT_KIND_ITEM))
 		rc = kt__err(KT_EISDIR, "orphan_copy '%s': a directory "
 			     "without a value", SHOW(a, path));

@@ -210,7 +210,7 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 	kt_store *st = f->tx.st;
 	kt__buf path = {0}, ip = {0}, iv = {0};
 	kt__node n = {0}, parent = {0};
-	unsigned int kind;
+	unsigned int kind, type;
 	uint64_t id;
 	size_t pl;
 	int rc;
@@ -249,8 +249,10 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 				kt__sl(path.p + pl + 1, path.len - pl - 1),
 				&iv);
 	if (rc == KT_ENOTFOUND ||
-	    (rc == 0 && (kt__index_decode(&kind, &id, iv.p, iv.len) != 0 ||
-			 kind != n.kind || id != n.id))) {
+	    (rc == 0 &&
+	     (kt__index_decode(&kind, &id, &type, iv.p, iv.len) != 0 ||
+	      kind != n.kind || id != n.id ||
+	      type != kt__node_type(&n, NULL)))) {
 		fixed(f, "%s the index row of '%s'",
 		      rc == 0 ? "rewrote" : "restored", path.p);
 		rc = kt__index_put(&f->tx, path.p, path.len, &n);

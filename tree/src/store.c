@@ -170,16 +170,19 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 	return 0;
 }
 
-/* Bring a format 1 store to format 2: kt_repair gives every node its id
- * row (and fixes whatever else it finds), then the header says so.  A
- * crash in between leaves a format 1 store with id rows, upgraded again
- * on the next writable open. */
+/* Bring an older store to this library's format.  From format 1:
+ * kt_repair gives every node its id row (and fixes whatever else it
+ * finds).  Format 3 only added a node kind (special files), so a format 2
+ * store's rows are already format 3 rows.  Then the header says so.  A
+ * crash in between leaves the old format number over rows that are
+ * already upgraded, and the next writable open upgrades it again. */
 static int upgrade(kt_store *st, const char *dir)
 {
 	kt__tx tx;
-	int rc;
+	int rc = 0;
 
-	rc = kt_repair(NULL, st, NULL, NULL);
+	if (st->format < 2)
+		rc = kt_repair(NULL, st, NULL, NULL);
 	if (rc != 0) {
 		kt__err_prefix("open '%s': upgrading from format %u", dir,
 			       st->format);

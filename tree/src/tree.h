@@ -53,10 +53,26 @@ typedef struct kt__node {
 	uint32_t nsubdirs;
 	uint32_t nattrs;
 	uint32_t nblocks; /* block rows of the value (format 2) */
-	kt__buf payload; /* inline value, or link target */
+	kt__buf payload; /* inline value, link target, or a special file's
+			    type and device number (KT__SPECIAL_LEN) */
 } kt__node;
 
 #define KT__NODE_HDR 74 /* bytes before the payload */
+
+/* The payload of a special file (format 3): u8 type, u64 rdev (LE). */
+#define KT__SPECIAL_LEN 9
+/* 1 if @p type is one of KT_TYPE_*. */
+int kt__type_valid(unsigned int type);
+/* "a FIFO", "a socket", "a character device", "a block device". */
+const char *kt__type_noun(unsigned int type);
+/* The payload of a special file of @p type and @p rdev. */
+void kt__special_encode(unsigned char out[KT__SPECIAL_LEN], unsigned int type,
+			uint64_t rdev);
+/* The type of node n (0 unless it is a special file) and its rdev. */
+unsigned int kt__node_type(const kt__node *n, uint64_t *rdev);
+/* What n is, for messages: "a link", "a FIFO", "a directory without a
+ * value"... (for nodes that are not items). */
+const char *kt__node_noun(const kt__node *n);
 
 int kt__node_decode(kt__node *n, const char *p, size_t len);
 /* Decode only the fixed header; payload left empty. */
@@ -69,11 +85,16 @@ static inline int kt__node_inline(const kt_store *s, const kt__node *n)
 {
 	return (n->kind & KT_KIND_ITEM) && n->size <= s->inline_max;
 }
-/* Index row: kind byte + id. */
+/* Index row: kind byte + id; a special file's (format 3) adds its type
+ * byte, so that listings know it without reading the node. */
 #define KT__INDEX_LEN 9
-void kt__index_encode(unsigned char out[KT__INDEX_LEN], const kt__node *n);
-int kt__index_decode(unsigned int *kind, uint64_t *id, const char *p,
-		     size_t len);
+#define KT__INDEX_MAX 10
+/* Encode n's index row into out; returns its length. */
+size_t kt__index_encode(unsigned char out[KT__INDEX_MAX], const kt__node *n);
+/* Decode an index row; @p type (may be NULL) receives the type of a
+ * special file, else 0. */
+int kt__index_decode(unsigned int *kind, uint64_t *id, unsigned int *type,
+		     const char *p, size_t len);
 
 /* Partition keys of the id-keyed rows. */
 void kt__part_blk(char out[32], uint64_t id);
@@ -170,9 +191,9 @@ void kt__res_free(kt__res *r);
 
 
 /* Make a new node of @p kind at real path p, whose parent is a directory
- * (writers): an item with value data, a link with target data, or an
- * empty directory.  Owner and times come from the transaction; the parent
- * is updated. */
+ * (writers): an item with value data, a link with target data, a special
+ * file with its payload (KT__SPECIAL_LEN bytes), or an empty directory.
+ * Owner and times come from the transaction; the parent is updated. */
 int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
 		  uint32_t mode, const void *data, size_t dlen);
 
