@@ -1289,7 +1289,7 @@ static int model_mkdir(mctx *c, const op *o)
 
 static int model_symlink(mctx *c, const op *o)
 {
-	int parents = (o->flags & KT_CREATE_PARENTS) != 0, rc;
+	int rc;
 	walk w;
 	mnode *n;
 
@@ -1297,7 +1297,8 @@ static int model_symlink(mctx *c, const op *o)
 		return path_err(o->p1);
 	if (strcmp(o->p1, "/") == 0 || o->p2[0] == '\0')
 		return KT_EINVAL;
-	rc = walk_parent(c, o->p1, parents ? W_CREATE : W_STRICT, &w);
+	/* Missing ancestors are made, as by put. */
+	rc = walk_parent(c, o->p1, W_CREATE, &w);
 	if (rc != 0)
 		return rc;
 	if (w.node != NULL)

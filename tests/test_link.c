@@ -436,19 +436,38 @@ static void test_link__symlink_over_existing_is_eexists(void **state)
 			   ANY_MSG);
 }
 
-static void test_link__symlink_missing_parent(void **state)
+/* A link makes its missing ancestors, as put does (dynamotree's README
+ * starts on an empty store with a link in /AccountsByEmail), with or
+ * without KT_CREATE_PARENTS, in the batch form too; an ancestor that is an
+ * item becomes an item and directory. */
+static void test_link__symlink_makes_missing_parents(void **state)
 {
 	kt_store *s = store_of(state);
 	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	kt_batch *b = NULL;
 	kt_statbuf st;
 
-	kt_assert_rejected(s, kt_symlink(s, "/no/l", "/x", NULL), KT_ENOTFOUND,
-			   "/no");
-	o.flags = KT_CREATE_PARENTS;
-	ok(kt_symlink(s, "/no/l", "/x", &o));
-	assert_target(s, "/no/l", "/x");
-	ok(kt_lstat(&st, s, "/no"));
+	ok(kt_symlink(s, "/AccountsByEmail/alice@example.com",
+		      "/Accounts/12345", NULL));
+	assert_target(s, "/AccountsByEmail/alice@example.com",
+		      "/Accounts/12345");
+	ok(kt_lstat(&st, s, "/AccountsByEmail"));
 	assert_int_equal(st.kind, KT_KIND_DIR);
+	o.flags = KT_CREATE_PARENTS;
+	ok(kt_symlink(s, "/no/deeper/l", "/x", &o));
+	assert_target(s, "/no/deeper/l", "/x");
+	ok(kt_put(s, "/item", "v", 1, NULL));
+	ok(kt_batch_new(&b, s));
+	ok(kt_batch_symlink(b, "/item/under/l", "/x", NULL));
+	ok(kt_batch_commit(b));
+	kt_batch_free(b);
+	assert_target(s, "/item/under/l", "/x");
+	ok(kt_lstat(&st, s, "/item"));
+	assert_int_equal(st.kind, KT_KIND_ITEM | KT_KIND_DIR);
+	/* A link on the way is followed; a special file is no directory. */
+	ok(kt_mknod(s, "/fifo", KT_TYPE_FIFO, 0, NULL));
+	kt_assert_rejected(s, kt_symlink(s, "/fifo/l", "/x", NULL),
+			   KT_ENOTDIR, "/fifo");
 }
 
 static void test_link__empty_target_is_einval(void **state)
@@ -531,7 +550,7 @@ int main(void)
 		T(test_link__delete_removes_link_not_target),
 		T(test_link__rename_moves_link_itself),
 		T(test_link__symlink_over_existing_is_eexists),
-		T(test_link__symlink_missing_parent),
+		T(test_link__symlink_makes_missing_parents),
 		T(test_link__empty_target_is_einval),
 		T(test_link__target_length_limit),
 		T(test_link__link_to_item_as_dir_is_enotdir),

@@ -64,7 +64,8 @@ static const cli_command commands[] = {
 	 "  -p, --parents  make missing ancestors; no error if it exists\n"},
 	{"ln", cmd_ln, "ln -s TARGET LINK",
 	 "Make a symbolic link LINK whose target is TARGET, stored verbatim.\n"
-	 "Only symbolic links exist in a store, so -s is required.\n"},
+	 "Only symbolic links exist in a store, so -s is required.\n"
+	 "Missing ancestors of LINK are made, as put makes them.\n"},
 	{"mknod", cmd_mknod, "mknod [-m MODE] PATH TYPE [MAJOR MINOR]",
 	 "Make a special file at PATH, and any missing ancestors: TYPE p\n"
 	 "(fifo), s (socket), c or u (char: a character device) or b (block:\n"

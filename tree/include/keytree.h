@@ -317,12 +317,21 @@ KT_EXTERN int kt_setattr(kt_store *store, const char *path,
 /** kt_create_options.flags */
 #define KT_CREATE_EXCL 0x01u       /**< put: fail if an item or link exists;
 				      mkdir: fail if a directory exists */
-#define KT_CREATE_PARENTS 0x02u    /**< mkdir, symlink: make missing ancestors
-				      (put always does) */
+#define KT_CREATE_PARENTS 0x02u    /**< mkdir: make missing ancestors (every
+				      other creating call always does) */
 #define KT_CREATE_IF_VERSION 0x04u /**< put: write only if the item's version
 				      equals if_version (KT_ECONFLICT) */
 #define KT_CREATE_MODE 0x08u       /**< use mode for a new node */
 #define KT_CREATE_OWNER 0x10u      /**< use uid/gid for new nodes */
+
+/* Missing ancestors.  Every call that makes a node at a path makes the
+ * missing directories above it, as `mkdir -p` would, in the same atomic
+ * batch: kt_put(), kt_symlink(), kt_mknod(), kt_orphan_link() and their
+ * batch forms.  An ancestor that is an item becomes an item and directory;
+ * an ancestor that is a link is followed; one that is a special file is
+ * KT_ENOTDIR.  kt_mkdir() is the one exception: like mkdir(1), it wants
+ * the parent to exist unless KT_CREATE_PARENTS is given.  (keytreefs keeps
+ * POSIX behaviour: there a missing parent is ENOENT.) */
 
 /** How to create nodes.  NULL means defaults: mode 0644 for items and
  * special files, 0755 for directories, 0777 for links; owner the process's
@@ -368,8 +377,8 @@ KT_EXTERN int kt_mkdir(kt_store *store, const char *path,
 /**
  * Make a symbolic link at @p link whose target is @p target, stored
  * verbatim (absolute or relative, 1 to KT_PATH_MAX bytes, need not exist).
- * The parent must exist unless KT_CREATE_PARENTS is given.  Anything at
- * @p link already is KT_EEXISTS.
+ * Missing ancestors are made, as kt_put() makes them (KT_CREATE_PARENTS
+ * changes nothing).  Anything at @p link already is KT_EEXISTS.
  */
 KT_EXTERN int kt_symlink(kt_store *store, const char *link, const char *target,
 			 const kt_create_options *opts);

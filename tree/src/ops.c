@@ -454,14 +454,13 @@ static int op_mkdir(kt__tx *tx, const kt__op *op)
 static int op_symlink(kt__tx *tx, const kt__op *op)
 {
 	kt__rd rd = {tx->st, tx, NULL};
-	unsigned int cf = op->has_opts ? op->opts.flags : 0;
 	char a[KT__SHOWSZ];
 	kt__res r;
 	int rc;
 
-	rc = kt__resolve(&r, &rd, op->path,
-			 (cf & KT_CREATE_PARENTS) ? KT__R_CREATE : 0,
-			 "symlink");
+	/* Missing ancestors are made, as by put (dynamotree's walkthrough
+	 * starts with a link in a directory that does not exist yet). */
+	rc = kt__resolve(&r, &rd, op->path, KT__R_CREATE, "symlink");
 	if (rc != 0)
 		return rc;
 	if (r.exists) {
