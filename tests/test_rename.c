@@ -583,6 +583,96 @@ static void test_rename__subtree_move_is_atomic_to_readers(void **state)
 	assert_clean(s);
 }
 
+/* A path of @p n components of one byte each below @p base, made with
+ * mkdir -p; the deepest path in @p out (malloc'd). */
+static char *deep_chain(kt_store *s, const char *base, size_t n)
+{
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	size_t blen = strlen(base), i;
+	char *p = malloc(blen + 2 * n + 1);
+
+	assert_non_null(p);
+	memcpy(p, base, blen);
+	for (i = 0; i < n; i++) {
+		p[blen + 2 * i] = '/';
+		p[blen + 2 * i + 1] = 'x';
+	}
+	p[blen + 2 * n] = '\0';
+	o.flags = KT_CREATE_PARENTS;
+	ok(kt_mkdir(s, p, &o));
+	return p;
+}
+
+/* A rename rewrites every node below the moved one: none may end up over
+ * the path length or depth limit.  Refused with KT_ENAMETOOLONG, store
+ * unchanged, through kt_rename, EXCHANGE and batches; a move that keeps
+ * every node within the limits, even exactly at them, works. */
+static void test_rename__subtree_within_limits(void **state)
+{
+	kt_store *s = store_of(state);
+	char name[256], *deep, *longdir, *p;
+	kt_batch *b = NULL;
+	size_t i, depth;
+
+	/* Length: /a/N/N/.../N with 15 names of 255 bytes = 3842 bytes. */
+	memset(name, 'n', 255);
+	name[255] = '\0';
+	p = malloc(KT_PATH_MAX + 2);
+	assert_non_null(p);
+	strcpy(p, "/a");
+	for (i = 0; i < 15; i++) {
+		strcat(p, "/");
+		strcat(p, name);
+	}
+	ok(kt_put(s, p, "deep", 4, NULL));
+	/* /L/NNN..N: one name of 255 bytes; /a moved below it gets
+	 * 3842 + 257 bytes. */
+	longdir = malloc(300);
+	assert_non_null(longdir);
+	snprintf(longdir, 300, "/L/%s", name);
+	ok(kt_mkdir(s, longdir, &(kt_create_options){KT_CREATE_OPTIONS_VERSION,
+						      KT_CREATE_PARENTS, 0, 0,
+						      0, 0}));
+	strcat(longdir, "/a");
+	kt_assert_rejected(s, kt_rename(s, "/a", longdir, 0), KT_ENAMETOOLONG,
+			   "bytes");
+	ok(kt_batch_new(&b, s));
+	ok(kt_batch_mkdir(b, "/unrelated", NULL));
+	ok(kt_batch_rename(b, "/a", longdir, 0));
+	kt_assert_rejected(s, kt_batch_commit(b), KT_ENAMETOOLONG, "/a");
+	kt_batch_free(b);
+	/* EXCHANGE moves /a to where /L/NNN/a is: refused the same way. */
+	ok(kt_mkdir(s, longdir, NULL));
+	kt_assert_rejected(s, kt_rename(s, "/a", longdir, KT_RENAME_EXCHANGE),
+			   KT_ENAMETOOLONG, "/a");
+	ok(kt_delete(s, longdir, 0));
+	/* Exactly at the limit is fine: /a -> /bbb..b where the deepest
+	 * path becomes KT_PATH_MAX bytes. */
+	i = KT_PATH_MAX - (strlen(p) - 2);
+	longdir[0] = '/';
+	memset(longdir + 1, 'b', i - 1);
+	longdir[i] = '\0';
+	ok(kt_rename(s, "/a", longdir, 0));
+	memmove(p + i, p + 2, strlen(p + 2) + 1);
+	memcpy(p, longdir, i);
+	assert_int_equal(strlen(p), KT_PATH_MAX);
+	assert_int_equal(lstat_of(s, p).kind, KT_KIND_ITEM);
+
+	/* Depth: a chain of KT_DEPTH_MAX - 2 below /d (depth 1) fits at the
+	 * top, not two levels deeper. */
+	depth = KT_DEPTH_MAX - 2;
+	deep = deep_chain(s, "/d", depth);
+	ok(kt_mkdir(s, "/p", NULL));
+	ok(kt_mkdir(s, "/p/q", NULL));
+	kt_assert_rejected(s, kt_rename(s, "/d", "/p/q/d", 0),
+			   KT_ENAMETOOLONG, "components");
+	ok(kt_rename(s, "/d", "/p/d", 0)); /* exactly KT_DEPTH_MAX */
+	assert_int_equal(kt_check(NULL, s, NULL, NULL), 0);
+	free(deep);
+	free(longdir);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -611,6 +701,7 @@ int main(void)
 		T(test_rename__link_in_last_component_not_followed),
 		T(test_rename__links_in_middle_followed),
 		T(test_rename__invalid_paths),
+		T(test_rename__subtree_within_limits),
 #undef T
 	};
 

@@ -283,11 +283,73 @@ static int prune(kt__tx *tx, const char *p, size_t len)
 	return rc;
 }
 
+/* Occurrences of the delimiter in the encoded path @p e: the depth of the
+ * path it encodes (each '/' became one delimiter, and no name holds one). */
+static size_t enc_depth(const kt__delim *d, const char *e, size_t len)
+{
+	size_t n = 0, i = 0;
+
+	while (i + d->len <= len) {
+		if (memcmp(e + i, d->s, d->len) == 0) {
+			n++;
+			i += d->len;
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+/* Would the node whose node partition is @p part, below @p src (depth
+ * @p sdepth), be within the path limits once moved under @p dst (depth
+ * @p ddepth)?  0, or KT_ENAMETOOLONG naming the move and the new size. */
+static int moved_fits(const kt_store *st, const char *part, size_t plen,
+		      const char *src, size_t slen, size_t sdepth,
+		      const char *dst, size_t dlen, size_t ddepth)
+{
+	size_t depth = enc_depth(&st->delim, part, plen);
+	size_t len = plen - depth * (st->delim.len - 1); /* decoded bytes */
+	size_t nlen = dlen + (len - slen), ndepth = ddepth + (depth - sdepth);
+	char a[KT__SHOWSZ], b[KT__SHOWSZ];
+
+	if (nlen <= KT_PATH_MAX && ndepth <= KT_DEPTH_MAX)
+		return 0;
+	return kt__err(KT_ENAMETOOLONG, "rename '%s' to '%s': a node below "
+		       "would get a path of %zu bytes and %zu components "
+		       "(limits: %d bytes, %d components)",
+		       kt__show(a, sizeof(a), src, slen),
+		       kt__show(b, sizeof(b), dst, dlen), nlen, ndepth,
+		       KT_PATH_MAX, KT_DEPTH_MAX);
+}
+
+/* Fail with KT_ENAMETOOLONG if a node below the directory @p n at @p src
+ * would be over a path limit once moved to @p dst (what move_tree's check
+ * does, for a move made in steps: EXCHANGE). */
+static int subtree_fits(kt__tx *tx, const char *src, size_t slen,
+			const char *dst, size_t dlen, const kt__node *n)
+{
+	rowvec rv = {0};
+	size_t i;
+	int rc = 0;
+
+	if (n->kind & KT_KIND_DIR)
+		rc = subtree_rows(tx, src, slen, &rv);
+	for (i = 0; i < rv.n && rc == 0; i++)
+		if (rv.v[i].slen == 0)
+			rc = moved_fits(tx->st, rv.v[i].part, rv.v[i].plen, src,
+					slen, kt__depth(src, slen), dst, dlen,
+					kt__depth(dst, dlen));
+	rowvec_free(&rv);
+	return rc;
+}
+
 /* Move the node n at real path src (with its subtree) to real path dst,
  * which is free.  Ids, values and attributes stay; only path-keyed rows are
- * rewritten. */
+ * rewritten.  With @p check, a node below that would be over the path
+ * length or depth limit at its new place fails the move (KT_ENAMETOOLONG)
+ * before it is made. */
 static int move_tree(kt__tx *tx, const char *src, size_t slen,
-		     const char *dst, size_t dlen, kt__node *n)
+		     const char *dst, size_t dlen, kt__node *n, int check)
 {
 	kt_store *st = tx->st;
 	kt__buf sp = {0}, dp = {0}, np = {0};
@@ -297,6 +359,13 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 
 	if (n->kind & KT_KIND_DIR)
 		rc = subtree_rows(tx, src, slen, &rv);
+	/* The limits first, so that nothing is written for a move that
+	 * cannot be made. */
+	for (i = 0; i < rv.n && rc == 0 && check; i++)
+		if (rv.v[i].slen == 0)
+			rc = moved_fits(st, rv.v[i].part, rv.v[i].plen, src,
+					slen, kt__depth(src, slen), dst, dlen,
+					kt__depth(dst, dlen));
 	if (rc == 0)
 		rc = kt__enc_node(&sp, &st->delim, src, slen);
 	if (rc == 0)
@@ -585,9 +654,16 @@ static int exchange(kt__tx *tx, kt__res *s, kt__res *d)
 	kt__buf tmp = {0};
 	int rc;
 
+	/* Both subtrees must fit where they go, checked before any move. */
+	rc = subtree_fits(tx, s->path.p, s->path.len, d->path.p, d->path.len,
+			  &s->node);
+	if (rc == 0)
+		rc = subtree_fits(tx, d->path.p, d->path.len, s->path.p,
+				  s->path.len, &d->node);
 	/* Park src in a path no name can spell (a component holding the
 	 * delimiter), move dst to src, then src to dst. */
-	rc = kt__buf_set(&tmp, s->path.p, s->parent_len);
+	if (rc == 0)
+		rc = kt__buf_set(&tmp, s->path.p, s->parent_len);
 	if (rc == 0)
 		rc = kt__buf_addc(&tmp, '/');
 	if (rc == 0)
@@ -596,13 +672,13 @@ static int exchange(kt__tx *tx, kt__res *s, kt__res *d)
 		rc = kt__buf_add(&tmp, "x", 1);
 	if (rc == 0)
 		rc = move_tree(tx, s->path.p, s->path.len, tmp.p, tmp.len,
-			       &s->node);
+			       &s->node, 0);
 	if (rc == 0)
 		rc = move_tree(tx, d->path.p, d->path.len, s->path.p,
-			       s->path.len, &d->node);
+			       s->path.len, &d->node, 0);
 	if (rc == 0)
 		rc = move_tree(tx, tmp.p, tmp.len, d->path.p, d->path.len,
-			       &s->node);
+			       &s->node, 0);
 	kt__buf_free(&tmp);
 	if (rc != 0)
 		return rc;
@@ -698,7 +774,7 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 			goto out;
 	}
 	rc = move_tree(tx, s.path.p, s.path.len, d.path.p, d.path.len,
-		       &s.node);
+		       &s.node, 1);
 	if (rc == 0)
 		rc = kt__parent_touch(tx, s.path.p, s.path.len, sdir ? -1 : 0);
 	if (rc == 0)
