@@ -48,7 +48,7 @@ static kt_test_fixture *fix(void **state)
 
 /* A row key: partition || 0x00 || sort. */
 typedef struct rkey {
-	char p[1024];
+	char p[4096]; /* a deep path (over the depth limit), encoded */
 	size_t len;
 } rkey;
 
@@ -89,7 +89,7 @@ static rkey index_key(const char *path)
 {
 	rkey k = {{0}, 0};
 	const char *slash = strrchr(path, '/');
-	char parent[512];
+	char parent[8192];
 
 	assert_non_null(slash);
 	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
@@ -1736,6 +1736,67 @@ static void test_format__healthy_store_untouched_by_repair(void **state)
 	free(big);
 }
 
+/* A node over the depth limit, as a rename by an older library could
+ * leave one: kt_check names it; kt_repair says it cannot fix it, and how
+ * to remove it, and returns KT_ECORRUPT; a recursive delete of an ancestor
+ * within the limits removes it. */
+static void test_format__node_over_limits(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	char *deep = malloc(2 * KT_DEPTH_MAX + 16);
+	calls c = {0, {0}, 0};
+	unsigned char *nv, *iv;
+	size_t i, nlen, ilen, n = 0;
+	leveldb_t *db;
+	rkey idv = {{0}, 0};
+	rkey k;
+
+	assert_non_null(deep);
+	strcpy(deep, "/d");
+	for (i = 1; i < KT_DEPTH_MAX; i++)
+		strcat(deep, "/x"); /* depth KT_DEPTH_MAX */
+	o.flags = KT_CREATE_PARENTS;
+	ok(kt_mkdir(f->store, deep, &o));
+	put_str(f->store, "/tmpitem", "v");
+	assert_clean(f->store);
+	/* Move /tmpitem to deep/y by hand: one component too deep. */
+	db = raw_begin(f);
+	k = node_key("/tmpitem");
+	nv = ldb_get(db, &k, &nlen);
+	k = index_key("/tmpitem");
+	iv = ldb_get(db, &k, &ilen);
+	assert_non_null(nv);
+	assert_non_null(iv);
+	k = node_key("/tmpitem");
+	ldb_del(db, &k);
+	k = index_key("/tmpitem");
+	ldb_del(db, &k);
+	strcat(deep, "/y");
+	k = node_key(deep);
+	ldb_put(db, &k, nv, nlen);
+	k = index_key(deep);
+	ldb_put(db, &k, iv, ilen);
+	rkey_enc(&idv, deep);
+	k = id_key(le64(nv + 2));
+	ldb_put(db, &k, idv.p, idv.len);
+	free(nv);
+	free(iv);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "over the limits", "1025 components",
+			   NULL);
+	assert_int_equal(kt_repair(&n, f->store, record_cb, &c), KT_ECORRUPT);
+	assert_non_null(strstr(kt_errmsg(), "recursive delete"));
+	assert_non_null(strstr(c.all, "cannot repair"));
+	if (strstr(c.all, "1025 components") == NULL)
+		fail_msg("repair said: %s", c.all);
+	assert_check_finds(f->store, "over the limits", NULL);
+	ok(kt_delete(f->store, "/d", KT_DELETE_RECURSIVE));
+	assert_clean(f->store);
+	free(deep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1774,6 +1835,7 @@ int main(void)
 		T(index_type_disagrees),
 		T(special_with_children_or_blocks),
 		T(healthy_store_untouched_by_repair),
+		T(node_over_limits),
 #undef T
 	};
 

@@ -793,8 +793,14 @@ KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
  * is a directory, and removed with their subtree when it is not or is
  * missing; counts are recomputed; block and attribute rows of no node are
  * removed.  @p cb is called once per repair made.
+ * A node whose path is over the length or depth limit (which only a
+ * rename by an older library could make) cannot be repaired: it is
+ * reported through @p cb as "cannot repair: ...", not counted, and the
+ * call returns KT_ECORRUPT after committing every other repair; a
+ * recursive kt_delete() of an ancestor within the limits removes it.
  * @param nfixed  receives the number of repairs (may be NULL)
- * @return 0 (the store now passes kt_check), or an error.
+ * @return 0 (the store now passes kt_check), KT_ECORRUPT (something could
+ *   not be repaired; the rest was), or an error.
  */
 KT_EXTERN int kt_repair(size_t *nfixed, kt_store *store, kt_check_cb cb,
 			void *payload);

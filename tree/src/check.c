@@ -166,6 +166,17 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 		rc = 0;
 		goto out;
 	}
+	/* No call can reach a node over a limit by its path: only an old
+	 * library's rename could have made one (kt_repair cannot move it;
+	 * removing an ancestor within the limits removes it). */
+	if (path.len > KT_PATH_MAX ||
+	    kt__depth(path.p, path.len) > KT_DEPTH_MAX)
+		violation(c, "node '%s': its path of %zu bytes and %zu "
+			  "components is over the limits (%d bytes, %d "
+			  "components)",
+			  showp(a, sizeof(a), &path), path.len,
+			  kt__depth(path.p, path.len), KT_PATH_MAX,
+			  KT_DEPTH_MAX);
 	if ((rc = id_add(c, n.id)) < 0)
 		goto out;
 	if (rc == 0)

@@ -447,6 +447,48 @@ static int fix_orphans(fixer *f, const rows *r)
 	return rc;
 }
 
+/* A node over the path length or depth limit (only an old library's
+ * rename could make one) cannot be repaired: moving it would need a name
+ * nobody chose, and removing it would lose data.  Each is reported through
+ * the callback, and not counted as a repair; the return is then
+ * KT_ECORRUPT with a message saying how to remove such nodes. */
+static int over_limits(fixer *f, const kt_store *st, const rows *r)
+{
+	kt__buf path = {0};
+	char msg[1024], a[KT__SHOWSZ];
+	size_t i, n = 0, depth;
+
+	for (i = 0; i < r->n; i++) {
+		const kt__buf *p = &r->part[i];
+		if (p->len == 0 || p->p[0] == '/' || r->sort[i].len != 0)
+			continue;
+		path.len = 0;
+		if (kt__dec_node(&path, &st->delim, p->p, p->len) != 0)
+			continue; /* removed above */
+		depth = kt__depth(path.p, path.len);
+		if (path.len <= KT_PATH_MAX && depth <= KT_DEPTH_MAX)
+			continue;
+		n++;
+		if (f->cb != NULL) {
+			snprintf(msg, sizeof(msg),
+				 "cannot repair: node '%s' has a path of %zu "
+				 "bytes and %zu components, over the limits "
+				 "(%d bytes, %d components); remove it with a "
+				 "recursive delete of an ancestor within them",
+				 kt__show(a, sizeof(a), path.p, path.len),
+				 path.len, depth, KT_PATH_MAX, KT_DEPTH_MAX);
+			f->cb(msg, f->payload);
+		}
+	}
+	kt__buf_free(&path);
+	if (n == 0)
+		return 0;
+	return kt__err(KT_ECORRUPT, "repair: %zu node%s over the path limits "
+		       "could not be repaired (remove each with a recursive "
+		       "delete of an ancestor within the limits)",
+		       n, n == 1 ? "" : "s");
+}
+
 int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 {
 	fixer f;
@@ -522,6 +564,8 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 		rc = kt__tx_commit(&f.tx);
 	kt__tx_free(&f.tx);
 	pthread_mutex_unlock(&st->wlock);
+	if (rc == 0)
+		rc = over_limits(&f, st, &r);
 	rows_free(&r);
 	free(f.live);
 	if (nfixed != NULL)
