@@ -137,6 +137,21 @@ rm -rf many
 [ ! -e many ] || fail "rm -rf of 3000 entries"
 ok "readdir streams 3000 entries, seekdir back, rm -rf"
 
+# mv of a directory to a deeper place: every node below must stay within
+# the depth limit (1024 components), or the rename fails and nothing moves.
+chain=$(printf 'x/%.0s' $(seq 1018))x
+mkdir -p "deep/$chain" a/b/c/d/e
+rc=0
+mv deep a/b/c/d/e/ 2>"$KTFS_TMP/mv.err" || rc=$?
+[ "$rc" -ne 0 ] || fail "mv of a deep tree past the depth limit succeeded"
+grep -q 'File name too long' "$KTFS_TMP/mv.err" ||
+	fail "mv past the depth limit: $(cat "$KTFS_TMP/mv.err")"
+[ -d "deep/$chain" ] || fail "the deep tree moved partly"
+[ ! -e a/b/c/d/e/deep ] || fail "the deep tree is at its new place"
+mv deep a/b/ || fail "mv within the limit"
+rm -rf a
+ok "mv of a directory refused when a node below would be over the depth limit"
+
 mkdir listing
 (cd listing && seq -f 'f%03g' 100 | xargs touch)
 cd /
