@@ -89,8 +89,11 @@ void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		child_free(&c);
 	}
 	ktfs_ns_unlock(fs);
-	/* A name holding the delimiter (KT_ERESERVED) can never exist. */
-	if (rc == -EINVAL)
+	/* A name holding the delimiter (KT_ERESERVED) can never exist, nor
+	 * can a name within the name limit whose path would be over the
+	 * store's path limit (a program may be deep below the root). */
+	if (rc == -EINVAL ||
+	    (rc == -ENAMETOOLONG && strlen(name) <= KT_NAME_MAX))
 		rc = -ENOENT;
 	if (rc == 0) {
 		ktfs_reply_entry(req, fs, &st);

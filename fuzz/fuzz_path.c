@@ -550,7 +550,7 @@ static unsigned writer_bad(const fop *o, const char *d)
 		tl = strlen(o->p2);
 		if (tl == 0)
 			bad |= BAD_INVAL;
-		if (tl > KT_PATH_MAX)
+		if (tl > KT_TARGET_MAX)
 			bad |= BAD_LONG | BAD_INVAL;
 		break;
 	case OP_ATTR_SET:

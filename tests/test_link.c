@@ -482,19 +482,20 @@ static void test_link__empty_target_is_einval(void **state)
 static void test_link__target_length_limit(void **state)
 {
 	kt_store *s = store_of(state);
-	char *t = malloc(KT_PATH_MAX + 2);
+	char *t = malloc(KT_TARGET_MAX + 2);
 	size_t i;
 
 	assert_non_null(t);
-	/* "/aaa.../aaa..." in components of 100 bytes, KT_PATH_MAX long. */
-	for (i = 0; i < KT_PATH_MAX + 1; i++)
+	/* "/aaa.../aaa..." in components of 100 bytes, KT_TARGET_MAX long
+	 * (what readlink(2) can return). */
+	for (i = 0; i < KT_TARGET_MAX + 1; i++)
 		t[i] = (i % 101 == 0) ? '/' : 'a';
-	t[KT_PATH_MAX] = '\0';
+	t[KT_TARGET_MAX] = '\0';
 	ok(kt_symlink(s, "/max", t, NULL));
 	assert_target(s, "/max", t);
 
-	t[KT_PATH_MAX] = 'a';
-	t[KT_PATH_MAX + 1] = '\0';
+	t[KT_TARGET_MAX] = 'a';
+	t[KT_TARGET_MAX + 1] = '\0';
 	kt_assert_rejected(s, kt_symlink(s, "/over", t, NULL),
 			   KT_ENAMETOOLONG, ANY_MSG);
 	assert_absent(s, "/over");

@@ -446,8 +446,12 @@ static char *long_path(size_t len, char first)
 }
 
 static const char *const name_needles[] = {"255", "256", "NAME_MAX", NULL};
-static const char *const path_needles[] = {"4095", "4096", "PATH_MAX", NULL};
-static const char *const depth_needles[] = {"1024", "1025", "DEPTH", NULL};
+static const char *const path_needles[] = {"4096", "4097", "PATH_MAX", NULL};
+static const char *const target_needles[] = {"4095", "4096", NULL};
+/* With one-byte names, 2049 components are 4098 bytes: the length limit is
+ * reached exactly where the depth limit is, and either may be named. */
+static const char *const depth_needles[] = {"2048", "2049", "DEPTH", "4096",
+					    NULL};
 
 static void test_path__name_255_ok_256_too_long(void **state)
 {
@@ -551,9 +555,10 @@ static void test_path__depth_max_ok_plus_one_too_long(void **state)
 	kt_iter *it = NULL;
 	kt_statbuf sb;
 
-	/* 1024 two-byte components fit in KT_PATH_MAX. */
-	assert_true(strlen(ok) <= KT_PATH_MAX);
-	assert_true(strlen(bad) <= KT_PATH_MAX);
+	/* KT_DEPTH_MAX two-byte components are exactly KT_PATH_MAX bytes;
+	 * one more is over both limits. */
+	assert_int_equal(strlen(ok), KT_PATH_MAX);
+	assert_true(strlen(bad) > KT_PATH_MAX);
 	make_tree(f->store);
 	/* While the store is small, with a full before/after digest. */
 	reject_everywhere(f->store, bad, KT_ENAMETOOLONG, depth_needles);
@@ -589,25 +594,25 @@ static void test_path__depth_max_ok_plus_one_too_long(void **state)
 static void test_path__link_target_limits(void **state)
 {
 	kt_test_fixture *f = *state;
-	char *t_ok = long_path(KT_PATH_MAX, 't');
-	char *t_bad = long_path(KT_PATH_MAX + 1, 't');
+	char *t_ok = long_path(KT_TARGET_MAX, 't');
+	char *t_bad = long_path(KT_TARGET_MAX + 1, 't');
 	char *t = NULL;
 	size_t len = 0;
 	kt_statbuf sb;
 
 	/* The target is stored verbatim and need not exist, but has 1 to
-	 * KT_PATH_MAX bytes. */
+	 * KT_TARGET_MAX bytes (what readlink(2) can return). */
 	assert_int_equal(kt_symlink(f->store, "/l", t_ok, NULL), 0);
 	assert_int_equal(kt_readlink(&t, &len, f->store, "/l"), 0);
-	assert_int_equal(len, KT_PATH_MAX);
+	assert_int_equal(len, KT_TARGET_MAX);
 	assert_string_equal(t, t_ok);
 	kt_free(t);
 	assert_int_equal(kt_lstat(&sb, f->store, "/l"), 0);
-	assert_int_equal(sb.size, KT_PATH_MAX);
+	assert_int_equal(sb.size, KT_TARGET_MAX);
 	kt_assert_rejected(f->store, kt_symlink(f->store, "/m", "", NULL),
 			   KT_EINVAL, "/m");
 	assert_rejected_any(f->store, kt_symlink(f->store, "/m", t_bad, NULL),
-			    KT_ENAMETOOLONG, path_needles);
+			    KT_ENAMETOOLONG, target_needles);
 	free(t_ok);
 	free(t_bad);
 }

@@ -49,12 +49,13 @@ ln -s l2 "$MNT/l1"
 ln -s l1 "$MNT/l2"
 mkfifo "$MNT/fifo"
 # Ancestors for the path-length cases: 16 names of 250 bytes (4018 bytes
-# with /d), and 1024 components.  mkdir -p makes one component at a time,
+# with /d), and 2048 components (4096 bytes: the length limit binds at the
+# same place).  mkdir -p makes one component at a time,
 # so only the store sees the whole path of the one after.
 seg=$(printf 's%.0s' $(seq 250))
 long16=d$(printf "/$seg%.0s" $(seq 16))
-deep1024=$(printf 'x/%.0s' $(seq 1024))
-mkdir -p "$MNT/$long16" "$MNT/$deep1024"
+deep2048=$(printf 'x/%.0s' $(seq 2048))
+mkdir -p "$MNT/$long16" "$MNT/$deep2048"
 
 snapshot() {
 	(cd "$MNT" && find . -printf '%p %y %s %m %l\n' | sort &&
@@ -105,7 +106,7 @@ reject cat_link_to_itself "Too many levels of symbolic links" cat "$MNT/self"
 reject cat_link_loop "Too many levels of symbolic links" cat "$MNT/l1"
 reject truncate_over_limit "File too large" truncate -s 2T "$MNT/item"
 reject mkdir_path_too_long "File name too long" mkdir -p "$MNT/$long16/$seg"
-reject mkdir_path_too_deep "File name too long" mkdir -p "$MNT/${deep1024}y"
+reject mkdir_path_too_deep "File name too long" mkdir -p "$MNT/${deep2048}y"
 reject ln_hard_link "Operation not permitted" ln "$MNT/item" "$MNT/hard"
 reject mkdir_below_fifo "Not a directory" mkdir "$MNT/fifo/d"
 

@@ -190,24 +190,26 @@ static void test_errors__path_too_long(void **state)
 		n += 250;
 	}
 	p[n] = '\0';
-	REJECT(kt_put(ST, p, "x", 1, NULL), KT_ENAMETOOLONG, "4095");
+	REJECT(kt_put(ST, p, "x", 1, NULL), KT_ENAMETOOLONG, "4096");
 }
 
 static void test_errors__path_too_deep(void **state)
 {
-	/* 1025 components of one byte: 2050 bytes, short enough. */
-	char p[2100];
+	/* 2049 components of one byte: 4098 bytes.  With one-byte names the
+	 * length limit (4096) is reached exactly where the depth limit (2048)
+	 * is, so either may be named. */
+	char p[4200];
 	int i;
 
-	for (i = 0; i < 1025; i++) {
+	for (i = 0; i < 2049; i++) {
 		p[2 * i] = '/';
 		p[2 * i + 1] = 'x';
 	}
-	p[2050] = '\0';
+	p[4098] = '\0';
 	REJECT(kt_mkdir(ST, p,
 			&(kt_create_options){KT_CREATE_OPTIONS_VERSION,
 					     KT_CREATE_PARENTS, 0, 0, 0, 0}),
-	       KT_ENAMETOOLONG, "1024");
+	       KT_ENAMETOOLONG, "over the limit");
 }
 
 /* ------------------------------------------------------------------------ */

@@ -138,19 +138,48 @@ rm -rf many
 ok "readdir streams 3000 entries, seekdir back, rm -rf"
 
 # mv of a directory to a deeper place: every node below must stay within
-# the depth limit (1024 components), or the rename fails and nothing moves.
-chain=$(printf 'x/%.0s' $(seq 1018))x
-mkdir -p "deep/$chain" a/b/c/d/e
+# the limits (4096 bytes, 2048 components), or the rename fails and nothing
+# moves.  deep/x/.../x is 2043 components, 4088 bytes.
+chain=$(printf 'x/%.0s' $(seq 2041))x
+mkdir -p "deep/$chain" a/b/c/d/e/f
 rc=0
-mv deep a/b/c/d/e/ 2>"$KTFS_TMP/mv.err" || rc=$?
+mv deep a/b/c/d/e/f/ 2>"$KTFS_TMP/mv.err" || rc=$?
 [ "$rc" -ne 0 ] || fail "mv of a deep tree past the depth limit succeeded"
 grep -q 'File name too long' "$KTFS_TMP/mv.err" ||
 	fail "mv past the depth limit: $(cat "$KTFS_TMP/mv.err")"
 [ -d "deep/$chain" ] || fail "the deep tree moved partly"
-[ ! -e a/b/c/d/e/deep ] || fail "the deep tree is at its new place"
+[ ! -e a/b/c/d/e/f/deep ] || fail "the deep tree is at its new place"
 mv deep a/b/ || fail "mv within the limit"
 rm -rf a
-ok "mv of a directory refused when a node below would be over the depth limit"
+ok "mv of a directory refused when a node below would be over the path limits"
+
+# The longest path a program can pass the kernel (PATH_MAX - 1 = 4095
+# bytes) relative to the mount's root fits in the store ("/" + 4095
+# bytes): 15 directories of 255 bytes and a file of 255.
+k255=$(printf 'k%.0s' $(seq 255))
+d15=$(printf "$k255/%.0s" $(seq 14))$k255
+long=$d15/$(printf 'm%.0s' $(seq 255))
+expect_eq "the longest relative path" "${#long}" 4095
+mkdir -p "$d15"
+echo bottom >"$long" || fail "creating a file at 4095 bytes below the root"
+expect_eq "the file at 4095 bytes" "$(cat "$long")" bottom
+# A missing name within the name limit is ENOENT, even where its path
+# would be over the store's limit (a program inside a deep directory).
+mkdir "$d15/$(printf 'o%.0s' $(seq 254))"
+rc=0
+(cd "$d15/$(printf 'o%.0s' $(seq 254))" && stat "$k255") \
+	2>"$KTFS_TMP/stat.err" || rc=$?
+[ "$rc" -ne 0 ] || fail "stat of a missing long path succeeded"
+grep -q 'No such file or directory' "$KTFS_TMP/stat.err" ||
+	fail "lookup of a missing name over the path limit: $(cat "$KTFS_TMP/stat.err")"
+rc=0
+(cd "$d15/$(printf 'o%.0s' $(seq 254))" && touch "$k255") \
+	2>"$KTFS_TMP/touch.err" || rc=$?
+[ "$rc" -ne 0 ] || fail "creating a path over the store's limit succeeded"
+grep -q 'File name too long' "$KTFS_TMP/touch.err" ||
+	fail "creating a path over the limit: $(cat "$KTFS_TMP/touch.err")"
+rm -r "${long%%/*}"
+ok "a 4095-byte path below the mount's root works; a missing longer one is ENOENT"
 
 mkdir listing
 (cd listing && seq -f 'f%03g' 100 | xargs touch)

@@ -78,8 +78,13 @@ extern "C" {
  * limit. */
 /**@{*/
 #define KT_NAME_MAX 255          /**< bytes in one name or attribute name */
-#define KT_PATH_MAX 4095         /**< bytes in a path or a link target */
-#define KT_DEPTH_MAX 1024        /**< components in a path */
+#define KT_PATH_MAX 4096         /**< bytes in a path: "/" and the 4095 a
+				    program may pass the kernel relative to
+				    a mount's root */
+#define KT_DEPTH_MAX 2048        /**< components in a path: a 4095-byte
+				    relative path of one-byte names */
+#define KT_TARGET_MAX 4095       /**< bytes in a link target: what
+				    readlink(2) can return */
 #define KT_VALUE_MAX (1ULL << 40) /**< bytes in a value (1 TiB, sparse) */
 #define KT_ATTR_VALUE_MAX 65536  /**< bytes in one attribute value */
 #define KT_LINK_HOPS_MAX 40      /**< links followed in one resolution */

@@ -999,11 +999,11 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 		if (op->path2 == NULL || op->path2[0] == '\0')
 			return kt__err(KT_EINVAL, "symlink '%s': empty target",
 				       SHOW(a, op->path));
-		if (strlen(op->path2) > KT_PATH_MAX)
+		if (strlen(op->path2) > KT_TARGET_MAX)
 			return kt__err(KT_ENAMETOOLONG, "symlink '%s': target "
 				       "of %zu bytes is over the limit of %d",
 				       SHOW(a, op->path), strlen(op->path2),
-				       KT_PATH_MAX);
+				       KT_TARGET_MAX);
 		break;
 	case KT__OP_MKNOD:
 		if (!kt__type_valid(op->ftype))
