@@ -165,15 +165,16 @@ echo bottom >"$long" || fail "creating a file at 4095 bytes below the root"
 expect_eq "the file at 4095 bytes" "$(cat "$long")" bottom
 # A missing name within the name limit is ENOENT, even where its path
 # would be over the store's limit (a program inside a deep directory).
-mkdir "$d15/$(printf 'o%.0s' $(seq 254))"
+deepdir=$d15/$(printf 'o%.0s' $(seq 254)) # 4094 bytes: no 255-byte child fits
+mkdir "$deepdir"
 rc=0
-(cd "$d15/$(printf 'o%.0s' $(seq 254))" && stat "$k255") \
+(cd "$deepdir" && stat "$k255") \
 	2>"$KTFS_TMP/stat.err" || rc=$?
 [ "$rc" -ne 0 ] || fail "stat of a missing long path succeeded"
 grep -q 'No such file or directory' "$KTFS_TMP/stat.err" ||
 	fail "lookup of a missing name over the path limit: $(cat "$KTFS_TMP/stat.err")"
 rc=0
-(cd "$d15/$(printf 'o%.0s' $(seq 254))" && touch "$k255") \
+(cd "$deepdir" && touch "$k255") \
 	2>"$KTFS_TMP/touch.err" || rc=$?
 [ "$rc" -ne 0 ] || fail "creating a path over the store's limit succeeded"
 grep -q 'File name too long' "$KTFS_TMP/touch.err" ||
