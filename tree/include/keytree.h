@@ -71,7 +71,7 @@ extern "C" {
 #define KT_VERSION_STRING "0.1.0"
 
 /** On-disk format version written by this library. */
-#define KT_FORMAT_VERSION 3
+#define KT_FORMAT_VERSION 4
 
 /** @name Limits
  * Enforced by every function; exceeding one fails with a message naming the
@@ -88,6 +88,8 @@ extern "C" {
 #define KT_VALUE_MAX (1ULL << 40) /**< bytes in a value (1 TiB, sparse) */
 #define KT_ATTR_VALUE_MAX 65536  /**< bytes in one attribute value */
 #define KT_LINK_HOPS_MAX 40      /**< links followed in one resolution */
+#define KT_LINK_MAX 1024         /**< paths of one node (kt_link): every
+				    change to it rewrites a row per path */
 /**@}*/
 
 /** Error codes.  Values are fixed forever; new ones are only appended. */
@@ -112,6 +114,11 @@ typedef enum kt_error {
 	KT_ECONFLICT = -17,    /**< a conditional write saw another version */
 	KT_ETOOBIG = -18,      /**< a value or attribute is over its limit */
 	KT_ENOATTR = -19,      /**< the node has no attribute of that name */
+	KT_EPERM = -20,        /**< not allowed for this kind of node: a
+				  directory cannot have a second path, an
+				  item with several paths cannot become a
+				  directory */
+	KT_EMLINK = -21,       /**< the node already has KT_LINK_MAX paths */
 	KT_ITEROVER = -100     /**< status: an iteration is over (not an error) */
 } kt_error;
 
@@ -256,6 +263,9 @@ typedef struct kt_statbuf {
 	uint64_t rdev;     /**< device number of a character or block device
 			      (a dev_t as makedev(3) encodes it); 0 for
 			      everything else */
+	uint32_t nlink;    /**< paths of the node: 1, or more for a node
+			      given further paths with kt_link() (a hard
+			      link count); always 1 for a directory */
 } kt_statbuf;
 
 /** Metadata of the node at @p path, following a link in the last
@@ -464,6 +474,9 @@ KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
 				     directories without a value */
 #define KT_DELETE_ITEM 0x04u      /**< remove only the value of an item that
 				     is also a directory; the directory stays */
+#define KT_DELETE_ALL_PATHS 0x08u /**< remove a node with several paths
+				     (kt_link) under every one of them, with
+				     its value and attributes */
 
 /**
  * Remove the node at @p path.  A link in the last component is removed
@@ -476,6 +489,14 @@ KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
  * KT_DELETE_PRUNE then walks up from the parent and removes each ancestor
  * below the root that is a directory without a value and without children.
  * The parent's mtime and ctime become now.
+ *
+ * A node with several paths (kt_link()) loses only the path given: it stays
+ * under its others, with its link count one less, and its value and
+ * attributes go with its last path (POSIX unlink).  A recursive delete does
+ * the same for every such path below @p path.  KT_DELETE_ALL_PATHS removes
+ * the node at @p path under all its paths at once, and its value and
+ * attributes, in one batch (StatelyDB's delete of an item with aliases); on
+ * a node with one path it is an ordinary delete.
  */
 KT_EXTERN int kt_delete(kt_store *store, const char *path,
 			unsigned int flags);
@@ -489,8 +510,11 @@ KT_EXTERN int kt_delete(kt_store *store, const char *path,
  * rules: a non-directory replaces a non-directory; a directory replaces
  * only an empty directory (KT_ENOTEMPTY); a directory over a
  * non-directory is KT_ENOTDIR, the reverse KT_EISDIR; moving a directory
- * into itself is KT_EINVAL; renaming a path to itself does nothing.  The
- * parent of @p dst must exist.  Ids are kept.
+ * into itself is KT_EINVAL; renaming a path to itself, or onto another
+ * path of the same node (kt_link()), does nothing.  The parent of @p dst
+ * must exist.  Ids are kept.  Of a node with several paths only the path
+ * @p src moves; replacing one path of such a node at @p dst removes only
+ * that path.
  *
  * Cost: rows are keyed by path, so the move rewrites one row per node in
  * the subtree plus one per index entry: linear in the subtree size.  Values
@@ -498,6 +522,34 @@ KT_EXTERN int kt_delete(kt_store *store, const char *path,
  */
 KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
 			unsigned int flags);
+
+/**
+ * Give the node at @p existing a further path, @p newpath: a hard link, or
+ * in StatelyDB's terms an alias.  Every path of the node is a full citizen:
+ * a get, stat or read through any of them is the same node (the same id,
+ * value, attributes, mode, owner, times and version) and costs one lookup
+ * of its node row, as through the first; a listing shows each path as an
+ * ordinary child; a change through any path (a value, a ranged write, a
+ * truncate, attributes, kt_setattr()) changes it under every path in the
+ * same atomic batch.  kt_statbuf.nlink counts the paths.
+ *
+ * Cost: each path has its own copy of the node row, so every change to
+ * the node rewrites one row per path (linear in its paths, at most
+ * KT_LINK_MAX); values and attributes are keyed by id and stored once.
+ * The node's ctime becomes now.
+ *
+ * A link in the last component of @p existing is not followed (the link
+ * itself gets the new path, as link(2) does); links in the other components
+ * of both paths are.  Missing ancestors of @p newpath are made, as kt_put()
+ * makes them.  kt_delete() removes one path; kt_rename() moves one.
+ *
+ * @return 0, KT_ENOTFOUND (no node at @p existing), KT_EEXISTS (anything
+ *   at @p newpath), KT_EPERM (@p existing is a directory, an item and
+ *   directory included, or the root), KT_EMLINK (it has KT_LINK_MAX paths
+ *   already), KT_ENOTDIR, KT_ELOOP, a path error, KT_EREADONLY.
+ */
+KT_EXTERN int kt_link(kt_store *store, const char *existing,
+		      const char *newpath);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */
@@ -514,7 +566,9 @@ KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
 /** Detach the item at @p path (not following a link in the last
  * component) and keep it as an orphan; @p id receives its id.  Only a plain
  * item can be detached: KT_EISDIR for a directory, KT_EINVAL for a link or
- * a special file. */
+ * a special file, KT_EPERM for an item with several paths (kt_link()):
+ * kt_delete() that path instead, and the item stays reachable by id
+ * through its others. */
 KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
 			       const char *path);
 
@@ -704,6 +758,10 @@ KT_EXTERN int kt_batch_delete(kt_batch *batch, const char *path,
 KT_EXTERN int kt_batch_rename(kt_batch *batch, const char *src,
 			      const char *dst, unsigned int flags);
 
+/** Record a kt_link(); checked as kt_batch_put() says. */
+KT_EXTERN int kt_batch_link(kt_batch *batch, const char *existing,
+			    const char *newpath);
+
 /** Record a kt_attr_set(); checked as kt_batch_put() says. */
 KT_EXTERN int kt_batch_attr_set(kt_batch *batch, const char *path,
 				const char *name, const void *value,
@@ -744,6 +802,9 @@ typedef struct kt_store_stats {
 	uint64_t rows;        /**< rows of every kind in the storage engine */
 	uint64_t row_bytes;   /**< bytes of keys and values in those rows */
 	uint64_t specials;    /**< special files (FIFOs, sockets, devices) */
+	uint64_t aliases;     /**< paths beyond the first of nodes with
+				 several (kt_link); the counts above count
+				 such a node once */
 } kt_store_stats;
 
 /** Count the store's contents in one scan over a snapshot. */
