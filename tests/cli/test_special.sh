@@ -35,18 +35,18 @@ t_mknod() {
 	run 0 kt mknod /run/sock socket
 	run 0 kt mknod /run/tty u 4 64
 	run 0 kt ls -l /dev
-	grep -Eq '^crw-r--r-- +1, 3 [0-9-]+ [0-9:]+ null$' "$OUT" ||
+	grep -Eq '^crw-r--r-- +1 +1, 3 [0-9-]+ [0-9:]+ null$' "$OUT" ||
 		fail "ls -l of a character device"
-	grep -Eq '^brw------- +8, 16 [0-9-]+ [0-9:]+ sda$' "$OUT" ||
+	grep -Eq '^brw------- +1 +8, 16 [0-9-]+ [0-9:]+ sda$' "$OUT" ||
 		fail "ls -l of a block device"
 	run 0 kt ls -l /run
-	grep -Eq '^prw-r--r-- +0 [0-9-]+ [0-9:]+ pipe$' "$OUT" ||
+	grep -Eq '^prw-r--r-- +1 +0 [0-9-]+ [0-9:]+ pipe$' "$OUT" ||
 		fail "ls -l of a FIFO"
-	grep -Eq '^srw-r--r-- +0 [0-9-]+ [0-9:]+ sock$' "$OUT" ||
+	grep -Eq '^srw-r--r-- +1 +0 [0-9-]+ [0-9:]+ sock$' "$OUT" ||
 		fail "ls -l of a socket"
-	grep -Eq '^crw-r--r-- +4, 64 ' "$OUT" || fail "ls -l of u (char)"
+	grep -Eq '^crw-r--r-- +1 +4, 64 ' "$OUT" || fail "ls -l of u (char)"
 	run 0 kt ls -l /dev/null
-	grep -Eq '^crw-r--r-- +1, 3 .* /dev/null$' "$OUT" ||
+	grep -Eq '^crw-r--r-- +1 +1, 3 .* /dev/null$' "$OUT" ||
 		fail "ls -l of the device itself"
 	run 0 kt stat /dev/null
 	out_has "kind: special"
@@ -143,7 +143,7 @@ t_import_export() {
 		out_has "rdev: 1, 3 (major, minor)"
 		out_has "uid: 1000"
 		run 0 kt ls -l /copy
-		grep -Eq '^brw-r--r-- +8, 1 .* disk$' "$OUT" ||
+		grep -Eq '^brw-r--r-- +1 +8, 1 .* disk$' "$OUT" ||
 			fail "ls -l of the imported block device"
 	fi
 	run 0 kt export /copy "$TMP/dst"
