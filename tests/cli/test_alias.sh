@@ -402,6 +402,21 @@ t_import_export() {
 	eq "$(stat -c %h "$TMP/dst3/two")" 1 "one path below /other"
 }
 
+# DUMP.md's example, an alias record included, loads and dumps back as is.
+t_dump_doc_example() {
+	: "${KT_SRC:?}"
+	sed -n '/^{"keytree":"dump"/,/^{"end":true/p' "$KT_SRC/docs/DUMP.md" |
+		head -n 9 >"$TMP/example"
+	grep -q '"kind":"alias"' "$TMP/example" || fail "no alias in the example"
+	new_store
+	run_in 0 "$TMP/example" kt load
+	eq "$(id_of /z)" "$(id_of /a)" "the alias of the example"
+	run 0 kt attr get /z color
+	out_is red
+	run 0 kt dump
+	cmp "$TMP/example" "$OUT" || { diff "$TMP/example" "$OUT" >&2; fail "not as documented"; }
+}
+
 t_help() {
 	run 0 kt ln --help
 	out_has "ln [-s] TARGET NAME"
