@@ -408,17 +408,18 @@ static int record_alias(loader *l, const json_t *rec, const char *path,
 	size_t olen;
 	int rc = -1;
 
-	if (json_object_size(rec) != 3) {
-		snprintf(err, ERRSZ,
-			 "an alias has only \"path\", \"kind\" and "
-			 "\"of\": the rest is in its node's record");
-		return -1;
-	}
 	if (cli_json_to_bytes(&of, &olen, json_object_get(rec, "of"), err) !=
 	    0) {
 		snprintf(err, ERRSZ,
 			 "an alias needs \"of\", the path of its node's "
 			 "record, a string or {\"base64\": ...}");
+		return -1;
+	}
+	if (json_object_size(rec) != 3) {
+		snprintf(err, ERRSZ,
+			 "an alias has only \"path\", \"kind\" and "
+			 "\"of\": the rest is in its node's record");
+		free(of);
 		return -1;
 	}
 	canon = cli_path(of);
@@ -432,17 +433,19 @@ static int record_alias(loader *l, const json_t *rec, const char *path,
 		goto out;
 	}
 	kind = json_object_get(l->seen, of);
+	/* The root is a directory whether or not the dump records it. */
+	if (strcmp(of, "/") == 0 ||
+	    (kind != NULL && (json_integer_value(kind) & KT_KIND_DIR))) {
+		snprintf(err, ERRSZ,
+			 "alias of %s, a directory: a directory cannot have "
+			 "a second path",
+			 s);
+		goto out;
+	}
 	if (kind == NULL) {
 		snprintf(err, ERRSZ,
 			 "alias of %s, which no earlier record holds (a "
 			 "node's record comes before its aliases)",
-			 s);
-		goto out;
-	}
-	if (json_integer_value(kind) & KT_KIND_DIR) {
-		snprintf(err, ERRSZ,
-			 "alias of %s, a directory: a directory cannot have "
-			 "a second path",
 			 s);
 		goto out;
 	}

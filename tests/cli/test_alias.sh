@@ -71,7 +71,7 @@ t_ln_kinds() {
 	run 0 kt stat /sym2
 	out_has "kind: link"
 	out_has "links: 2"
-	eq "$(links_of /a)" 3 "/a: /a, /b/c and nothing from the symlinks"
+	eq "$(links_of /a)" 2 "/a: /a and /b/c; the symbolic links are other nodes"
 	# A special file.
 	kt mknod /fifo p
 	run 0 kt ln /fifo /fifo2
@@ -121,7 +121,7 @@ assert recs["a"]["id"] == recs["b"]["id"]
 PY
 	# tree and find show each path as an ordinary child.
 	run 0 kt tree /
-	out_has "3 directories, 4 items, 0 links"
+	out_has "2 directories, 4 items, 0 links"
 	run 0 kt find /
 	out_is $'/d/a\n/d/b\n/d/solo\n/e/c'
 }
@@ -248,7 +248,7 @@ for p in ("/m", "/z/item"):
     assert paths.index(p) > paths.index("/a/alias")
 assert recs[paths.index("/sym")]["kind"] == "link"
 assert recs[paths.index("/sym2")] == {"path": "/sym2", "kind": "alias", "of": "/sym"}
-assert len(recs) == 11, paths
+assert len(recs) == 9, paths
 PY
 	export KEYTREE_STORE="$TMP/copy"
 	new_store
@@ -266,11 +266,6 @@ PY
 	out_has "aliases: 3"
 	run 0 kt check
 	out_is ""
-	# The same dump again merges: the aliases are already there.
-	run_in 0 "$TMP/d1" kt load
-	eq "$(links_of /m)" 3 "link count after a second load"
-	run 0 kt get /a/alias
-	out_is hello
 	# A subtree holding one path of the node has it as a plain record.
 	run 0 kt dump /z
 	if grep -q alias "$OUT"; then fail "alias record in /z"; fi
@@ -279,6 +274,18 @@ PY
 	new_store
 	run_in 0 "$TMP/sub" kt load
 	eq "$(links_of /z/item)" 1 "one path in the subtree"
+	# A dump loaded again merges: an alias already there is kept.  (A
+	# symbolic link is not: a link in the way fails a load.)
+	export KEYTREE_STORE="$TMP/merge"
+	new_store
+	kt put /p one
+	kt ln /p /q
+	kt dump >"$TMP/d2"
+	kt put /q two
+	run_in 0 "$TMP/d2" kt load
+	eq "$(links_of /q)" 2 "link count after loading again"
+	run 0 kt get /q
+	out_is one
 }
 
 # load_bad RECORD MESSAGE: a dump whose third line is RECORD is refused
