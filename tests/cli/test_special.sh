@@ -71,7 +71,7 @@ t_mknod() {
 	run 0 kt stats
 	out_has "special files: 5"
 	run 0 kt stats --json
-	out_has '"specials":5}'
+	out_has '"specials":5,"aliases":0}'
 	# Like any node: attributes, rename, remove.
 	run 0 kt attr set /run/pipe note hello
 	run 0 kt mv /run/pipe /run/fifo
@@ -222,7 +222,7 @@ t_load_rejects() {
 		'{"path":"/x","kind":"item","type":"fifo",'"$m"',"value":"v"}'
 	bad 'fields that a special cannot have' \
 		'{"path":"/x","kind":"special","type":"socket",'"$m"',"value":"v"}'
-	bad '"kind" must be item, dir, item+dir, link or special' \
+	bad '"kind" must be item, dir, item+dir, link, special or alias' \
 		'{"path":"/x","kind":"fifo",'"$m"'}'
 	bad '' '{"path":"/keep","kind":"special","type":"fifo",'"$m"'}'
 	err_has "/keep"
