@@ -55,11 +55,6 @@ int ktfs_errno(int code)
 		return -EFBIG;
 	case KT_ENOATTR:
 		return -ENODATA;
-	case KT_EPERM:
-		/* link(2) of a directory, as POSIX names it. */
-		return -EPERM;
-	case KT_EMLINK:
-		return -EMLINK;
 	case KT_ITEROVER:
 		return 0;
 	}
