@@ -112,8 +112,10 @@ expect_eq "symlink and fifo after rm of the first name" \
 ok "symbolic links and FIFOs are linked as themselves"
 
 # KT_LINK_MAX names, then EMLINK.
+# (One process makes the links: a process per ln would take longer.)
 printf m >m
-for i in $(seq 2 1024); do ln m "m.$i"; done
+python3 -c 'import os
+for i in range(2, 1025): os.link("m", "m.%d" % i)'
 expect_eq "link count at the limit" "$(stat -c %h m.1024)" 1024
 expect_eq "one link past the limit" "$("$KTFS_PROBE" link m m.over)" EMLINK
 printf M >>m.777
@@ -150,7 +152,8 @@ mkdir pairs
 for i in $(seq 1100); do
 	: >"pairs/file-with-a-longish-name-$i"
 done
-(cd pairs && for f in file-*; do ln "$f" "$f.l"; done)
+python3 -c 'import os
+for f in os.listdir("pairs"): os.link("pairs/" + f, "pairs/" + f + ".l")'
 expect_eq "entries of a directory of linked pairs" \
 	"$("$KTFS_PROBE" readdir pairs)" 2202
 expect_eq "distinct names listed" "$(ls pairs | sort -u | wc -l)" 2200
