@@ -368,7 +368,7 @@ static mctx *ctx_new(fz_fixture *f)
 		assert_non_null(c->sub[i].val);
 	}
 	root = m_new(&c->m, "/", KT_KIND_DIR);
-	root->vstate = V_KNOWN;
+	root->b->vstate = V_KNOWN;
 	check_path(c, "/");
 	return c;
 }

@@ -236,8 +236,10 @@ typedef struct mattr {
 	size_t len;
 } mattr;
 
-typedef struct mnode {
-	char *path;
+/* A node itself: everything but its path.  A node given further paths
+ * with kt_link() is one mobj shared by several mnodes, so that a change
+ * through any path is seen through all of them. */
+typedef struct mobj {
 	unsigned int kind;
 	unsigned char *val; /* ITEM: the value */
 	size_t vlen;
@@ -249,10 +251,18 @@ typedef struct mnode {
 	uint64_t id;	    /* 0 until first observed */
 	uint64_t ver;	    /* last observed version */
 	int vstate;	    /* V_*: what the next observed version must be */
-	unsigned long mark; /* check_all: epoch in which find reported it */
 	uint32_t mode;	    /* the default mode it was made with; 0 once an
 			       item became item+dir or the reverse, where
 			       keytree.h does not say */
+	uint32_t nlink;	    /* paths (mnodes) sharing it */
+	struct mobj *copy;  /* m_clone: its copy */
+} mobj;
+
+/* One path of a node. */
+typedef struct mnode {
+	char *path;
+	mobj *b;
+	unsigned long mark; /* check_all: epoch in which find reported it */
 } mnode;
 
 typedef struct model {
@@ -281,7 +291,8 @@ static mnode *m_find(const model *m, const char *path)
 	return i < m->n && strcmp(m->v[i]->path, path) == 0 ? m->v[i] : NULL;
 }
 
-static mnode *m_new(model *m, const char *path, unsigned int kind)
+/* A new path @p path of the node @p b (one more link to it). */
+static mnode *m_add_path(model *m, const char *path, mobj *b)
 {
 	mnode *n = calloc(1, sizeof(*n));
 	size_t i = m_lower(m, path);
@@ -289,8 +300,8 @@ static mnode *m_new(model *m, const char *path, unsigned int kind)
 	assert_non_null(n);
 	assert_true(i == m->n || strcmp(m->v[i]->path, path) != 0);
 	n->path = xstrdup(path);
-	n->kind = kind;
-	n->vstate = V_NEW;
+	n->b = b;
+	b->nlink++;
 	if (m->n == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 64;
 		m->v = realloc(m->v, m->cap * sizeof(*m->v));
@@ -302,29 +313,49 @@ static mnode *m_new(model *m, const char *path, unsigned int kind)
 	return n;
 }
 
-static void m_node_free(mnode *n)
+static mnode *m_new(model *m, const char *path, unsigned int kind)
+{
+	mobj *b = calloc(1, sizeof(*b));
+
+	assert_non_null(b);
+	b->kind = kind;
+	b->vstate = V_NEW;
+	return m_add_path(m, path, b);
+}
+
+static void m_obj_free(mobj *b)
 {
 	size_t i;
 
-	for (i = 0; i < n->nattrs; i++) {
-		free(n->attrs[i].name);
-		free(n->attrs[i].val);
+	for (i = 0; i < b->nattrs; i++) {
+		free(b->attrs[i].name);
+		free(b->attrs[i].val);
 	}
-	free(n->attrs);
-	free(n->val);
-	free(n->target);
+	free(b->attrs);
+	free(b->val);
+	free(b->target);
+	free(b);
+}
+
+/* Drop the path @p n (already out of the array): the node goes with its
+ * last path. */
+static void m_node_free(mnode *n)
+{
+	assert_true(n->b->nlink > 0);
+	if (--n->b->nlink == 0)
+		m_obj_free(n->b);
 	free(n->path);
 	free(n);
 }
 
 static void m_set_value(mnode *n, const void *v, size_t len)
 {
-	if (!(n->kind & KT_KIND_ITEM))
-		n->mode = 0;
-	free(n->val);
-	n->val = xmemdup(v, len);
-	n->vlen = len;
-	n->kind |= KT_KIND_ITEM;
+	if (!(n->b->kind & KT_KIND_ITEM))
+		n->b->mode = 0;
+	free(n->b->val);
+	n->b->val = xmemdup(v, len);
+	n->b->vlen = len;
+	n->b->kind |= KT_KIND_ITEM;
 }
 
 /* The range [*lo, *hi) of proper descendants of @p path. */
@@ -384,7 +415,7 @@ static uint32_t m_nsubdirs(const model *m, const char *path)
 	uint32_t d = 0;
 
 	for (i = 0; i < n; i++)
-		if (ch[i]->kind & KT_KIND_DIR)
+		if (ch[i]->b->kind & KT_KIND_DIR)
 			d++;
 	free(ch);
 	return d;
@@ -448,23 +479,37 @@ static void m_clone(model *dst, const model *src)
 	dst->n = dst->cap = src->n;
 	dst->v = malloc((src->n + 1) * sizeof(*dst->v));
 	assert_non_null(dst->v);
+	for (i = 0; i < src->n; i++)
+		src->v[i]->b->copy = NULL;
 	for (i = 0; i < src->n; i++) {
-		const mnode *s = src->v[i];
+		const mnode *sn = src->v[i];
+		const mobj *s = sn->b;
 		mnode *n = malloc(sizeof(*n));
+		mobj *b = s->copy;
 		assert_non_null(n);
-		*n = *s;
-		n->path = xstrdup(s->path);
-		n->val = s->val ? xmemdup(s->val, s->vlen) : NULL;
-		n->target = s->target ? xstrdup(s->target) : NULL;
-		n->attrs = malloc((s->nattrs + 1) * sizeof(*n->attrs));
-		assert_non_null(n->attrs);
-		for (k = 0; k < s->nattrs; k++) {
-			n->attrs[k].name = xstrdup(s->attrs[k].name);
-			n->attrs[k].val =
-				xmemdup(s->attrs[k].val, s->attrs[k].len);
-			n->attrs[k].len = s->attrs[k].len;
-		}
+		*n = *sn;
+		n->path = xstrdup(sn->path);
 		dst->v[i] = n;
+		if (b != NULL) {
+			/* another path of a node already copied */
+			n->b = b;
+			continue;
+		}
+		b = malloc(sizeof(*b));
+		assert_non_null(b);
+		*b = *s;
+		b->val = s->val ? xmemdup(s->val, s->vlen) : NULL;
+		b->target = s->target ? xstrdup(s->target) : NULL;
+		b->attrs = malloc((s->nattrs + 1) * sizeof(*b->attrs));
+		assert_non_null(b->attrs);
+		for (k = 0; k < s->nattrs; k++) {
+			b->attrs[k].name = xstrdup(s->attrs[k].name);
+			b->attrs[k].val =
+				xmemdup(s->attrs[k].val, s->attrs[k].len);
+			b->attrs[k].len = s->attrs[k].len;
+		}
+		sn->b->copy = b;
+		n->b = b;
 	}
 }
 
@@ -483,9 +528,9 @@ static mattr *m_attr_find(mnode *n, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < n->nattrs; i++)
-		if (strcmp(n->attrs[i].name, name) == 0)
-			return &n->attrs[i];
+	for (i = 0; i < n->b->nattrs; i++)
+		if (strcmp(n->b->attrs[i].name, name) == 0)
+			return &n->b->attrs[i];
 	return NULL;
 }
 
@@ -495,17 +540,17 @@ static void m_attr_set(mnode *n, const char *name, const void *v, size_t len)
 	size_t i;
 
 	if (a == NULL) {
-		n->attrs = realloc(n->attrs, (n->nattrs + 1) * sizeof(*a));
-		assert_non_null(n->attrs);
-		for (i = n->nattrs; i > 0; i--) {
-			if (strcmp(n->attrs[i - 1].name, name) < 0)
+		n->b->attrs = realloc(n->b->attrs, (n->b->nattrs + 1) * sizeof(*a));
+		assert_non_null(n->b->attrs);
+		for (i = n->b->nattrs; i > 0; i--) {
+			if (strcmp(n->b->attrs[i - 1].name, name) < 0)
 				break;
-			n->attrs[i] = n->attrs[i - 1];
+			n->b->attrs[i] = n->b->attrs[i - 1];
 		}
-		a = &n->attrs[i];
+		a = &n->b->attrs[i];
 		a->name = xstrdup(name);
 		a->val = NULL;
-		n->nattrs++;
+		n->b->nattrs++;
 	}
 	free(a->val);
 	a->val = xmemdup(v, len);
@@ -515,12 +560,12 @@ static void m_attr_set(mnode *n, const char *name, const void *v, size_t len)
 static void m_attr_delete(mnode *n, const char *name)
 {
 	mattr *a = m_attr_find(n, name);
-	size_t i = (size_t)(a - n->attrs);
+	size_t i = (size_t)(a - n->b->attrs);
 
 	free(a->name);
 	free(a->val);
-	memmove(a, a + 1, (n->nattrs - i - 1) * sizeof(*a));
-	n->nattrs--;
+	memmove(a, a + 1, (n->b->nattrs - i - 1) * sizeof(*a));
+	n->b->nattrs--;
 }
 
 /* ------------------------------------------------------------------------
@@ -1023,8 +1068,8 @@ static int resolve_from(mctx *c, const char *dir, const char *rel,
 			strcpy(out, child);
 			return 0;
 		}
-		if ((n->kind & KT_KIND_LINK) && (!last || follow_last)) {
-			const char *t = n->target;
+		if ((n->b->kind & KT_KIND_LINK) && (!last || follow_last)) {
+			const char *t = n->b->target;
 			if (++*hops > KT_LINK_HOPS_MAX)
 				return KT_ELOOP;
 			if (t[0] == '/') {
@@ -1045,7 +1090,7 @@ static int resolve_from(mctx *c, const char *dir, const char *rel,
 			*outn = n;
 			return 0;
 		}
-		if (!(n->kind & KT_KIND_DIR))
+		if (!(n->b->kind & KT_KIND_DIR))
 			return KT_ENOTDIR;
 		strcpy(cur, child);
 		memmove(rem, rest, strlen(rest) + 1);
@@ -1091,23 +1136,23 @@ static int walk_parent(mctx *c, const char *path, int mode, walk *w)
 			strcpy(cur, child);
 			continue;
 		}
-		if (n->kind & KT_KIND_LINK) {
+		if (n->b->kind & KT_KIND_LINK) {
 			if (++w->hops > KT_LINK_HOPS_MAX)
 				return KT_ELOOP;
-			rc = resolve_from(c, cur, n->target, 1, &w->hops, tgt,
+			rc = resolve_from(c, cur, n->b->target, 1, &w->hops, tgt,
 					  &tn);
 			if (rc != 0)
 				return rc;
 			if (tn == NULL)
 				return KT_ENOTFOUND;
-			if (!(tn->kind & KT_KIND_DIR))
+			if (!(tn->b->kind & KT_KIND_DIR))
 				return KT_ENOTDIR;
 			strcpy(cur, tgt);
 			continue;
 		}
-		if (!(n->kind & KT_KIND_DIR)) {
+		if (!(n->b->kind & KT_KIND_DIR)) {
 			/* only an item can become a directory too */
-			if (mode != W_CREATE || !(n->kind & KT_KIND_ITEM))
+			if (mode != W_CREATE || !(n->b->kind & KT_KIND_ITEM))
 				return KT_ENOTDIR;
 			snprintf(tag, sizeof(tag), "v%s", child);
 			sl_push(&c->plan, tag);
@@ -1145,10 +1190,10 @@ static int m_resolve(mctx *c, const char *path, int follow, res *r)
 	rc = walk_parent(c, path, W_STRICT, &w);
 	if (rc != 0)
 		return r->rc = rc;
-	if (w.node && (w.node->kind & KT_KIND_LINK) && follow) {
+	if (w.node && (w.node->b->kind & KT_KIND_LINK) && follow) {
 		if (++w.hops > KT_LINK_HOPS_MAX)
 			return r->rc = KT_ELOOP;
-		return r->rc = resolve_from(c, w.parent, w.node->target, 1,
+		return r->rc = resolve_from(c, w.parent, w.node->b->target, 1,
 					    &w.hops, r->path, &r->node);
 	}
 	strcpy(r->path, w.path);
@@ -1170,8 +1215,8 @@ static void dirty(mctx *c, mnode *n)
 {
 	if (n == NULL)
 		return;
-	if (n->vstate != V_NEW)
-		n->vstate = V_DIRTY;
+	if (n->b->vstate != V_NEW)
+		n->b->vstate = V_DIRTY;
 	touch(c, n->path);
 }
 
@@ -1188,7 +1233,7 @@ static mnode *m_create(mctx *c, const char *path, unsigned int kind)
 	mnode *n = m_new(&c->m, path, kind);
 
 	/* the defaults of kt_create_options */
-	n->mode = kind == KT_KIND_ITEM || kind == KT_KIND_SPECIAL ? 0644
+	n->b->mode = kind == KT_KIND_ITEM || kind == KT_KIND_SPECIAL ? 0644
 		  : kind == KT_KIND_DIR				  ? 0755
 								  : 0777;
 	dirty_parent(c, path);
@@ -1207,8 +1252,8 @@ static void apply_plan(mctx *c)
 			m_create(c, p, KT_KIND_DIR);
 		} else {
 			mnode *n = m_find(&c->m, p);
-			n->kind |= KT_KIND_DIR;
-			n->mode = 0;
+			n->b->kind |= KT_KIND_DIR;
+			n->b->mode = 0;
 			dirty(c, n);
 		}
 	}
@@ -1235,22 +1280,22 @@ static int model_put(mctx *c, const op *o)
 		m_set_value(n, o->val, o->vlen);
 		return 0;
 	}
-	if (n->kind & KT_KIND_LINK) {
+	if (n->b->kind & KT_KIND_LINK) {
 		if (o->flags & KT_CREATE_EXCL)
 			return KT_EEXISTS;
 		if (++w.hops > KT_LINK_HOPS_MAX)
 			return KT_ELOOP;
-		rc = resolve_from(c, w.parent, n->target, 1, &w.hops, tp, &tn);
+		rc = resolve_from(c, w.parent, n->b->target, 1, &w.hops, tp, &tn);
 		if (rc != 0)
 			return rc;
 		if (tn == NULL)
 			return KT_ENOTFOUND; /* dangling */
 		n = tn;
 	} else if ((o->flags & KT_CREATE_EXCL) &&
-		   (n->kind & (KT_KIND_ITEM | KT_KIND_SPECIAL))) {
+		   (n->b->kind & (KT_KIND_ITEM | KT_KIND_SPECIAL))) {
 		return KT_EEXISTS;
 	}
-	if (n->kind == KT_KIND_SPECIAL)
+	if (n->b->kind == KT_KIND_SPECIAL)
 		return KT_EINVAL; /* it holds no value */
 	assert_int_equal(c->plan.n, 0);
 	m_set_value(n, o->val, o->vlen);
@@ -1277,12 +1322,12 @@ static int model_mkdir(mctx *c, const op *o)
 		m_create(c, w.path, KT_KIND_DIR);
 		return 0;
 	}
-	if (n->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
+	if (n->b->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
 		return KT_EEXISTS;
-	if (n->kind & KT_KIND_DIR)
+	if (n->b->kind & KT_KIND_DIR)
 		return parents ? 0 : KT_EEXISTS;
-	n->kind |= KT_KIND_DIR;
-	n->mode = 0;
+	n->b->kind |= KT_KIND_DIR;
+	n->b->mode = 0;
 	dirty(c, n);
 	return 0;
 }
@@ -1305,7 +1350,7 @@ static int model_symlink(mctx *c, const op *o)
 		return KT_EEXISTS;
 	apply_plan(c);
 	n = m_create(c, w.path, KT_KIND_LINK);
-	n->target = xstrdup(o->p2);
+	n->b->target = xstrdup(o->p2);
 	return 0;
 }
 
@@ -1343,8 +1388,8 @@ static int model_mknod(mctx *c, const op *o)
 		return KT_EEXISTS;
 	apply_plan(c);
 	n = m_create(c, w.path, KT_KIND_SPECIAL);
-	n->type = o->ftype;
-	n->rdev = o->rdev;
+	n->b->type = o->ftype;
+	n->b->rdev = o->rdev;
 	return 0;
 }
 
@@ -1358,7 +1403,7 @@ static void prune(mctx *c, const char *dir)
 	strcpy(p, dir);
 	while (strcmp(p, "/") != 0) {
 		n = m_find(&c->m, p);
-		if (n->kind != KT_KIND_DIR || m_has_children(&c->m, p))
+		if (n->b->kind != KT_KIND_DIR || m_has_children(&c->m, p))
 			break;
 		m_remove_subtree(&c->m, p);
 		dirty_parent(c, p);
@@ -1383,22 +1428,22 @@ static int model_delete(mctx *c, const op *o)
 	if (n == NULL)
 		return KT_ENOTFOUND;
 	if (o->flags & KT_DELETE_ITEM) {
-		if (n->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
+		if (n->b->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
 			return KT_EINVAL;
-		if (!(n->kind & KT_KIND_ITEM))
+		if (!(n->b->kind & KT_KIND_ITEM))
 			return KT_EISDIR;
-		if (n->kind & KT_KIND_DIR) {
-			free(n->val);
-			n->val = NULL;
-			n->vlen = 0;
-			n->kind = KT_KIND_DIR;
+		if (n->b->kind & KT_KIND_DIR) {
+			free(n->b->val);
+			n->b->val = NULL;
+			n->b->vlen = 0;
+			n->b->kind = KT_KIND_DIR;
 			dirty(c, n);
 		} else {
 			m_remove_subtree(&c->m, w.path);
 			dirty_parent(c, w.path);
 		}
 	} else {
-		if ((n->kind & KT_KIND_DIR) && m_has_children(&c->m, w.path) &&
+		if ((n->b->kind & KT_KIND_DIR) && m_has_children(&c->m, w.path) &&
 		    !(o->flags & KT_DELETE_RECURSIVE))
 			return KT_ENOTEMPTY;
 		m_remove_subtree(&c->m, w.path);
@@ -1446,8 +1491,8 @@ static int model_rename(mctx *c, const op *o)
 		return 0;
 	}
 	if (dn != NULL) {
-		int sdir = (sn->kind & KT_KIND_DIR) != 0;
-		int ddir = (dn->kind & KT_KIND_DIR) != 0;
+		int sdir = (sn->b->kind & KT_KIND_DIR) != 0;
+		int ddir = (dn->b->kind & KT_KIND_DIR) != 0;
 		if (sdir && !ddir)
 			return KT_ENOTDIR;
 		if (!sdir && ddir)
@@ -1649,70 +1694,70 @@ static void expect_rc(mctx *c, const char *call, const char *path, int want,
 /* The id seen for a node must be the one it was first seen with. */
 static void cmp_id(mctx *c, const char *call, mnode *n, uint64_t id)
 {
-	if (n->id == 0)
-		n->id = id;
-	else if (n->id != id)
+	if (n->b->id == 0)
+		n->b->id = id;
+	else if (n->b->id != id)
 		mismatch(c,
 			 "%s: node \"%s\" has id %llu, expected %llu (ids "
 			 "are kept across rename and conversion)",
 			 call, n->path, (unsigned long long)id,
-			 (unsigned long long)n->id);
+			 (unsigned long long)n->b->id);
 }
 
 static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
 		     const kt_statbuf *st)
 {
-	if (st->kind != n->kind)
+	if (st->kind != n->b->kind)
 		mismatch(c, "%s(\"%s\"): kind %s, expected %s (node \"%s\")",
-			 call, path, kindname(st->kind), kindname(n->kind),
+			 call, path, kindname(st->kind), kindname(n->b->kind),
 			 n->path);
 	cmp_id(c, call, n, st->id);
-	if (n->mode != 0 && st->mode != n->mode)
+	if (n->b->mode != 0 && st->mode != n->b->mode)
 		mismatch(c, "%s(\"%s\"): mode %o, expected %o (node \"%s\")",
-			 call, path, (unsigned)st->mode, (unsigned)n->mode,
+			 call, path, (unsigned)st->mode, (unsigned)n->b->mode,
 			 n->path);
 	if (st->uid != (uint32_t)geteuid() || st->gid != (uint32_t)getegid())
 		mismatch(c, "%s(\"%s\"): owner %u:%u, expected %u:%u", call,
 			 path, (unsigned)st->uid, (unsigned)st->gid,
 			 (unsigned)geteuid(), (unsigned)getegid());
-	if (st->nattrs != n->nattrs)
+	if (st->nattrs != n->b->nattrs)
 		mismatch(c, "%s(\"%s\"): nattrs %u, expected %zu", call, path,
-			 (unsigned)st->nattrs, n->nattrs);
-	if ((n->kind & KT_KIND_DIR) &&
+			 (unsigned)st->nattrs, n->b->nattrs);
+	if ((n->b->kind & KT_KIND_DIR) &&
 	    st->nsubdirs != m_nsubdirs(&c->m, n->path))
 		mismatch(c, "%s(\"%s\"): nsubdirs %u, expected %u", call, path,
 			 (unsigned)st->nsubdirs,
 			 (unsigned)m_nsubdirs(&c->m, n->path));
-	if ((n->kind & KT_KIND_ITEM) && st->size != n->vlen)
+	if ((n->b->kind & KT_KIND_ITEM) && st->size != n->b->vlen)
 		mismatch(c, "%s(\"%s\"): size %llu, expected %zu", call, path,
-			 (unsigned long long)st->size, n->vlen);
-	if (st->type != n->type || st->rdev != n->rdev ||
-	    (n->kind == KT_KIND_SPECIAL && st->size != 0))
+			 (unsigned long long)st->size, n->b->vlen);
+	if (st->type != n->b->type || st->rdev != n->b->rdev ||
+	    (n->b->kind == KT_KIND_SPECIAL && st->size != 0))
 		mismatch(c,
 			 "%s(\"%s\"): type %u rdev %llu size %llu, expected "
 			 "type %u rdev %llu size 0 (node \"%s\")",
 			 call, path, st->type, (unsigned long long)st->rdev,
-			 (unsigned long long)st->size, n->type,
-			 (unsigned long long)n->rdev, n->path);
-	if ((n->kind & KT_KIND_LINK) && st->size != strlen(n->target))
+			 (unsigned long long)st->size, n->b->type,
+			 (unsigned long long)n->b->rdev, n->path);
+	if ((n->b->kind & KT_KIND_LINK) && st->size != strlen(n->b->target))
 		mismatch(c,
 			 "%s(\"%s\"): size %llu, expected %zu (link "
 			 "target)",
 			 call, path, (unsigned long long)st->size,
-			 strlen(n->target));
-	if (n->vstate != V_KNOWN && u64_has(&c->versions, st->version))
+			 strlen(n->b->target));
+	if (n->b->vstate != V_KNOWN && u64_has(&c->versions, st->version))
 		mismatch(c,
 			 "%s(\"%s\"): version %llu of %s node \"%s\" was "
 			 "seen before (versions are never reused)",
 			 call, path, (unsigned long long)st->version,
-			 n->vstate == V_NEW ? "new" : "written", n->path);
-	if (n->vstate == V_DIRTY && st->version == n->ver)
+			 n->b->vstate == V_NEW ? "new" : "written", n->path);
+	if (n->b->vstate == V_DIRTY && st->version == n->b->ver)
 		mismatch(c,
 			 "%s(\"%s\"): version %llu unchanged after a write "
 			 "of \"%s\"",
 			 call, path, (unsigned long long)st->version, n->path);
-	n->ver = st->version;
-	n->vstate = V_KNOWN;
+	n->b->ver = st->version;
+	n->b->vstate = V_KNOWN;
 	u64_add(&c->step_versions, st->version);
 }
 
@@ -1804,13 +1849,13 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 		}
 		if (e->name_len != strlen(nm) ||
 		    memcmp(e->name, nm, e->name_len) != 0 ||
-		    e->kind != ch[i]->kind || e->type != ch[i]->type) {
+		    e->kind != ch[i]->b->kind || e->type != ch[i]->b->type) {
 			snprintf(msg, sizeof(msg),
 				 "entry %zu is \"%.*s\" %s type %u, "
 				 "expected \"%s\" %s type %u",
 				 i, (int)e->name_len, e->name,
 				 kindname(e->kind), e->type, nm,
-				 kindname(ch[i]->kind), ch[i]->type);
+				 kindname(ch[i]->b->kind), ch[i]->b->type);
 			break;
 		}
 		cmp_id(c, "kt_iter_next", ch[i], e->id);
@@ -1844,7 +1889,7 @@ static void cmp_attrs(mctx *c, const char *path, mnode *n)
 	if (rc != 0)
 		expect_rc(c, "kt_attr_iter_new", path, 0, rc, NULL);
 	while ((rc = kt_iter_next(&e, it)) == 0) {
-		mattr *a = i < n->nattrs ? &n->attrs[i] : NULL;
+		mattr *a = i < n->b->nattrs ? &n->b->attrs[i] : NULL;
 		if (a == NULL || e->name_len != strlen(a->name) ||
 		    memcmp(e->name, a->name, e->name_len) != 0 ||
 		    e->value_len != a->len ||
@@ -1868,11 +1913,11 @@ static void cmp_attrs(mctx *c, const char *path, mnode *n)
 	if (rc != KT_ITEROVER)
 		expect_rc(c, "kt_iter_next (attributes)", path, KT_ITEROVER, rc,
 			  NULL);
-	if (i != n->nattrs)
+	if (i != n->b->nattrs)
 		mismatch(c,
 			 "kt_attr_iter_new(\"%s\"): %zu attributes, expected "
 			 "%zu; missing \"%s\"",
-			 path, i, n->nattrs, n->attrs[i].name);
+			 path, i, n->b->nattrs, n->b->attrs[i].name);
 }
 
 /* Compare everything a reader can see at @p path. */
@@ -1909,32 +1954,32 @@ static void check_path(mctx *c, const char *path)
 	/* kt_readlink */
 	want = rl.rc				? rl.rc
 	       : rl.node == NULL		? KT_ENOTFOUND
-	       : (rl.node->kind & KT_KIND_LINK) ? 0
+	       : (rl.node->b->kind & KT_KIND_LINK) ? 0
 						: KT_EINVAL;
 	rc = kt_readlink(&t, &len, s, path);
 	expect_rc(c, "kt_readlink", path, want, rc, &rl);
-	if (rc == 0 && (len != strlen(rl.node->target) ||
-			strcmp(t, rl.node->target) != 0)) {
+	if (rc == 0 && (len != strlen(rl.node->b->target) ||
+			strcmp(t, rl.node->b->target) != 0)) {
 		char got[PBUF];
 		snprintf(got, sizeof(got), "%s", t);
 		kt_free(t);
 		mismatch(c,
 			 "kt_readlink(\"%s\"): \"%s\" (len %zu), expected "
 			 "\"%s\"",
-			 path, got, len, rl.node->target);
+			 path, got, len, rl.node->b->target);
 	}
 	kt_free(t);
 
 	/* kt_get */
 	want = rf.rc				    ? rf.rc
 	       : rf.node == NULL		    ? KT_ENOTFOUND
-	       : (rf.node->kind & KT_KIND_ITEM)	    ? 0
-	       : rf.node->kind == KT_KIND_SPECIAL ? KT_EINVAL
+	       : (rf.node->b->kind & KT_KIND_ITEM)	    ? 0
+	       : rf.node->b->kind == KT_KIND_SPECIAL ? KT_EINVAL
 						    : KT_EISDIR;
 	rc = kt_get(&v, &len, s, path);
 	expect_rc(c, "kt_get", path, want, rc, &rf);
-	if (rc == 0 && (len != rf.node->vlen ||
-			(len && memcmp(v, rf.node->val, len) != 0) ||
+	if (rc == 0 && (len != rf.node->b->vlen ||
+			(len && memcmp(v, rf.node->b->val, len) != 0) ||
 			((char *)v)[len] != '\0')) {
 		hexs(h1, sizeof(h1), v, len);
 		kt_free(v);
@@ -1942,15 +1987,15 @@ static void check_path(mctx *c, const char *path)
 			 "kt_get(\"%s\"): value [%s] (len %zu), expected [%s] "
 			 "(len %zu) of \"%s\"",
 			 path, h1, len,
-			 hexs(h2, sizeof(h2), rf.node->val, rf.node->vlen),
-			 rf.node->vlen, rf.node->path);
+			 hexs(h2, sizeof(h2), rf.node->b->val, rf.node->b->vlen),
+			 rf.node->b->vlen, rf.node->path);
 	}
 	kt_free(v);
 
 	/* kt_iter_new: the listing */
 	want = rf.rc			       ? rf.rc
 	       : rf.node == NULL	       ? KT_ENOTFOUND
-	       : (rf.node->kind & KT_KIND_DIR) ? 0
+	       : (rf.node->b->kind & KT_KIND_DIR) ? 0
 					       : KT_ENOTDIR;
 	if (want == 0) {
 		cmp_listing(c, path, rf.node);
@@ -2016,10 +2061,10 @@ static void cmp_find(mctx *c, const char *prefix, unsigned int flags)
 			}
 		}
 		mn->mark = c->epoch;
-		if (k != mn->kind) {
+		if (k != mn->b->kind) {
 			kt_iter_free(it);
 			mismatch(c, "%s: \"%s\" is %s, expected %s", desc, p,
-				 kindname(k), kindname(mn->kind));
+				 kindname(k), kindname(mn->b->kind));
 		}
 		cmp_id(c, "kt_find_new", mn, id);
 	}
@@ -2035,7 +2080,7 @@ static void cmp_find(mctx *c, const char *prefix, unsigned int flags)
 		else
 			in = strncmp(mn->path, prefix, pl) == 0 &&
 			     strcmp(mn->path, "/") != 0;
-		if ((flags & KT_FIND_ITEMS) && !(mn->kind & KT_KIND_ITEM))
+		if ((flags & KT_FIND_ITEMS) && !(mn->b->kind & KT_KIND_ITEM))
 			in = 0;
 		if (in != (mn->mark == c->epoch))
 			mismatch(c, "%s: %s \"%s\"", desc,
@@ -2086,14 +2131,14 @@ static void check_all(mctx *c)
 				 "parent",
 				 p);
 		}
-		if (e->kind != mn->kind || e->type != mn->type) {
+		if (e->kind != mn->b->kind || e->type != mn->b->type) {
 			unsigned int k = e->kind, t = e->type;
 			kt_iter_free(it);
 			mismatch(c,
 				 "kt_find_new(\"/\"): \"%s\" is %s type %u, "
 				 "expected %s type %u",
-				 p, kindname(k), t, kindname(mn->kind),
-				 mn->type);
+				 p, kindname(k), t, kindname(mn->b->kind),
+				 mn->b->type);
 		}
 		cmp_id(c, "kt_find_new", mn, e->id);
 		mn->mark = c->epoch;
@@ -2115,7 +2160,7 @@ static void check_all(mctx *c)
 	ids = malloc(c->m.n * sizeof(*ids));
 	assert_non_null(ids);
 	for (i = 0; i < c->m.n; i++)
-		ids[i] = c->m.v[i]->id;
+		ids[i] = c->m.v[i]->b->id;
 	for (i = 0; i < c->m.n; i++) {
 		size_t k;
 		for (k = i + 1; k < c->m.n; k++)
@@ -2125,7 +2170,7 @@ static void check_all(mctx *c)
 					 "nodes \"%s\" and \"%s\" share id "
 					 "%llu",
 					 c->m.v[i]->path, c->m.v[k]->path,
-					 (unsigned long long)c->m.v[i]->id);
+					 (unsigned long long)c->m.v[i]->b->id);
 			}
 	}
 	free(ids);
@@ -2136,40 +2181,40 @@ static void check_all(mctx *c)
 		kt_statbuf st;
 		char *ip = NULL;
 		size_t il = 0;
-		rc = kt_id_path(&ip, &il, c->f->store, mn->id);
+		rc = kt_id_path(&ip, &il, c->f->store, mn->b->id);
 		if (rc != 0 || il != strlen(mn->path) ||
 		    strcmp(ip, mn->path) != 0) {
 			kt_free(ip);
 			mismatch(c, "kt_id_path(%llu): %s \"%s\", expected "
-				 "\"%s\"", (unsigned long long)mn->id,
+				 "\"%s\"", (unsigned long long)mn->b->id,
 				 rcname(rc), rc ? kt_errmsg() : "", mn->path);
 		}
 		kt_free(ip);
-		rc = kt_id_lstat(&st, NULL, NULL, c->f->store, mn->id);
+		rc = kt_id_lstat(&st, NULL, NULL, c->f->store, mn->b->id);
 		if (rc != 0)
 			expect_rc(c, "kt_id_lstat", mn->path, 0, rc, NULL);
 		cmp_stat(c, "kt_id_lstat", mn->path, mn, &st);
-		if (mn->kind & KT_KIND_ITEM) {
+		if (mn->b->kind & KT_KIND_ITEM) {
 			/* the value by id: its last up to 64 bytes */
 			unsigned char b[64];
-			size_t got = 0, want = mn->vlen < 64 ? mn->vlen : 64;
-			uint64_t at = mn->vlen - want;
-			rc = kt_id_read(&got, c->f->store, mn->id, b, 64, at);
+			size_t got = 0, want = mn->b->vlen < 64 ? mn->b->vlen : 64;
+			uint64_t at = mn->b->vlen - want;
+			rc = kt_id_read(&got, c->f->store, mn->b->id, b, 64, at);
 			if (rc != 0 || got != want ||
-			    (want > 0 && memcmp(b, mn->val + at, want) != 0))
+			    (want > 0 && memcmp(b, mn->b->val + at, want) != 0))
 				mismatch(c, "kt_id_read(%llu) of \"%s\": %s, "
 					 "%zu bytes at %llu, expected %zu",
-					 (unsigned long long)mn->id, mn->path,
+					 (unsigned long long)mn->b->id, mn->path,
 					 rcname(rc), got,
 					 (unsigned long long)at, want);
-		} else if (mn->kind == KT_KIND_SPECIAL) {
+		} else if (mn->b->kind == KT_KIND_SPECIAL) {
 			unsigned char b[8];
 			size_t got = 0;
-			rc = kt_id_read(&got, c->f->store, mn->id, b, 8, 0);
+			rc = kt_id_read(&got, c->f->store, mn->b->id, b, 8, 0);
 			if (rc != KT_EINVAL)
 				mismatch(c, "kt_id_read(%llu) of special file "
 					 "\"%s\": %s, expected KT_EINVAL",
-					 (unsigned long long)mn->id, mn->path,
+					 (unsigned long long)mn->b->id, mn->path,
 					 rcname(rc));
 		}
 	}
@@ -2180,7 +2225,7 @@ static void check_all(mctx *c)
 	cmp_find(c, "/", KT_FIND_ITEMS);
 	for (i = 0; i < 4; i++) {
 		mnode *d = c->m.v[rn(c, (unsigned int)c->m.n)];
-		if (!(d->kind & KT_KIND_DIR))
+		if (!(d->b->kind & KT_KIND_DIR))
 			continue;
 		if (strcmp(d->path, "/") != 0)
 			cmp_find(c, d->path,
