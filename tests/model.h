@@ -580,16 +580,20 @@ enum {
 	OP_ATTR_SET,
 	OP_ATTR_DELETE,
 	OP_MKNOD,
+	OP_LINK,
+	OP_WRITE,
+	OP_TRUNCATE,
+	OP_SETATTR,
 	OP_BATCH,
 	OP__COUNT
 };
 
-#define NRC 21 /* result codes 0 .. -20 counted per operation */
+#define NRC 22 /* result codes 0 .. -21 counted per operation */
 
 typedef struct op {
 	int type;
-	char p1[PBUF]; /* the path (rename: src) */
-	char p2[PBUF]; /* rename: dst; symlink: target */
+	char p1[PBUF]; /* the path (rename: src; link: existing) */
+	char p2[PBUF]; /* rename: dst; symlink: target; link: newpath */
 	unsigned int flags;
 	int null_opts; /* pass NULL options (flags are 0) */
 	const char *aname;
@@ -597,6 +601,8 @@ typedef struct op {
 	size_t vlen;
 	unsigned int ftype; /* mknod: KT_TYPE_* (or a bad one) */
 	uint64_t rdev;	    /* mknod: the device number */
+	uint64_t off;	    /* write: the offset; truncate: the size */
+	uint32_t smode;	    /* setattr: the mode */
 } op;
 
 typedef struct mctx {
@@ -679,6 +685,10 @@ static const char *rcname(int rc)
 		return "KT_EIO";
 	case KT_ENOATTR:
 		return "KT_ENOATTR";
+	case KT_EPERM:
+		return "KT_EPERM";
+	case KT_EMLINK:
+		return "KT_EMLINK";
 	case KT_ITEROVER:
 		return "KT_ITEROVER";
 	default:
@@ -752,13 +762,56 @@ static void rand_path(mctx *c, char *buf)
 	rand_rel(c, buf + 1, depth);
 }
 
+enum { PW_ALIASED, PW_NONDIR, PW_OBJ };
+
+/* A random path among those of a node with several paths (PW_ALIASED),
+ * of a non-directory (PW_NONDIR), or of the node @p b (PW_OBJ); NULL if
+ * there is none. */
+static mnode *pick_where(mctx *c, int what, const mobj *b)
+{
+	size_t i, n = 0, k;
+
+	for (k = 0; k < 2; k++) {
+		unsigned int want;
+		if (k == 1 && n == 0)
+			return NULL;
+		want = k == 0 ? 0 : rn(c, (unsigned int)n);
+		n = 0;
+		for (i = 1; i < c->m.n; i++) {
+			const mobj *o = c->m.v[i]->b;
+			int in = what == PW_ALIASED  ? o->nlink > 1
+				 : what == PW_NONDIR ? !(o->kind & KT_KIND_DIR)
+						     : o == b;
+			if (in && k == 1 && n == want)
+				return c->m.v[i];
+			n += in;
+		}
+	}
+	return NULL;
+}
+
+/* An existing node other than the root, now and then one with several
+ * paths; of a node with several paths, often a random one of them, so
+ * that operations reach one node through all its paths. */
+static mnode *pick_node(mctx *c)
+{
+	mnode *n = NULL;
+
+	if (rn(c, 4) == 0)
+		n = pick_where(c, PW_ALIASED, NULL);
+	if (n == NULL)
+		n = c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)];
+	if (n->b->nlink > 1 && rn(c, 2))
+		n = pick_where(c, PW_OBJ, n->b);
+	return n;
+}
+
 /* A path that is often an existing node (maybe one level below it), and
  * otherwise random. */
 static void pick_path(mctx *c, char *buf)
 {
 	if (c->m.n > 1 && rn(c, 100) < 45) {
-		const char *p =
-			c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
+		const char *p = pick_node(c)->path;
 		if (strlen(p) + 16 < PBUF) {
 			strcpy(buf, p);
 			if (rn(c, 4) == 0) {
@@ -834,9 +887,67 @@ static const char *const reserved_paths[] = {
 	"/b/x" KT_DEFAULT_DELIMITER "y", "/" KT_DEFAULT_DELIMITER "/a"};
 #define NRESERVED (sizeof(reserved_paths) / sizeof(reserved_paths[0]))
 
-static void gen_op(mctx *c, op *o)
+/* kt_link's arguments: existing is often a non-directory (now and then
+ * the root), and newpath mostly new, else an existing path, a path below
+ * existing, or a name beside one of its paths. */
+static void gen_link(mctx *c, op *o)
 {
 	unsigned int r = rn(c, 100);
+	mnode *n = NULL;
+
+	if (r < 60 && (n = pick_where(c, rn(c, 3) ? PW_NONDIR : PW_ALIASED,
+				      NULL)) != NULL &&
+	    strlen(n->path) + 16 < PBUF)
+		strcpy(o->p1, n->path);
+	else if (r == 99)
+		strcpy(o->p1, "/");
+	r = rn(c, 100);
+	if (r < 60) {
+		rand_path(c, o->p2);
+	} else if (r < 75) {
+		pick_path(c, o->p2);
+	} else if (r < 85 && strlen(o->p1) + 16 < PBUF) {
+		join(o->p2, o->p1, names[rn(c, NNAMES)]);
+	} else if (n != NULL) {
+		n = pick_where(c, PW_OBJ, n->b);
+		parent_of(o->p2, n->path);
+		if (strlen(o->p2) + 16 < PBUF)
+			join(o->p2, o->p2, names[rn(c, NNAMES)]);
+		else
+			rand_path(c, o->p2);
+	} else {
+		rand_path(c, o->p2);
+	}
+}
+
+/* The offset of a write (or KT_APPEND) or the size of a truncate: about
+ * the size of the item at @p o->p1 if there is one, so that values are cut,
+ * extended and given holes, but stay small.  (Links are not followed
+ * here: the choice need not be exact.) */
+static void gen_offset(mctx *c, op *o)
+{
+	mnode *n = m_find(&c->m, o->p1);
+	size_t len = n ? n->b->vlen : 0;
+
+	switch (rn(c, 5)) {
+	case 0:
+		o->off = 0;
+		break;
+	case 1:
+		o->off = o->type == OP_WRITE ? KT_APPEND : len;
+		break;
+	case 2:
+		o->off = len + rn(c, 64);
+		break;
+	default:
+		o->off = rn(c, (unsigned int)len + 1);
+		break;
+	}
+}
+
+static void gen_op(mctx *c, op *o)
+{
+	unsigned int r = rn(c, 125);
 	static const unsigned int del_flags[] = {
 		0,
 		KT_DELETE_RECURSIVE,
@@ -844,7 +955,11 @@ static void gen_op(mctx *c, op *o)
 		KT_DELETE_RECURSIVE | KT_DELETE_PRUNE,
 		KT_DELETE_ITEM,
 		KT_DELETE_ITEM | KT_DELETE_PRUNE,
-		KT_DELETE_RECURSIVE};
+		KT_DELETE_RECURSIVE,
+		KT_DELETE_ALL_PATHS,
+		KT_DELETE_ALL_PATHS | KT_DELETE_PRUNE,
+		KT_DELETE_ALL_PATHS | KT_DELETE_RECURSIVE,
+		KT_DELETE_ALL_PATHS | KT_DELETE_ITEM};
 
 	o->flags = 0;
 	o->null_opts = 0;
@@ -856,7 +971,22 @@ static void gen_op(mctx *c, op *o)
 	o->ftype = 0;
 	o->rdev = 0;
 	pick_path(c, o->p1);
-	if (r < 20) {
+	if (r >= 110) {
+		o->type = r < 116 ? OP_WRITE : r < 120 ? OP_TRUNCATE : OP_SETATTR;
+		if (o->type == OP_WRITE) {
+			o->vlen = 1 + rn(c, 40);
+			model_value_bytes(c, o->val, o->vlen);
+		}
+		if (o->type == OP_SETATTR) {
+			o->smode = 1 + rn(c, 07777); /* 0: unknown */
+			o->flags = rn(c, 4) == 0 ? KT_NOFOLLOW : 0;
+		} else {
+			gen_offset(c, o);
+		}
+	} else if (r >= 100) {
+		o->type = OP_LINK;
+		gen_link(c, o);
+	} else if (r < 20) {
 		o->type = OP_PUT;
 		if (rn(c, 10) == 0)
 			o->flags = KT_CREATE_EXCL;
@@ -910,13 +1040,13 @@ static void gen_op(mctx *c, op *o)
 	} else {
 		o->type = OP_ATTR_DELETE;
 	}
-	if (o->flags == 0 && rn(c, 2))
+	if (o->flags == 0 && rn(c, 2) && o->type != OP_SETATTR)
 		o->null_opts = 1;
 	/* now and then a non-canonical path, which everything rejects */
 	if (rn(c, 50) == 0) {
 		const char *bad = rn(c, 3) ? bad_paths[rn(c, NBAD)]
 					   : reserved_paths[rn(c, NRESERVED)];
-		if (o->type == OP_RENAME && rn(c, 2))
+		if ((o->type == OP_RENAME || o->type == OP_LINK) && rn(c, 2))
 			strcpy(o->p2, bad);
 		else
 			strcpy(o->p1, bad);
@@ -951,11 +1081,12 @@ static void describe_op(char *desc, size_t cap, const op *o)
 				 o->p2, fl);
 		break;
 	case OP_DELETE:
-		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s)", o->p1,
+		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s%s)", o->p1,
 			 o->flags ? "" : "0",
 			 o->flags & KT_DELETE_RECURSIVE ? "RECURSIVE " : "",
 			 o->flags & KT_DELETE_PRUNE ? "PRUNE " : "",
-			 o->flags & KT_DELETE_ITEM ? "ITEM " : "");
+			 o->flags & KT_DELETE_ITEM ? "ITEM " : "",
+			 o->flags & KT_DELETE_ALL_PATHS ? "ALL_PATHS " : "");
 		break;
 	case OP_RENAME:
 		snprintf(desc, cap, "kt_rename(\"%s\", \"%s\", %s)", o->p1,
@@ -963,6 +1094,24 @@ static void describe_op(char *desc, size_t cap, const op *o)
 			 o->flags == KT_RENAME_NOREPLACE  ? "NOREPLACE"
 			 : o->flags == KT_RENAME_EXCHANGE ? "EXCHANGE"
 							  : "0");
+		break;
+	case OP_LINK:
+		snprintf(desc, cap, "kt_link(\"%s\", \"%s\")", o->p1, o->p2);
+		break;
+	case OP_WRITE:
+		snprintf(desc, cap, "kt_write(\"%s\", len %zu [%s], at %s%llu)",
+			 o->p1, o->vlen, hexs(hx, sizeof(hx), o->val, o->vlen),
+			 o->off == KT_APPEND ? "KT_APPEND " : "",
+			 o->off == KT_APPEND ? 0ULL : (unsigned long long)o->off);
+		break;
+	case OP_TRUNCATE:
+		snprintf(desc, cap, "kt_truncate(\"%s\", %llu)", o->p1,
+			 (unsigned long long)o->off);
+		break;
+	case OP_SETATTR:
+		snprintf(desc, cap, "kt_setattr(\"%s\", mode %o, %s)", o->p1,
+			 (unsigned)o->smode,
+			 o->flags & KT_NOFOLLOW ? "KT_NOFOLLOW" : "0");
 		break;
 	case OP_MKNOD:
 		snprintf(desc, cap, "kt_mknod(\"%s\", type %u, rdev %llu, %s)",
@@ -1151,9 +1300,12 @@ static int walk_parent(mctx *c, const char *path, int mode, walk *w)
 			continue;
 		}
 		if (!(n->b->kind & KT_KIND_DIR)) {
-			/* only an item can become a directory too */
+			/* only an item can become a directory too, and only
+			 * one with a single path */
 			if (mode != W_CREATE || !(n->b->kind & KT_KIND_ITEM))
 				return KT_ENOTDIR;
+			if (n->b->nlink > 1)
+				return KT_EPERM;
 			snprintf(tag, sizeof(tag), "v%s", child);
 			sl_push(&c->plan, tag);
 		}
@@ -1210,14 +1362,73 @@ static void touch(mctx *c, const char *path)
 	sl_push_unique(&c->touched, path);
 }
 
-/* The node was written: its next observed version must be new. */
+/* The node @p b was written: its next observed version must be new, and
+ * every path of it is compared after the step. */
+static void dirty_obj(mctx *c, mobj *b)
+{
+	size_t i;
+
+	if (b->vstate != V_NEW)
+		b->vstate = V_DIRTY;
+	for (i = 0; i < c->m.n; i++)
+		if (c->m.v[i]->b == b)
+			touch(c, c->m.v[i]->path);
+}
+
 static void dirty(mctx *c, mnode *n)
 {
 	if (n == NULL)
 		return;
-	if (n->b->vstate != V_NEW)
-		n->b->vstate = V_DIRTY;
 	touch(c, n->path);
+	dirty_obj(c, n->b);
+}
+
+/* Remove the path @p path and every path below it.  A node that keeps
+ * other paths (kt_link) only loses these: its link count changes, which
+ * is a write of it. */
+static void remove_paths(mctx *c, const char *path)
+{
+	size_t lo, hi, i, k, nb = 0, i0 = m_lower(&c->m, path);
+	mobj **bs;
+	uint32_t *cnt;
+
+	m_desc_range(&c->m, path, &lo, &hi);
+	assert_true(i0 + 1 == lo);
+	bs = malloc((hi - i0) * sizeof(*bs));
+	cnt = malloc((hi - i0) * sizeof(*cnt));
+	assert_non_null(bs);
+	assert_non_null(cnt);
+	for (i = i0; i < hi; i++) {
+		mobj *b = c->m.v[i]->b;
+		for (k = 0; k < nb && bs[k] != b; k++)
+			;
+		if (k == nb) {
+			bs[nb] = b;
+			cnt[nb++] = 0;
+		}
+		cnt[k]++;
+	}
+	/* the survivors, before the paths (and maybe nodes) go */
+	for (k = 0, i = 0; k < nb; k++)
+		if (bs[k]->nlink > cnt[k])
+			bs[i++] = bs[k];
+	nb = i;
+	m_remove_subtree(&c->m, path);
+	for (k = 0; k < nb; k++)
+		dirty_obj(c, bs[k]);
+	free(bs);
+	free(cnt);
+}
+
+/* A path of @p b other than @p not (NULL if it has none). */
+static mnode *other_path(mctx *c, const mobj *b, const mnode *not)
+{
+	size_t i;
+
+	for (i = 0; i < c->m.n; i++)
+		if (c->m.v[i]->b == b && c->m.v[i] != not)
+			return c->m.v[i];
+	return NULL;
 }
 
 static void dirty_parent(mctx *c, const char *path)
@@ -1326,6 +1537,8 @@ static int model_mkdir(mctx *c, const op *o)
 		return KT_EEXISTS;
 	if (n->b->kind & KT_KIND_DIR)
 		return parents ? 0 : KT_EEXISTS;
+	if (n->b->nlink > 1)
+		return KT_EPERM; /* an item with several paths stays one */
 	n->b->kind |= KT_KIND_DIR;
 	n->b->mode = 0;
 	dirty(c, n);
@@ -1411,11 +1624,28 @@ static void prune(mctx *c, const char *dir)
 	}
 }
 
+/* Remove the path @p n of a node, and what is below it; with @p all
+ * (KT_DELETE_ALL_PATHS) the node's other paths too. */
+static void unlink_node(mctx *c, mnode *n, int all)
+{
+	char p[PBUF];
+	mnode *on;
+
+	while (all && (on = other_path(c, n->b, n)) != NULL) {
+		strcpy(p, on->path);
+		m_remove_subtree(&c->m, p);
+		dirty_parent(c, p);
+	}
+	strcpy(p, n->path);
+	remove_paths(c, p);
+	dirty_parent(c, p);
+}
+
 static int model_delete(mctx *c, const op *o)
 {
 	walk w;
 	mnode *n;
-	int rc;
+	int rc, all = (o->flags & KT_DELETE_ALL_PATHS) != 0;
 
 	if (path_err(o->p1) != 0)
 		return path_err(o->p1);
@@ -1439,15 +1669,13 @@ static int model_delete(mctx *c, const op *o)
 			n->b->kind = KT_KIND_DIR;
 			dirty(c, n);
 		} else {
-			m_remove_subtree(&c->m, w.path);
-			dirty_parent(c, w.path);
+			unlink_node(c, n, all);
 		}
 	} else {
 		if ((n->b->kind & KT_KIND_DIR) && m_has_children(&c->m, w.path) &&
 		    !(o->flags & KT_DELETE_RECURSIVE))
 			return KT_ENOTEMPTY;
-		m_remove_subtree(&c->m, w.path);
-		dirty_parent(c, w.path);
+		unlink_node(c, n, all);
 	}
 	if (o->flags & KT_DELETE_PRUNE)
 		prune(c, w.parent);
@@ -1482,8 +1710,8 @@ static int model_rename(mctx *c, const op *o)
 		return KT_ENOTFOUND;
 	if (is_under(wd.path, ws.path) || (exch && is_under(ws.path, wd.path)))
 		return KT_EINVAL;
-	if (sn == dn)
-		return 0;
+	if (dn != NULL && sn->b == dn->b)
+		return 0; /* the same path, or two paths of one node */
 	if (exch) {
 		m_move(&c->m, ws.path, wd.path, 1);
 		dirty(c, sn);
@@ -1499,12 +1727,60 @@ static int model_rename(mctx *c, const op *o)
 			return KT_EISDIR;
 		if (ddir && m_has_children(&c->m, wd.path))
 			return KT_ENOTEMPTY;
-		m_remove_subtree(&c->m, wd.path);
+		remove_paths(c, wd.path);
 	}
 	dirty_parent(c, ws.path);
 	m_move(&c->m, ws.path, wd.path, 0);
 	dirty(c, sn);
 	dirty_parent(c, wd.path);
+	return 0;
+}
+
+/* kt_link: existing is walked without following its last component;
+ * newpath's ancestors are made as put makes them.  The checks come in
+ * the order of Linux linkat(2): the arguments, then existing (resolution,
+ * absent, a directory or the root: KT_EPERM), then newpath (resolution,
+ * something there), then the link count. */
+static int model_link(mctx *c, const op *o)
+{
+	walk ws, wd;
+	mnode *sn;
+	size_t i;
+	int rc;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (path_err(o->p2) != 0)
+		return path_err(o->p2);
+	if (strcmp(o->p1, "/") == 0)
+		return KT_EPERM;
+	rc = walk_parent(c, o->p1, W_STRICT, &ws);
+	if (rc != 0)
+		return rc;
+	sn = ws.node;
+	if (sn == NULL)
+		return KT_ENOTFOUND;
+	if (sn->b->kind & KT_KIND_DIR)
+		return KT_EPERM;
+	if (strcmp(o->p2, "/") == 0)
+		return KT_EEXISTS;
+	rc = walk_parent(c, o->p2, W_CREATE, &wd);
+	if (rc != 0)
+		return rc;
+	/* newpath below existing itself would make it a directory with two
+	 * paths */
+	for (i = 0; i < c->plan.n; i++)
+		if (c->plan.v[i][0] == 'v' &&
+		    m_find(&c->m, c->plan.v[i] + 1)->b == sn->b)
+			return KT_EPERM;
+	if (wd.node != NULL)
+		return KT_EEXISTS;
+	if (sn->b->nlink >= KT_LINK_MAX)
+		return KT_EMLINK;
+	apply_plan(c);
+	m_add_path(&c->m, wd.path, sn->b);
+	dirty_parent(c, wd.path);
+	dirty(c, sn);
 	return 0;
 }
 
@@ -1535,6 +1811,63 @@ static int model_attr(mctx *c, const op *o)
 			return KT_ENOATTR;
 		m_attr_set(r.node, o->aname, o->val, o->vlen);
 	}
+	dirty(c, r.node);
+	return 0;
+}
+
+/* kt_write and kt_truncate: follow links; an item (item+dir included)
+ * only. */
+static int model_write(mctx *c, const op *o)
+{
+	res r;
+	mobj *b;
+	uint64_t at, end;
+	unsigned char *v;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (m_resolve(c, o->p1, 1, &r) != 0)
+		return r.rc;
+	if (r.node == NULL)
+		return KT_ENOTFOUND;
+	b = r.node->b;
+	if (b->kind == KT_KIND_SPECIAL)
+		return KT_EINVAL;
+	if (!(b->kind & KT_KIND_ITEM))
+		return KT_EISDIR;
+	if (o->type == OP_WRITE) {
+		at = o->off == KT_APPEND ? b->vlen : o->off;
+		end = at + o->vlen;
+	} else {
+		at = end = o->off;
+	}
+	if (end > b->vlen || o->type == OP_TRUNCATE) {
+		v = calloc(1, (size_t)end + 1);
+		assert_non_null(v);
+		memcpy(v, b->val, end < b->vlen ? (size_t)end : b->vlen);
+		free(b->val);
+		b->val = v;
+		b->vlen = (size_t)end;
+	}
+	if (o->type == OP_WRITE)
+		memcpy(b->val + at, o->val, o->vlen);
+	dirty(c, r.node);
+	return 0;
+}
+
+/* kt_setattr of the mode, following a link in the last component unless
+ * KT_NOFOLLOW. */
+static int model_setattr(mctx *c, const op *o)
+{
+	res r;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (m_resolve(c, o->p1, !(o->flags & KT_NOFOLLOW), &r) != 0)
+		return r.rc;
+	if (r.node == NULL)
+		return KT_ENOTFOUND;
+	r.node->b->mode = o->smode;
 	dirty(c, r.node);
 	return 0;
 }
@@ -1580,6 +1913,13 @@ static int model_apply(mctx *c, const op *o)
 		return model_rename(c, o);
 	case OP_MKNOD:
 		return model_mknod(c, o);
+	case OP_LINK:
+		return model_link(c, o);
+	case OP_WRITE:
+	case OP_TRUNCATE:
+		return model_write(c, o);
+	case OP_SETATTR:
+		return model_setattr(c, o);
 	default:
 		return model_attr(c, o);
 	}
@@ -1588,6 +1928,7 @@ static int model_apply(mctx *c, const op *o)
 /* Record one operation in @p b. */
 static int batch_record(kt_batch *b, const op *o)
 {
+	kt_setattr_args sa = {0};
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;
 
@@ -1606,6 +1947,16 @@ static int batch_record(kt_batch *b, const op *o)
 		return kt_batch_rename(b, o->p1, o->p2, o->flags);
 	case OP_MKNOD:
 		return kt_batch_mknod(b, o->p1, o->ftype, o->rdev, cop);
+	case OP_LINK:
+		return kt_batch_link(b, o->p1, o->p2);
+	case OP_SETATTR:
+		sa.mask = KT_SET_MODE;
+		sa.mode = o->smode;
+		return kt_batch_setattr(b, o->p1, &sa, o->flags);
+	case OP_WRITE:
+	case OP_TRUNCATE:
+		assert_true(!"kt_write and kt_truncate have no batch form");
+		return KT_EINVAL;
 	case OP_ATTR_SET:
 		return kt_batch_attr_set(b, o->p1, o->aname, o->val, o->vlen,
 					 o->flags);
@@ -1643,6 +1994,7 @@ static int store_batch(mctx *c)
 
 static int store_apply(mctx *c, const op *o)
 {
+	kt_setattr_args sa = {0};
 	kt_store *s = c->f->store;
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;
@@ -1663,6 +2015,16 @@ static int store_apply(mctx *c, const op *o)
 		return kt_rename(s, o->p1, o->p2, o->flags);
 	case OP_MKNOD:
 		return kt_mknod(s, o->p1, o->ftype, o->rdev, cop);
+	case OP_LINK:
+		return kt_link(s, o->p1, o->p2);
+	case OP_WRITE:
+		return kt_write(s, o->p1, o->val, o->vlen, o->off);
+	case OP_TRUNCATE:
+		return kt_truncate(s, o->p1, o->off);
+	case OP_SETATTR:
+		sa.mask = KT_SET_MODE;
+		sa.mode = o->smode;
+		return kt_setattr(s, o->p1, &sa, o->flags);
 	case OP_ATTR_SET:
 		return kt_attr_set(s, o->p1, o->aname, o->val, o->vlen,
 				   o->flags);
@@ -1720,6 +2082,12 @@ static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
 		mismatch(c, "%s(\"%s\"): owner %u:%u, expected %u:%u", call,
 			 path, (unsigned)st->uid, (unsigned)st->gid,
 			 (unsigned)geteuid(), (unsigned)getegid());
+	if (st->nlink != ((n->b->kind & KT_KIND_DIR) ? 1 : n->b->nlink))
+		mismatch(c, "%s(\"%s\"): nlink %u, expected %u (node \"%s\")",
+			 call, path, (unsigned)st->nlink,
+			 (unsigned)((n->b->kind & KT_KIND_DIR) ? 1
+							       : n->b->nlink),
+			 n->path);
 	if (st->nattrs != n->b->nattrs)
 		mismatch(c, "%s(\"%s\"): nattrs %u, expected %zu", call, path,
 			 (unsigned)st->nattrs, n->b->nattrs);
@@ -2157,6 +2525,7 @@ static void check_all(mctx *c)
 	for (i = 0; i < c->m.n; i++)
 		check_path(c, c->m.v[i]->path);
 
+	/* one id per node: the paths of a node share it, and only they */
 	ids = malloc(c->m.n * sizeof(*ids));
 	assert_non_null(ids);
 	for (i = 0; i < c->m.n; i++)
@@ -2164,30 +2533,42 @@ static void check_all(mctx *c)
 	for (i = 0; i < c->m.n; i++) {
 		size_t k;
 		for (k = i + 1; k < c->m.n; k++)
-			if (ids[i] == ids[k]) {
+			if ((ids[i] == ids[k]) !=
+			    (c->m.v[i]->b == c->m.v[k]->b)) {
 				free(ids);
 				mismatch(c,
-					 "nodes \"%s\" and \"%s\" share id "
-					 "%llu",
-					 c->m.v[i]->path, c->m.v[k]->path,
-					 (unsigned long long)c->m.v[i]->b->id);
+					 "\"%s\" has id %llu and \"%s\" id "
+					 "%llu, but they are %s",
+					 c->m.v[i]->path,
+					 (unsigned long long)c->m.v[i]->b->id,
+					 c->m.v[k]->path,
+					 (unsigned long long)c->m.v[k]->b->id,
+					 c->m.v[i]->b == c->m.v[k]->b
+						 ? "paths of one node"
+						 : "different nodes");
 			}
 	}
 	free(ids);
 
-	/* every node's id leads back to its path, and to its metadata */
+	/* every node's id leads back to its path (one of its paths), and to
+	 * its metadata */
 	for (i = 0; i < c->m.n; i++) {
-		mnode *mn = c->m.v[i];
+		mnode *mn = c->m.v[i], *ipn;
 		kt_statbuf st;
 		char *ip = NULL;
 		size_t il = 0;
 		rc = kt_id_path(&ip, &il, c->f->store, mn->b->id);
-		if (rc != 0 || il != strlen(mn->path) ||
-		    strcmp(ip, mn->path) != 0) {
+		ipn = rc == 0 && il == strlen(ip) ? m_find(&c->m, ip) : NULL;
+		if (ipn == NULL || ipn->b != mn->b) {
+			char got[PBUF];
+			snprintf(got, sizeof(got), "%s", rc == 0 ? ip : "");
 			kt_free(ip);
-			mismatch(c, "kt_id_path(%llu): %s \"%s\", expected "
-				 "\"%s\"", (unsigned long long)mn->b->id,
-				 rcname(rc), rc ? kt_errmsg() : "", mn->path);
+			mismatch(c, "kt_id_path(%llu): %s \"%s\" %s, expected "
+				 "\"%s\"%s", (unsigned long long)mn->b->id,
+				 rcname(rc), rc ? kt_errmsg() : got,
+				 ipn ? "(another node)" : "",
+				 mn->path, mn->b->nlink > 1
+				 ? " or another path of it" : "");
 		}
 		kt_free(ip);
 		rc = kt_id_lstat(&st, NULL, NULL, c->f->store, mn->b->id);

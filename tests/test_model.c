@@ -112,7 +112,8 @@
 
 static const char *const op_names[OP__COUNT] = {
 	"put",	    "mkdir",	   "symlink", "delete", "rename",
-	"attr_set", "attr_delete", "mknod",   "batch"};
+	"attr_set", "attr_delete", "mknod",   "link", "write",
+	"truncate", "setattr",	   "batch"};
 
 /* The choices: splitmix64 from the seed. */
 static uint64_t rnd(mctx *c)
@@ -210,7 +211,8 @@ static void check_errmsg(mctx *c, const op *o)
 			 "failed",
 			 msg, num);
 	if (strstr(msg, o->p1) == NULL &&
-	    (o->type != OP_RENAME || strstr(msg, o->p2) == NULL))
+	    ((o->type != OP_RENAME && o->type != OP_LINK) ||
+	     strstr(msg, o->p2) == NULL))
 		mismatch(c, "kt_errmsg() '%s' does not name \"%s\"", msg,
 			 o->p1);
 }
@@ -230,12 +232,13 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	if (o->type == OP_BATCH) {
 		for (i = 0; i < c->nsub; i++) {
 			add_checks(c, c->sub[i].p1);
-			if (c->sub[i].type == OP_RENAME)
+			if (c->sub[i].type == OP_RENAME ||
+			    c->sub[i].type == OP_LINK)
 				add_checks(c, c->sub[i].p2);
 		}
 	} else {
 		add_checks(c, o->p1);
-		if (o->type == OP_RENAME)
+		if (o->type == OP_RENAME || o->type == OP_LINK)
 			add_checks(c, o->p2);
 	}
 	for (i = 0; i < nextra; i++)
@@ -285,7 +288,7 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	}
 	for (i = 0; o->type == OP_BATCH && want == 0 && i < c->nsub; i++) {
 		add_checks(c, c->sub[i].p1);
-		if (c->sub[i].type == OP_RENAME)
+		if (c->sub[i].type == OP_RENAME || c->sub[i].type == OP_LINK)
 			add_checks(c, c->sub[i].p2);
 	}
 	for (i = 0; i < c->checks.n; i++)
@@ -312,9 +315,11 @@ static void run_step(mctx *c)
 				gen_op(c, o);
 			while (path_err(o->p1) != 0 ||
 			       strcmp(o->p1, "/") == 0 ||
-			       (o->type == OP_RENAME && path_err(o->p2) != 0) ||
+			       ((o->type == OP_RENAME || o->type == OP_LINK) &&
+				path_err(o->p2) != 0) ||
 			       strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
 			       (o->type == OP_SYMLINK && o->p2[0] == '\0') ||
+			       o->type == OP_WRITE || o->type == OP_TRUNCATE ||
 			       (o->type == OP_MKNOD && mknod_args_bad(o)));
 			/* puts mostly succeed, so that whole batches do */
 			if (rn(c, 2) && o->type != OP_PUT) {
@@ -326,10 +331,12 @@ static void run_step(mctx *c)
 			 * away, or below it) */
 			if (i > 0 && rn(c, 2) == 0) {
 				const op *b = &c->sub[i - 1];
-				char *to = rn(c, 2) && o->type == OP_RENAME
-						   ? o->p2
-						   : o->p1;
-				strcpy(p1, b->type == OP_RENAME && rn(c, 3)
+				int two = o->type == OP_RENAME ||
+					  o->type == OP_LINK;
+				char *to = rn(c, 2) && two ? o->p2 : o->p1;
+				strcpy(p1, (b->type == OP_RENAME ||
+					    b->type == OP_LINK) &&
+						   rn(c, 3)
 						   ? b->p2
 						   : b->p1);
 				if (rn(c, 3) == 0 && strlen(p1) + 16 < PBUF) {
@@ -461,6 +468,21 @@ static void check_coverage(mctx *c)
 		{OP_MKNOD, KT_EEXISTS},
 		{OP_MKNOD, KT_EINVAL},
 		{OP_MKNOD, KT_ENOTDIR},
+		{OP_LINK, 0},
+		{OP_LINK, KT_ENOTFOUND},
+		{OP_LINK, KT_EEXISTS},
+		{OP_LINK, KT_EPERM},
+		{OP_LINK, KT_ENOTDIR},
+		{OP_LINK, KT_EINVAL},
+		{OP_PUT, KT_EPERM},
+		{OP_MKDIR, KT_EPERM},
+		{OP_SYMLINK, KT_EPERM},
+		{OP_WRITE, 0},
+		{OP_WRITE, KT_EISDIR},
+		{OP_WRITE, KT_ENOTFOUND},
+		{OP_TRUNCATE, 0},
+		{OP_SETATTR, 0},
+		{OP_SETATTR, KT_ENOTFOUND},
 	};
 	size_t i;
 
