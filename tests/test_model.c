@@ -105,7 +105,7 @@
 #define BIGVAL	     20000
 
 #define MODEL_FIXTURE	  kt_test_fixture
-#define MODEL_CTX_FIELDS  uint64_t seed, rng;
+#define MODEL_CTX_FIELDS  uint64_t seed, rng; int last_rc;
 #define MODEL_EXTRA_NAMES /* none */
 
 #include "model.h"
@@ -248,6 +248,7 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 
 	want = model_apply(c, o);
 	got = store_apply(c, o);
+	c->last_rc = want;
 	if (c->verbose)
 		printf("step %lu: %s = %s\n", c->step, c->desc, rcname(want));
 	c->count[o->type][-want < NRC ? -want : NRC - 1]++;
@@ -581,9 +582,10 @@ static void test_model__random_ops(void **state)
 	ctx_free(c);
 }
 
-/* Set up c->o. */
-static void set_op(mctx *c, int type, const char *p1, const char *p2,
-		   unsigned int flags)
+/* Set up c->o and run it; return the code (the model's, which the store
+ * gave too). */
+static int set_op(mctx *c, int type, const char *p1, const char *p2,
+		  unsigned int flags)
 {
 	c->o.type = type;
 	snprintf(c->o.p1, sizeof(c->o.p1), "%s", p1);
@@ -593,9 +595,12 @@ static void set_op(mctx *c, int type, const char *p1, const char *p2,
 	c->o.aname = "x";
 	c->o.vlen = 1;
 	c->o.val[0] = (unsigned char)c->step;
+	c->o.off = 0;
+	c->o.smode = 0600;
 	do_op(c, NULL, 0);
 	end_step(c);
 	c->step++;
+	return c->last_rc;
 }
 
 /* Chains of 39, 40 and 41 links: KT_LINK_HOPS_MAX links may be followed in
@@ -643,6 +648,108 @@ static void test_model__link_hops(void **state)
 	ctx_free(c);
 }
 
+/* The number of paths of the node at @p path in the model. */
+static uint32_t m_nlink(mctx *c, const char *path)
+{
+	mnode *n = m_find(&c->m, path);
+
+	return n ? n->b->nlink : 0;
+}
+
+/* Aliases, step by step: every call is also compared with the store (and
+ * every path of the node it touched), and its code is the one the header
+ * gives. */
+static void test_model__aliases(void **state)
+{
+	mctx *c = ctx_new(*state);
+
+	assert_int_equal(set_op(c, OP_PUT, "/s/i", NULL, 0), 0);
+	/* newpath's ancestors are made */
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/x/i", 0), 0);
+	assert_int_equal(m_nlink(c, "/c/x/i"), 2);
+	assert_true(m_find(&c->m, "/s/i")->b == m_find(&c->m, "/c/x/i")->b);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/x/i", 0), KT_EEXISTS);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/s", 0), KT_EEXISTS);
+	assert_int_equal(set_op(c, OP_LINK, "/nope", "/z", 0), KT_ENOTFOUND);
+	assert_int_equal(set_op(c, OP_LINK, "/s", "/z", 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_LINK, "/", "/z", 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i/x", "/z", 0), KT_ENOTDIR);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/s/i/x", 0), KT_EPERM);
+	/* changes through one path, compared through both */
+	assert_int_equal(set_op(c, OP_PUT, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_ATTR_SET, "/s/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_WRITE, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_SETATTR, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(m_find(&c->m, "/s/i")->b->mode, 0600);
+	assert_int_equal(set_op(c, OP_ATTR_DELETE, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_TRUNCATE, "/s/i", NULL, 0), 0);
+	/* an item with two paths gains no children */
+	assert_int_equal(set_op(c, OP_PUT, "/c/x/i/y", NULL, 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_MKDIR, "/s/i", NULL, 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_MKDIR, "/s/i/y", NULL,
+				KT_CREATE_PARENTS),
+			 KT_EPERM);
+	assert_int_equal(set_op(c, OP_MKDIR, "/s/i/y", NULL, 0), KT_ENOTDIR);
+	assert_int_equal(set_op(c, OP_SYMLINK, "/s/i/y", "/s", 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/s/i/y", 0), KT_EPERM);
+	/* a symbolic link is linked itself, not followed */
+	assert_int_equal(set_op(c, OP_SYMLINK, "/l", "/s/i", 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/l", "/l2", 0), 0);
+	assert_int_equal(m_nlink(c, "/l2"), 2);
+	assert_int_equal(m_nlink(c, "/s/i"), 2);
+	assert_int_equal(set_op(c, OP_PUT, "/l2", NULL, 0), 0);
+	/* rename onto another path of the node does nothing */
+	assert_int_equal(set_op(c, OP_RENAME, "/s/i", "/c/x/i", 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 2);
+	assert_int_equal(set_op(c, OP_RENAME, "/s/i", "/c/x/i",
+				KT_RENAME_EXCHANGE),
+			 0);
+	assert_int_equal(set_op(c, OP_RENAME, "/s/i", "/c/x/i",
+				KT_RENAME_NOREPLACE),
+			 KT_EEXISTS);
+	/* rename moves one path */
+	assert_int_equal(set_op(c, OP_RENAME, "/c/x/i", "/c/y", 0), 0);
+	assert_null(m_find(&c->m, "/c/x/i"));
+	assert_int_equal(m_nlink(c, "/c/y"), 2);
+	/* a rename over one path of another node removes that path only */
+	assert_int_equal(set_op(c, OP_PUT, "/o", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_RENAME, "/o", "/l2", 0), 0);
+	assert_int_equal(m_nlink(c, "/l"), 1);
+	/* unlink of one path */
+	assert_int_equal(set_op(c, OP_LINK, "/c/y", "/d/i3", 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 3);
+	assert_int_equal(set_op(c, OP_DELETE, "/d/i3", NULL, 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 2);
+	assert_int_equal(set_op(c, OP_DELETE, "/c/y", NULL, KT_DELETE_ITEM),
+			 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 1);
+	/* a recursive delete of a directory holding two paths of a node */
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/r/a", 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/r/a", "/r/b", 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 3);
+	assert_int_equal(set_op(c, OP_DELETE, "/r", NULL, KT_DELETE_RECURSIVE),
+			 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 1);
+	/* with one path left it may become a directory again */
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/z", 0), 0);
+	assert_int_equal(set_op(c, OP_DELETE, "/s/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_MKDIR, "/c/z", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/c/z", "/c/w", 0), KT_EPERM);
+	/* everywhere at once */
+	assert_int_equal(set_op(c, OP_PUT, "/e", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/e", "/f/e", 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/f/e", "/g/h/e", 0), 0);
+	assert_int_equal(set_op(c, OP_DELETE, "/f/e", NULL,
+				KT_DELETE_ALL_PATHS | KT_DELETE_PRUNE),
+			 0);
+	assert_null(m_find(&c->m, "/e"));
+	assert_null(m_find(&c->m, "/g/h/e"));
+	assert_null(m_find(&c->m, "/f"));
+	assert_non_null(m_find(&c->m, "/g/h"));
+	check_all(c);
+	ctx_free(c);
+}
+
 static int model_teardown(void **state)
 {
 	if (live_ctx != NULL)
@@ -654,6 +761,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_model__link_hops,
+						kt_test_setup, model_teardown),
+		cmocka_unit_test_setup_teardown(test_model__aliases,
 						kt_test_setup, model_teardown),
 		cmocka_unit_test_setup_teardown(test_model__random_ops,
 						kt_test_setup, model_teardown),
