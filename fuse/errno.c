@@ -47,6 +47,10 @@ int ktfs_errno(int code)
 		return -EIO;
 	case KT_ECONFLICT:
 		return -EAGAIN;
+	case KT_EPERM:
+		return -EPERM;
+	case KT_EMLINK:
+		return -EMLINK;
 	case KT_ETOOBIG:
 		return -EFBIG;
 	case KT_ENOATTR:

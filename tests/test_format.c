@@ -473,7 +473,7 @@ static void test_format__rows_as_documented(void **state)
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const char *alice = "{\"name\":\"Alice\"}";
 	const char *target = "/Accounts/123456/Links/xyzpdq";
-	const unsigned char hdr[] = "keytree\0\x03\0\0\0\0\x40\0\0\0\x10\0\0"
+	const unsigned char hdr[] = "keytree\0\x04\0\0\0\0\x40\0\0\0\x10\0\0"
 				    "\x02\xc2\xa6";
 	uint64_t acct, item, ln, big, root;
 	unsigned char *v, *bigv = big_value();
@@ -1424,7 +1424,7 @@ static void test_format__format_2_upgraded(void **state)
 	db = raw_begin(f);
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(le32(v + 8), 3);
+	assert_int_equal(le32(v + 8), KT_FORMAT_VERSION);
 	put_le32(v + 8, 2);
 	ldb_put(db, &k, v, vl);
 	leveldb_free(v);
@@ -1454,7 +1454,7 @@ static void test_format__format_2_upgraded(void **state)
 	db = raw_begin(f);
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(le32(v + 8), 3);
+	assert_int_equal(le32(v + 8), KT_FORMAT_VERSION);
 	/* With the old number put back, every row is as it was; the next
 	 * writable open upgrades it again. */
 	put_le32(v + 8, 2);

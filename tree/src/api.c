@@ -91,6 +91,15 @@ static kt__op op_rename(const char *src, const char *dst, unsigned int flags)
 	return op;
 }
 
+static kt__op op_link(const char *existing, const char *newpath)
+{
+	kt__op op;
+
+	op_init(&op, KT__OP_LINK, existing);
+	op.path2 = newpath;
+	return op;
+}
+
 static kt__op op_attr_set(const char *path, const char *name,
 			  const void *value, size_t len, unsigned int flags)
 {
@@ -166,6 +175,13 @@ int kt_rename(kt_store *st, const char *src, const char *dst,
 	      unsigned int flags)
 {
 	kt__op op = op_rename(src, dst, flags);
+
+	return kt__op_run(st, &op);
+}
+
+int kt_link(kt_store *st, const char *existing, const char *newpath)
+{
+	kt__op op = op_link(existing, newpath);
 
 	return kt__op_run(st, &op);
 }
@@ -708,6 +724,13 @@ int kt_batch_rename(kt_batch *b, const char *src, const char *dst,
 		    unsigned int flags)
 {
 	kt__op op = op_rename(src, dst, flags);
+
+	return batch_add(b, &op);
+}
+
+int kt_batch_link(kt_batch *b, const char *existing, const char *newpath)
+{
+	kt__op op = op_link(existing, newpath);
 
 	return batch_add(b, &op);
 }

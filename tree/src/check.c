@@ -17,6 +17,11 @@
  *  4. Every block and attribute row belongs to a live node.
  *  5. Every node has an id row naming its path, and every id row belongs
  *     to a node in the tree (format 2).
+ *  6. A node with several paths (format 4): the id row names one of them
+ *     and an alias row each other; at the path the id row names, the
+ *     recorded paths number its link count and every one holds the same
+ *     node row; every alias row names a node row of its id with more than
+ *     one path.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,6 +147,121 @@ static int count_part(checker *c, kt__slice part, size_t *n, size_t *dirs,
 	return rc == KT_ITEROVER ? 0 : rc;
 }
 
+/* Node n at @p path (partition key @p part, row @p val) has several
+ * paths: this one must be recorded, and at its primary path (the one the
+ * id row names) all of them must agree. */
+static int check_paths(checker *c, const kt__node *n, const kt__buf *path,
+		       kt__slice part, kt__slice val)
+{
+	char a[KT__SHOWSZ], b[KT__SHOWSZ], ap[32];
+	kt__buf prim = {0}, v = {0};
+	kt__paths ps = {0};
+	size_t i;
+	int rc;
+
+	rc = kt__id_get(&prim, &c->rd, n->id);
+	if (rc == KT_ENOTFOUND) {
+		violation(c, "node '%s': id %llu has no id row",
+			  showp(a, sizeof(a), path), (unsigned long long)n->id);
+		rc = 0;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	if (prim.len != part.len ||
+	    (part.len > 0 && memcmp(prim.p, part.p, part.len) != 0)) {
+		/* Not the primary: an alias row must name it. */
+		kt__part_alias(ap, n->id);
+		rc = kt__rd_get(&c->rd, kt__sl(ap, strlen(ap)), part, &v);
+		if (rc == KT_ENOTFOUND)
+			violation(c, "node '%s': one of %u paths of id %llu, "
+				  "but neither its id row nor an alias row "
+				  "names it", showp(a, sizeof(a), path),
+				  (unsigned)n->nlink,
+				  (unsigned long long)n->id);
+		rc = rc == KT_ENOTFOUND ? 0 : rc;
+		goto out;
+	}
+	if ((rc = kt__paths_get(&ps, &c->rd, n->id)) != 0)
+		goto out;
+	if (ps.n != n->nlink)
+		violation(c, "node '%s': link count %u, but %zu paths are "
+			  "recorded for id %llu", showp(a, sizeof(a), path),
+			  (unsigned)n->nlink, ps.n, (unsigned long long)n->id);
+	for (i = 1; i < ps.n; i++) {
+		v.len = 0;
+		rc = kt__rd_get(&c->rd, kt__slb(&ps.v[i]), kt__sl("", 0), &v);
+		if (rc == KT_ENOTFOUND)
+			violation(c, "node '%s': its alias '%s' has no node "
+				  "row", showp(a, sizeof(a), path),
+				  kt__show(b, sizeof(b), ps.v[i].p,
+					   ps.v[i].len));
+		else if (rc != 0)
+			goto out;
+		else if (v.len != val.len || memcmp(v.p, val.p, v.len) != 0)
+			violation(c, "node '%s': its alias '%s' holds another "
+				  "node row (the paths of one node disagree)",
+				  showp(a, sizeof(a), path),
+				  kt__show(b, sizeof(b), ps.v[i].p,
+					   ps.v[i].len));
+		rc = 0;
+	}
+out:
+	kt__buf_free(&prim);
+	kt__buf_free(&v);
+	kt__paths_free(&ps);
+	return rc;
+}
+
+/* Every alias row must name a node row of its id with several paths (the
+ * node's side was checked with the node). */
+static int check_alias_rows(checker *c)
+{
+	size_t pl = strlen(KT__PART_ALIAS);
+	char a[KT__SHOWSZ];
+	kt__scan how;
+	kt__mcur *cur = NULL;
+	kt__row row;
+	int rc;
+
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(KT__PART_ALIAS, pl);
+	how.flags = KT__SCAN_PREFIX;
+	if ((rc = kt__rd_scan(&cur, &c->rd, &how)) != 0)
+		return rc;
+	while (!c->stop && (rc = kt__mcur_next(cur, &row)) == 0) {
+		kt__buf v = {0};
+		kt__node n = {0};
+		char hex[17];
+		uint64_t id;
+		int grc;
+		if (row.part.len != pl + 16) {
+			violation(c, "an alias row has a malformed partition "
+				  "key");
+			continue;
+		}
+		memcpy(hex, row.part.p + pl, 16);
+		hex[16] = '\0';
+		id = strtoull(hex, NULL, 16);
+		grc = kt__rd_get(&c->rd, row.sort, kt__sl("", 0), &v);
+		if (grc != 0 && grc != KT_ENOTFOUND) {
+			rc = grc;
+			break;
+		}
+		if (grc == KT_ENOTFOUND ||
+		    kt__node_decode_hdr(&n, v.p, v.len) != 0 || n.id != id ||
+		    n.nlink < 2)
+			violation(c, "the alias row of id %llu names '%s', "
+				  "which is not a path of that node",
+				  (unsigned long long)id,
+				  kt__show(a, sizeof(a), row.sort.p,
+					   row.sort.len));
+		kt__buf_free(&v);
+	}
+	kt__mcur_free(cur);
+	return rc == KT_ITEROVER ? 0 : rc;
+}
+
 static int check_node(checker *c, kt__slice part, kt__slice val)
 {
 	kt_store *st = c->st;
@@ -179,7 +299,7 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 			  KT_DEPTH_MAX);
 	if ((rc = id_add(c, n.id)) < 0)
 		goto out;
-	if (rc == 0)
+	if (rc == 0 && n.nlink <= 1)
 		violation(c, "node '%s': id %llu is used twice",
 			  showp(a, sizeof(a), &path),
 			  (unsigned long long)n.id);
@@ -237,8 +357,11 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 				  kt__node_type(&n, NULL));
 		rc = 0;
 	}
-	/* The id row names this node's path. */
-	if (st->format >= 2) {
+	/* The id row names this node's path, or one of them. */
+	if (n.nlink > 1) {
+		if ((rc = check_paths(c, &n, &path, part, val)) != 0)
+			goto out;
+	} else if (st->format >= 2) {
 		pv.len = 0;
 		rc = kt__id_get(&pv, &c->rd, n.id);
 		if (rc == KT_ENOTFOUND)
@@ -572,6 +695,8 @@ int kt_check_ex(size_t *nviolations, kt_store *st,
 	if (rc == 0 && !c.stop)
 		rc = check_id_rows(&c);
 	if (rc == 0 && !c.stop)
+		rc = check_alias_rows(&c);
+	if (rc == 0 && !c.stop)
 		rc = check_detached(&c);
 	if (rc == 0 && !c.stop)
 		rc = check_orphans(&c, KT__PART_BLK, "block");
@@ -617,12 +742,31 @@ int kt_stats(kt_store_stats *out, kt_store *st)
 		if (row.part.len >= 6 &&
 		    memcmp(row.part.p, KT__PART_ATTR, 6) == 0) {
 			out->attrs++;
+		} else if (row.part.len >= 7 &&
+			   memcmp(row.part.p, KT__PART_ALIAS, 7) == 0) {
+			out->aliases++;
 		} else if (row.sort.len == 0 &&
 			   (row.part.len == 0 || row.part.p[0] != '/')) {
 			kt__node n = {0};
 			if ((rc = kt__node_decode_hdr(&n, row.value.p,
 						      row.value.len)) != 0)
 				break;
+			/* A node with several paths counts once, at the
+			 * path its id row names. */
+			if (n.nlink > 1) {
+				kt__buf prim = {0};
+				int same;
+				if ((rc = kt__id_get(&prim, &rd, n.id)) != 0 &&
+				    rc != KT_ENOTFOUND)
+					break;
+				same = rc == 0 && prim.len == row.part.len &&
+				       memcmp(prim.p, row.part.p,
+					      prim.len) == 0;
+				kt__buf_free(&prim);
+				rc = 0;
+				if (!same)
+					continue;
+			}
 			if (n.kind & KT_KIND_ITEM) {
 				out->items++;
 				out->value_bytes += n.size;

@@ -36,6 +36,8 @@ const char *kt_strerror(int code)
 	case KT_ECONFLICT: return "version conflict";
 	case KT_ETOOBIG: return "value too large";
 	case KT_ENOATTR: return "no such attribute";
+	case KT_EPERM: return "not allowed for this kind of node";
+	case KT_EMLINK: return "too many paths for one node";
 	case KT_ITEROVER: return "iteration over";
 	}
 	return "unknown error";

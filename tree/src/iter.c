@@ -268,8 +268,10 @@ static int find_entry(kt_iter *it, kt__slice part, kt__slice value)
 	it->e.value_len = 0;
 	it->e.type = 0;
 	if (n.kind == KT_KIND_SPECIAL &&
-	    value.len == KT__NODE_HDR + KT__SPECIAL_LEN)
-		it->e.type = (unsigned char)value.p[KT__NODE_HDR];
+	    value.len == kt__node_hdr_len(value.p, value.len) +
+				 KT__SPECIAL_LEN)
+		it->e.type = (unsigned char)value.p[kt__node_hdr_len(
+			value.p, value.len)];
 	return 0;
 }
 

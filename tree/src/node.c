@@ -19,6 +19,10 @@
 #include "tree.h"
 
 #define NODE_FORMAT 1
+/* A node with several paths (format 4): the same header, then u32 nlink
+ * (at least 2), then the payload.  A node with one path is always written
+ * in the plain layout, so each node has exactly one encoding. */
+#define NODE_FORMAT_LINKED 2
 
 int64_t kt__now(void)
 {
@@ -111,7 +115,9 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)p;
 
-	if (len < KT__NODE_HDR || u[0] != NODE_FORMAT)
+	if (len < KT__NODE_HDR ||
+	    (u[0] != NODE_FORMAT &&
+	     (u[0] != NODE_FORMAT_LINKED || len < KT__NODE_HDR_LINKED)))
 		return kt__err(KT_ECORRUPT, "node row of %zu bytes does not "
 			       "decode", len);
 	n->kind = u[1];
@@ -127,10 +133,28 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 	n->nsubdirs = kt__get32(u + 62);
 	n->nattrs = kt__get32(u + 66);
 	n->nblocks = kt__get32(u + 70);
+	n->nlink = 1;
 	if (!kind_valid(n->kind))
 		return kt__err(KT_ECORRUPT, "node row has bad kind %u",
 			       n->kind);
+	if (u[0] == NODE_FORMAT_LINKED) {
+		n->nlink = kt__get32(u + KT__NODE_HDR);
+		if (n->nlink < 2 || n->nlink > KT_LINK_MAX ||
+		    (n->kind & KT_KIND_DIR))
+			return kt__err(KT_ECORRUPT, "node row of a %s with "
+				       "link count %u",
+				       (n->kind & KT_KIND_DIR) ? "directory"
+							       : "node",
+				       (unsigned)n->nlink);
+	}
 	return 0;
+}
+
+size_t kt__node_hdr_len(const char *p, size_t len)
+{
+	if (len > 0 && (unsigned char)p[0] == NODE_FORMAT_LINKED)
+		return KT__NODE_HDR_LINKED;
+	return KT__NODE_HDR;
 }
 
 /* Does the payload have exactly the length the kind and size announce? */
@@ -159,15 +183,16 @@ static int payload_ok(const kt__node *n, const char *payload, size_t plen)
  * read once and copied no more. */
 static int node_decode_take(kt__node *n, kt__buf *val)
 {
-	size_t plen;
+	size_t plen, hdr;
 	int rc = kt__node_decode_hdr(n, val->p, val->len);
 
 	if (rc != 0)
 		return rc;
-	plen = val->len - KT__NODE_HDR;
-	if ((rc = payload_ok(n, val->p + KT__NODE_HDR, plen)) != 0)
+	hdr = kt__node_hdr_len(val->p, val->len);
+	plen = val->len - hdr;
+	if ((rc = payload_ok(n, val->p + hdr, plen)) != 0)
 		return rc;
-	memmove(val->p, val->p + KT__NODE_HDR, plen);
+	memmove(val->p, val->p + hdr, plen);
 	val->len = plen;
 	val->p[plen] = '\0';
 	kt__buf_free(&n->payload);
@@ -178,22 +203,30 @@ static int node_decode_take(kt__node *n, kt__buf *val)
 
 int kt__node_decode(kt__node *n, const char *p, size_t len)
 {
-	size_t plen = len - KT__NODE_HDR;
 	int rc = kt__node_decode_hdr(n, p, len);
+	size_t hdr, plen;
 
 	if (rc != 0)
 		return rc;
-	if ((rc = payload_ok(n, p + KT__NODE_HDR, plen)) != 0)
+	hdr = kt__node_hdr_len(p, len);
+	plen = len - hdr;
+	if ((rc = payload_ok(n, p + hdr, plen)) != 0)
 		return rc;
-	return kt__buf_set(&n->payload, p + KT__NODE_HDR, plen);
+	return kt__buf_set(&n->payload, p + hdr, plen);
 }
 
 int kt__node_encode(kt__buf *out, const kt__node *n)
 {
-	unsigned char h[KT__NODE_HDR];
+	unsigned char h[KT__NODE_HDR_LINKED];
+	size_t hlen = KT__NODE_HDR;
 	int rc;
 
 	h[0] = NODE_FORMAT;
+	if (n->nlink > 1) {
+		h[0] = NODE_FORMAT_LINKED;
+		kt__put32(h + KT__NODE_HDR, n->nlink);
+		hlen = KT__NODE_HDR_LINKED;
+	}
 	h[1] = (unsigned char)n->kind;
 	kt__put64(h + 2, n->id);
 	kt__put32(h + 10, n->mode);
@@ -208,7 +241,7 @@ int kt__node_encode(kt__buf *out, const kt__node *n)
 	kt__put32(h + 66, n->nattrs);
 	kt__put32(h + 70, n->nblocks);
 	out->len = 0;
-	if ((rc = kt__buf_add(out, h, sizeof(h))) != 0)
+	if ((rc = kt__buf_add(out, h, hlen)) != 0)
 		return rc;
 	return kt__buf_add(out, n->payload.p, n->payload.len);
 }
@@ -234,6 +267,7 @@ void kt__node_fill_stat(kt_statbuf *sb, const kt_store *st,
 	sb->version = n->version;
 	sb->nsubdirs = n->nsubdirs;
 	sb->nattrs = n->nattrs;
+	sb->nlink = n->nlink > 1 ? n->nlink : 1;
 	if (!(n->kind & KT_KIND_ITEM))
 		sb->stored = 0;
 	else if (n->size <= st->inline_max)
@@ -355,11 +389,24 @@ int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len)
 	return rc;
 }
 
+int kt__node_get_enc(kt__node *n, kt__rd *rd, kt__slice part)
+{
+	kt__buf val = {0};
+	int rc = kt__rd_get(rd, part, kt__sl("", 0), &val);
+
+	if (rc == 0)
+		rc = node_decode_take(n, &val);
+	kt__buf_free(&val);
+	return rc;
+}
+
 int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n)
 {
 	kt__buf part = {0}, val = {0};
 	int rc;
 
+	if (n->nlink > 1)
+		return kt__node_put_all(tx, n);
 	n->version = kt__tx_version(tx);
 	rc = kt__enc_node(&part, &tx->st->delim, p, len);
 	if (rc == 0)
@@ -417,7 +464,16 @@ int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs)
 
 int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n)
 {
+	char a[KT__SHOWSZ];
 	int rc;
+
+	/* Children belong to one path; a node row shared by several
+	 * cannot count them. */
+	if (n->nlink > 1)
+		return kt__err(KT_EPERM, "'%s' is an item with %u paths, which "
+			       "cannot have children",
+			       kt__show(a, sizeof(a), p, len),
+			       (unsigned)n->nlink);
 
 	n->kind |= KT_KIND_DIR;
 	/* A directory needs search permission where it can be read. */

@@ -31,6 +31,7 @@ const char *kt__op_name(int type)
 	case KT__OP_TRUNCATE: return "truncate";
 	case KT__OP_SETATTR: return "setattr";
 	case KT__OP_MKNOD: return "mknod";
+	case KT__OP_LINK: return "link";
 	}
 	return "operation";
 }
@@ -182,10 +183,32 @@ static int node_del(kt__tx *tx, const char *p, size_t len)
 	return rc;
 }
 
+/* Path @p part of node n (as it is now in the transaction) goes; the
+ * caller deletes its node row and index row.  The last path of a node
+ * takes its id row, value and attributes with it; a node with others
+ * keeps them and is rewritten under those with one link fewer. */
+static int path_drop(kt__tx *tx, kt__slice part, kt__node *n)
+{
+	int rc;
+
+	if (n->nlink <= 1) {
+		if ((rc = kt__id_del(tx, n->id)) != 0)
+			return rc;
+		return kt__node_drop_data(tx, n);
+	}
+	if ((rc = kt__alias_remove(tx, n->id, part)) != 0)
+		return rc;
+	n->nlink--;
+	n->ctime = tx->now;
+	return kt__node_put_all(tx, n);
+}
+
 /* Delete the rows of a subtree copied by subtree_rows, with the values and
- * attributes of its nodes. */
+ * attributes of its nodes (of those with other paths outside, only this
+ * path). */
 static int subtree_drop(kt__tx *tx, const rowvec *rv)
 {
+	kt__rd rd = {tx->st, tx, NULL};
 	size_t i;
 	int rc = 0;
 
@@ -194,10 +217,15 @@ static int subtree_drop(kt__tx *tx, const rowvec *rv)
 		if (c->slen == 0) {
 			kt__node n = {0};
 			rc = kt__node_decode_hdr(&n, c->val, c->vlen);
+			/* A node with several paths may have changed since
+			 * the copy (another of its paths went first). */
+			if (rc == 0 && n.nlink > 1)
+				rc = kt__node_get_enc(&n, &rd,
+						      kt__sl(c->part, c->plen));
 			if (rc == 0)
-				rc = kt__node_drop_data(tx, &n);
-			if (rc == 0)
-				rc = kt__id_del(tx, n.id);
+				rc = path_drop(tx, kt__sl(c->part, c->plen),
+					       &n);
+			kt__node_free(&n);
 		}
 		if (rc == 0)
 			rc = kt__tx_del(tx, kt__sl(c->part, c->plen),
@@ -209,26 +237,66 @@ static int subtree_drop(kt__tx *tx, const rowvec *rv)
 /* Remove node n at p, which has no children (or whose subtree rows the
  * caller removes): index row first, then the node, its data, and the
  * parent's counts. */
-static int remove_node(kt__tx *tx, const char *p, size_t len,
-		       const kt__node *n)
+static int remove_node(kt__tx *tx, const char *p, size_t len, kt__node *n)
 {
+	kt__buf part = {0};
 	int rc;
 
-	if ((rc = index_del(tx, p, len)) != 0 ||
-	    (rc = node_del(tx, p, len)) != 0 ||
-	    (rc = kt__id_del(tx, n->id)) != 0 ||
-	    (rc = kt__node_drop_data(tx, n)) != 0)
+	if ((rc = kt__enc_node(&part, &tx->st->delim, p, len)) == 0 &&
+	    (rc = index_del(tx, p, len)) == 0 &&
+	    (rc = node_del(tx, p, len)) == 0)
+		rc = path_drop(tx, kt__slb(&part), n);
+	kt__buf_free(&part);
+	if (rc != 0)
 		return rc;
 	return kt__parent_touch(tx, p, len, (n->kind & KT_KIND_DIR) ? -1 : 0);
 }
 
+/* Remove node n, which has several paths, under every one of them, with
+ * its value and attributes. */
+static int remove_all_paths(kt__tx *tx, kt__node *n)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__paths ps;
+	kt__buf path = {0};
+	char ap[32];
+	size_t i;
+	int rc;
+
+	if ((rc = kt__paths_get(&ps, &rd, n->id)) != 0)
+		return rc;
+	kt__part_alias(ap, n->id);
+	for (i = 0; i < ps.n && rc == 0; i++) {
+		path.len = 0;
+		rc = kt__dec_node(&path, &tx->st->delim, ps.v[i].p,
+				  ps.v[i].len);
+		if (rc == 0)
+			rc = index_del(tx, path.p, path.len);
+		if (rc == 0)
+			rc = kt__tx_del(tx, kt__slb(&ps.v[i]), kt__sl("", 0));
+		if (rc == 0 && i > 0)
+			rc = kt__tx_del(tx, kt__sl(ap, strlen(ap)),
+					kt__slb(&ps.v[i]));
+		if (rc == 0)
+			rc = kt__parent_touch(tx, path.p, path.len, 0);
+	}
+	if (rc == 0)
+		rc = kt__id_del(tx, n->id);
+	if (rc == 0)
+		rc = kt__node_drop_data(tx, n);
+	kt__buf_free(&path);
+	kt__paths_free(&ps);
+	return rc;
+}
+
 /* Remove node n at p and everything below it. */
-static int remove_tree(kt__tx *tx, const char *p, size_t len,
-		       const kt__node *n)
+static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 {
 	rowvec rv = {0};
 	int rc = 0;
 
+	if (!(n->kind & KT_KIND_DIR))
+		return remove_node(tx, p, len, n);
 	if (n->kind & KT_KIND_DIR)
 		rc = subtree_rows(tx, p, len, &rv);
 	/* The index row goes first: from then on nothing below is
@@ -244,8 +312,7 @@ static int remove_tree(kt__tx *tx, const char *p, size_t len,
 	if (rc == 0)
 		rc = kt__node_drop_data(tx, n);
 	if (rc == 0)
-		rc = kt__parent_touch(tx, p, len,
-				      (n->kind & KT_KIND_DIR) ? -1 : 0);
+		rc = kt__parent_touch(tx, p, len, -1);
 	rowvec_free(&rv);
 	return rc;
 }
@@ -384,19 +451,29 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 					kt__sl(c->sort, c->slen),
 					kt__sl(c->val, c->vlen));
 		if (rc == 0 && c->slen == 0) {
-			/* A node row below: its id row follows it. */
+			/* A node row below: its id row (or, for one path of
+			 * a node with several, its alias row) follows it. */
 			kt__node sub = {0};
 			rc = kt__node_decode_hdr(&sub, c->val, c->vlen);
-			if (rc == 0)
+			if (rc == 0 && sub.nlink > 1)
+				rc = kt__alias_move(tx, sub.id,
+						    kt__sl(c->part, c->plen),
+						    kt__slb(&np));
+			else if (rc == 0)
 				rc = kt__id_put_enc(tx, sub.id, np.p, np.len);
 		}
 	}
+	/* The moved node: its paths are told first, so that a node with
+	 * several is rewritten under its new one (and its others get the
+	 * new ctime too). */
+	if (rc == 0 && n->nlink > 1)
+		rc = kt__alias_move(tx, n->id, kt__slb(&sp), kt__slb(&dp));
+	else if (rc == 0)
+		rc = kt__id_put_enc(tx, n->id, dp.p ? dp.p : "", dp.len);
 	if (rc == 0) {
 		n->ctime = tx->now;
 		rc = kt__node_put(tx, dst, dlen, n);
 	}
-	if (rc == 0)
-		rc = kt__id_put_enc(tx, n->id, dp.p ? dp.p : "", dp.len);
 	if (rc == 0)
 		rc = kt__index_put(tx, dst, dlen, n);
 	if (rc == 0)
@@ -575,6 +652,73 @@ static int op_mknod(kt__tx *tx, const kt__op *op)
 	return rc;
 }
 
+/* A further path for an existing node that is not a directory. */
+static int op_link(kt__tx *tx, const kt__op *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	char a[KT__SHOWSZ], b[KT__SHOWSZ];
+	kt__buf dpart = {0};
+	kt__node n = {0};
+	kt__res s, d;
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	rc = kt__resolve(&s, &rd, op->path, 0, "link");
+	if (rc != 0)
+		return rc;
+	if (!s.exists) {
+		rc = kt__err(KT_ENOTFOUND, "link '%s': no such node",
+			     SHOW(a, op->path));
+		goto out;
+	}
+	rc = kt__resolve(&d, &rd, op->path2, KT__R_CREATE, "link");
+	if (rc != 0)
+		goto out;
+	if (d.exists) {
+		rc = kt__err(KT_EEXISTS, "link '%s' to '%s': %s already exists "
+			     "there", SHOW(a, op->path), SHOW(b, op->path2),
+			     (d.node.kind & KT_KIND_DIR)
+				     ? "a directory"
+				     : kt__node_noun(&d.node));
+		goto out;
+	}
+	/* Read the node again: making the ancestors of the new path may
+	 * have made it a directory (a link below itself). */
+	if ((rc = kt__node_get(&n, &rd, s.path.p, s.path.len)) != 0)
+		goto out;
+	if (is_root(&s) || (n.kind & KT_KIND_DIR)) {
+		rc = kt__err(KT_EPERM, "link '%s': %s cannot have a second "
+			     "path", SHOW(a, op->path),
+			     is_root(&s) ? "the root" : "a directory");
+		goto out;
+	}
+	if (n.nlink >= KT_LINK_MAX) {
+		rc = kt__err(KT_EMLINK, "link '%s': the node already has %u "
+			     "paths, the limit", SHOW(a, op->path),
+			     (unsigned)n.nlink);
+		goto out;
+	}
+	n.nlink = (n.nlink > 1 ? n.nlink : 1) + 1;
+	n.ctime = tx->now;
+	rc = kt__enc_node(&dpart, &tx->st->delim, d.path.p, d.path.len);
+	if (rc == 0)
+		rc = kt__alias_add(tx, n.id, kt__slb(&dpart));
+	/* Every copy of the node row (the new one too), then the index row
+	 * that shows the new path. */
+	if (rc == 0)
+		rc = kt__node_put_all(tx, &n);
+	if (rc == 0)
+		rc = kt__index_put(tx, d.path.p, d.path.len, &n);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, d.path.p, d.path.len, 0);
+out:
+	kt__buf_free(&dpart);
+	kt__node_free(&n);
+	kt__res_free(&s);
+	kt__res_free(&d);
+	return rc;
+}
+
 static int op_delete(kt__tx *tx, const kt__op *op)
 {
 	kt__rd rd = {tx->st, tx, NULL};
@@ -633,7 +777,10 @@ static int op_delete(kt__tx *tx, const kt__op *op)
 		if (rc < 0)
 			goto out;
 	}
-	rc = remove_tree(tx, r.path.p, r.path.len, &r.node);
+	if ((op->flags & KT_DELETE_ALL_PATHS) && r.node.nlink > 1)
+		rc = remove_all_paths(tx, &r.node);
+	else
+		rc = remove_tree(tx, r.path.p, r.path.len, &r.node);
 	if (rc == 0 && (op->flags & KT_DELETE_PRUNE))
 		rc = prune(tx, r.path.p, r.path.len);
 out:
@@ -739,6 +886,9 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 	if (s.path.len == d.path.len &&
 	    memcmp(s.path.p, d.path.p, s.path.len) == 0)
 		goto out; /* the same node: nothing to do */
+	/* Two paths of one node: POSIX says do nothing, and succeed. */
+	if (d.exists && d.node.id == s.node.id)
+		goto out;
 	sdir = (s.node.kind & KT_KIND_DIR) != 0;
 	ddir = d.exists && (d.node.kind & KT_KIND_DIR) != 0;
 	if ((sdir && inside(&d.path, &s.path)) ||
@@ -1019,9 +1169,13 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 				       (unsigned long long)op->rdev);
 		break;
 	case KT__OP_DELETE:
-		if (op->flags & ~7u)
+		if (op->flags & ~15u)
 			return kt__err(KT_EINVAL, "delete '%s': unknown flags "
 				       "0x%x", SHOW(a, op->path), op->flags);
+		break;
+	case KT__OP_LINK:
+		if ((rc = kt__path_check(&st->delim, op->path2, name)) != 0)
+			return rc;
 		break;
 	case KT__OP_RENAME:
 		if ((rc = kt__path_check(&st->delim, op->path2, name)) != 0)
@@ -1093,6 +1247,7 @@ int kt__op_apply(kt__tx *tx, const kt__op *op)
 	case KT__OP_TRUNCATE: return op_data(tx, op);
 	case KT__OP_SETATTR: return op_setattr(tx, op);
 	case KT__OP_MKNOD: return op_mknod(tx, op);
+	case KT__OP_LINK: return op_link(tx, op);
 	}
 	return kt__err(KT_EINVAL, "unknown operation %d", op->type);
 }

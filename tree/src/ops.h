@@ -18,13 +18,15 @@ enum kt__op_type {
 	KT__OP_WRITE,
 	KT__OP_TRUNCATE,
 	KT__OP_SETATTR,
-	KT__OP_MKNOD
+	KT__OP_MKNOD,
+	KT__OP_LINK
 };
 
 typedef struct kt__op {
 	int type;
 	const char *path;  /* the node; the link for symlink; rename's src */
-	const char *path2; /* rename's dst, symlink's target, attr name */
+	const char *path2; /* rename's and link's new path, symlink's target,
+			      attr name */
 	const void *data;  /* value to put/write, attribute value */
 	size_t len;
 	uint64_t off;      /* write offset, truncate size */

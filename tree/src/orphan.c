@@ -93,6 +93,10 @@ int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 			rc = kt__err(KT_EISDIR, "orphan_detach '%s': a "
 				     "directory cannot be detached",
 				     SHOW(a, path));
+		else if (r.node.nlink > 1)
+			rc = kt__err(KT_EPERM, "orphan_detach '%s': the item "
+				     "has %u paths; delete this one instead",
+				     SHOW(a, path), (unsigned)r.node.nlink);
 		/* Out of the tree (index row first), into the orphans. */
 		if (rc == 0) {
 			size_t pl = kt__parent_len(r.path.p, r.path.len);
@@ -285,6 +289,7 @@ int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
 		old = n.id;
 		n.kind = KT_KIND_ITEM;
 		n.nsubdirs = 0;
+		n.nlink = 1; /* a new node, of no path yet */
 		n.ctime = tx.now;
 		rc = kt__tx_alloc_id(&tx, &n.id);
 	}

@@ -19,6 +19,10 @@
 #define KT__PART_ORPHAN "/orphan" /* sort key: the id, 8 bytes big-endian */
 #define KT__PART_ID "/id" /* sort key: the id, 8 bytes big-endian; value:
 			     the node's partition key (its encoded path) */
+#define KT__PART_ALIAS "/alias/" /* + 16 hex digits of the node id; sort
+				    key: the partition key of each path of
+				    the node but the one its id row names;
+				    value empty (format 4) */
 
 /* Ids and versions are handed out from counters whose persisted limit is
  * raised KT__ALLOC_CHUNK at a time, in the same batch as the first row
@@ -53,11 +57,16 @@ typedef struct kt__node {
 	uint32_t nsubdirs;
 	uint32_t nattrs;
 	uint32_t nblocks; /* block rows of the value (format 2) */
+	uint32_t nlink;   /* paths of the node (format 4); 0 or 1: one */
 	kt__buf payload; /* inline value, link target, or a special file's
 			    type and device number (KT__SPECIAL_LEN) */
 } kt__node;
 
 #define KT__NODE_HDR 74 /* bytes before the payload */
+#define KT__NODE_HDR_LINKED 78 /* ... of a node with several paths, whose
+				  header ends with u32 nlink (format 4) */
+/* Bytes before the payload of the encoded node row @p p. */
+size_t kt__node_hdr_len(const char *p, size_t len);
 
 /* The payload of a special file (format 3): u8 type, u64 rdev (LE). */
 #define KT__SPECIAL_LEN 9
@@ -167,9 +176,31 @@ int kt__id_del(kt__tx *tx, uint64_t id);
 /* Read the id row of @p id: its partition key into @p part. */
 int kt__id_get(kt__buf *part, kt__rd *rd, uint64_t id);
 
+/* Nodes with several paths (alias.c, format 4). */
+typedef struct kt__paths {
+	kt__buf *v; /* partition keys: the id row's path first */
+	size_t n, cap;
+} kt__paths;
+void kt__part_alias(char out[32], uint64_t id);
+/* Every path (partition key) of node @p id. */
+int kt__paths_get(kt__paths *ps, kt__rd *rd, uint64_t id);
+void kt__paths_free(kt__paths *ps);
+/* Record a further path of @p id. */
+int kt__alias_add(kt__tx *tx, uint64_t id, kt__slice part);
+/* Path @p part of @p id goes (the node keeps others): if the id row names
+ * it, the first further path takes its place there. */
+int kt__alias_remove(kt__tx *tx, uint64_t id, kt__slice part);
+/* Path @p from of @p id becomes @p to. */
+int kt__alias_move(kt__tx *tx, uint64_t id, kt__slice from, kt__slice to);
+/* Write node n, with a fresh version, under every one of its paths. */
+int kt__node_put_all(kt__tx *tx, kt__node *n);
+
 /* Read the node row of canonical path p: 0, KT_ENOTFOUND, error. */
 int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len);
-/* Write the node row of p with a fresh version. */
+/* Read the node row under partition key @p part. */
+int kt__node_get_enc(kt__node *n, kt__rd *rd, kt__slice part);
+/* Write the node row of p with a fresh version; a node with several paths
+ * is written under all of them (kt__node_put_all). */
 int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n);
 
 /* ------------------------------------------------------------------------ */
