@@ -1739,8 +1739,10 @@ static int model_rename(mctx *c, const op *o)
 /* kt_link: existing is walked without following its last component;
  * newpath's ancestors are made as put makes them.  The checks come in
  * the order of Linux linkat(2): the arguments, then existing (resolution,
- * absent, a directory or the root: KT_EPERM), then newpath (resolution,
- * something there), then the link count. */
+ * absent), then newpath (resolution, something there: KT_EEXISTS), then
+ * the kind of existing (a directory or the root: KT_EPERM), then the link
+ * count.  newpath below existing, which would make it a directory with
+ * two paths, is KT_EPERM once the walk reaches it. */
 static int model_link(mctx *c, const op *o)
 {
 	walk ws, wd;
@@ -1752,29 +1754,29 @@ static int model_link(mctx *c, const op *o)
 		return path_err(o->p1);
 	if (path_err(o->p2) != 0)
 		return path_err(o->p2);
-	if (strcmp(o->p1, "/") == 0)
-		return KT_EPERM;
-	rc = walk_parent(c, o->p1, W_STRICT, &ws);
-	if (rc != 0)
-		return rc;
-	sn = ws.node;
-	if (sn == NULL)
-		return KT_ENOTFOUND;
-	if (sn->b->kind & KT_KIND_DIR)
-		return KT_EPERM;
+	if (strcmp(o->p1, "/") == 0) {
+		sn = m_find(&c->m, "/");
+	} else {
+		rc = walk_parent(c, o->p1, W_STRICT, &ws);
+		if (rc != 0)
+			return rc;
+		sn = ws.node;
+		if (sn == NULL)
+			return KT_ENOTFOUND;
+	}
 	if (strcmp(o->p2, "/") == 0)
 		return KT_EEXISTS;
 	rc = walk_parent(c, o->p2, W_CREATE, &wd);
 	if (rc != 0)
 		return rc;
-	/* newpath below existing itself would make it a directory with two
-	 * paths */
 	for (i = 0; i < c->plan.n; i++)
 		if (c->plan.v[i][0] == 'v' &&
 		    m_find(&c->m, c->plan.v[i] + 1)->b == sn->b)
 			return KT_EPERM;
 	if (wd.node != NULL)
 		return KT_EEXISTS;
+	if (sn->b->kind & KT_KIND_DIR)
+		return KT_EPERM;
 	if (sn->b->nlink >= KT_LINK_MAX)
 		return KT_EMLINK;
 	apply_plan(c);

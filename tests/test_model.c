@@ -105,7 +105,10 @@
 #define BIGVAL	     20000
 
 #define MODEL_FIXTURE	  kt_test_fixture
-#define MODEL_CTX_FIELDS  uint64_t seed, rng; int last_rc;
+#define MODEL_CTX_FIELDS                                                       \
+	uint64_t seed, rng;                                                    \
+	int last_rc;                                                           \
+	size_t max_aliases; /* most paths beyond the first at one time */
 #define MODEL_EXTRA_NAMES /* none */
 
 #include "model.h"
@@ -296,6 +299,15 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 		check_path(c, c->checks.v[i]);
 	if (c->m.n > c->max_nodes)
 		c->max_nodes = c->m.n;
+	for (i = 0, nsnap = 0; i < c->m.n; i++)
+		nsnap += c->m.v[i]->b->nlink > 1;
+	/* nsnap: paths of nodes with several; less one per such node */
+	for (i = 0; i < c->m.n; i++)
+		if (c->m.v[i]->b->nlink > 1 &&
+		    other_path(c, c->m.v[i]->b, NULL) == c->m.v[i])
+			nsnap--;
+	if (nsnap > c->max_aliases)
+		c->max_aliases = nsnap;
 }
 
 /* One random step; two random paths are compared besides. */
@@ -410,8 +422,9 @@ static void print_stats(mctx *c)
 {
 	int t, k;
 
-	printf("model: %zu nodes at the end, at most %zu; %lu path checks\n",
-	       c->m.n, c->max_nodes, c->nchecks);
+	printf("model: %zu paths at the end, at most %zu; at most %zu of them "
+	       "further paths of a node (aliases); %lu path checks\n",
+	       c->m.n, c->max_nodes, c->max_aliases, c->nchecks);
 	for (t = 0; t < OP__COUNT; t++) {
 		printf("  %-12s", op_names[t]);
 		for (k = 0; k < NRC; k++)
