@@ -227,7 +227,7 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	op *o = &c->o;
 	snap sn[32], after[32];
 	int want, got;
-	size_t i, nsnap;
+	size_t i, nsnap, nal;
 
 	describe(c, o);
 	sl_clear(&c->checks);
@@ -299,15 +299,13 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 		check_path(c, c->checks.v[i]);
 	if (c->m.n > c->max_nodes)
 		c->max_nodes = c->m.n;
-	for (i = 0, nsnap = 0; i < c->m.n; i++)
-		nsnap += c->m.v[i]->b->nlink > 1;
-	/* nsnap: paths of nodes with several; less one per such node */
-	for (i = 0; i < c->m.n; i++)
+	/* aliases: the paths of each node beyond its first */
+	for (i = 0, nal = 0; i < c->m.n; i++)
 		if (c->m.v[i]->b->nlink > 1 &&
-		    other_path(c, c->m.v[i]->b, NULL) == c->m.v[i])
-			nsnap--;
-	if (nsnap > c->max_aliases)
-		c->max_aliases = nsnap;
+		    other_path(c, c->m.v[i]->b, NULL) != c->m.v[i])
+			nal++;
+	if (nal > c->max_aliases)
+		c->max_aliases = nal;
 }
 
 /* One random step; two random paths are compared besides. */
