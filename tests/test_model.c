@@ -3,11 +3,18 @@
  *
  * Random sequences of put (plain, EXCL), mkdir and symlink (plain,
  * PARENTS), mknod (FIFOs, sockets and devices, now and then with a bad type
- * or device number), delete (plain, RECURSIVE, PRUNE, ITEM), rename
- * (plain, NOREPLACE, EXCHANGE), attribute set (plain, CREATE, REPLACE) and
- * delete, and batches of these, are applied both to the store and to a small
- * in-memory reference model written straight from the comments in
- * keytree.h.  Now and then a path is not canonical (KT_EINVAL) or holds the
+ * or device number), delete (plain, RECURSIVE, PRUNE, ITEM, ALL_PATHS),
+ * rename (plain, NOREPLACE, EXCHANGE), link (kt_link: a further path of a
+ * node), write (at an offset, past the end, KT_APPEND), truncate, setattr
+ * (the mode, following the last link or KT_NOFOLLOW), attribute set (plain,
+ * CREATE, REPLACE) and delete, and batches of these (all but write and
+ * truncate, which have no batch form), are applied both to the store and to
+ * a small in-memory reference model written straight from the comments in
+ * keytree.h.  In the model a node (mobj) is apart from its paths (mnode),
+ * so a node given several paths by kt_link is one mobj that every change
+ * through any path changes.  Operations pick a random path of such a node
+ * often, and links are made through random paths of nodes that already
+ * have several.  Now and then a path is not canonical (KT_EINVAL) or holds the
  * delimiter (KT_ERESERVED).  After every step the result codes must be
  * equal (and a failure's message must name the path), and for every path
  * the step is about (its arguments, their parents, the nodes they resolve
@@ -20,7 +27,10 @@
  * tree is compared (kt_find_new over "/", plus prefix, SUBTREE and ITEMS
  * searches) and kt_check must find nothing; the store is closed and
  * reopened (its digest unchanged) a few times during the run.  A second
- * test walks chains of 39, 40 and 41 links.
+ * test walks chains of 39, 40 and 41 links; a third goes through the alias
+ * rules step by step, each code pinned.  The link count (kt_statbuf.nlink)
+ * is compared in every stat, the paths of one node must share its id (and
+ * no other node may have it), and kt_id_path must give one of its paths.
  *
  * Names come from a tiny alphabet so that nodes collide, replace each other
  * and share prefixes ("a" and "ab"; "æ" ends in the byte A6 of the default
@@ -83,7 +93,28 @@
  *    error.
  *  - Versions: the written node, a directory that gains or loses a child
  *    (except through EXCHANGE, which only swaps), and a renamed node must
- *    each show a version never observed before in an earlier step.
+ *    each show a version never observed before in an earlier step.  A node
+ *    that gains or loses a path (kt_link, unlink of one path, a recursive
+ *    delete or a rename over one of its paths) is written: its link count
+ *    and ctime change.
+ *  - Aliases (kt_link).  Checks in the order of Linux linkat(2): bad
+ *    arguments, then existing (walked without following its last
+ *    component; absent is KT_ENOTFOUND), then newpath (its ancestors made
+ *    as put makes them; anything there is KT_EEXISTS, even when existing
+ *    is a directory), then existing a directory or the root (KT_EPERM).
+ *    newpath below existing itself is KT_EPERM (existing would become a
+ *    directory with two paths).  An item with several paths cannot become
+ *    item+dir: put, symlink, mknod, link and mkdir with KT_CREATE_PARENTS
+ *    below it, and mkdir on it, are KT_EPERM; mkdir below it without
+ *    KT_CREATE_PARENTS is still KT_ENOTDIR, as for any item.  A delete
+ *    (plain, RECURSIVE, or ITEM on an item that is not a directory) removes
+ *    only the paths it reaches; the node goes with its last path.
+ *    ALL_PATHS removes the node at the path under every path (the parents
+ *    of all of them lose a child; PRUNE starts at the given path's parent
+ *    only); below a directory a RECURSIVE | ALL_PATHS delete removes only
+ *    the paths under it.  A rename over another node's path removes that
+ *    path only; a rename (plain or EXCHANGE) onto another path of the same
+ *    node returns 0 and changes nothing, but NOREPLACE is KT_EEXISTS.
  */
 #include <stdarg.h>
 #include <stddef.h>
