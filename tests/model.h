@@ -2465,8 +2465,59 @@ static int check_cb(const char *what, void *payload)
 	return 0;
 }
 
+/* kt_stats against the model: a node with several paths counts once, its
+ * paths beyond the first as aliases. */
+static void cmp_stats(mctx *c)
+{
+	kt_store_stats st, want;
+	size_t i;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	memset(&want, 0, sizeof(want));
+	for (i = 0; i < c->m.n; i++) {
+		const mnode *n = c->m.v[i];
+		const mobj *b = n->b;
+		if (other_path(c, b, NULL) != n) {
+			want.aliases++;
+			continue;
+		}
+		want.items += (b->kind & KT_KIND_ITEM) != 0;
+		want.dirs += (b->kind & KT_KIND_DIR) != 0;
+		want.links += (b->kind & KT_KIND_LINK) != 0;
+		want.specials += b->kind == KT_KIND_SPECIAL;
+		want.value_bytes += (b->kind & KT_KIND_ITEM) ? b->vlen : 0;
+		want.attrs += b->nattrs;
+	}
+	rc = kt_stats(&st, c->f->store);
+	if (rc != 0)
+		expect_rc(c, "kt_stats", "", 0, rc, NULL);
+	if (st.items != want.items || st.dirs != want.dirs ||
+	    st.links != want.links || st.specials != want.specials ||
+	    st.value_bytes != want.value_bytes || st.attrs != want.attrs ||
+	    st.aliases != want.aliases)
+		mismatch(c,
+			 "kt_stats: items %llu dirs %llu links %llu specials "
+			 "%llu value_bytes %llu attrs %llu aliases %llu, "
+			 "expected %llu %llu %llu %llu %llu %llu %llu",
+			 (unsigned long long)st.items,
+			 (unsigned long long)st.dirs,
+			 (unsigned long long)st.links,
+			 (unsigned long long)st.specials,
+			 (unsigned long long)st.value_bytes,
+			 (unsigned long long)st.attrs,
+			 (unsigned long long)st.aliases,
+			 (unsigned long long)want.items,
+			 (unsigned long long)want.dirs,
+			 (unsigned long long)want.links,
+			 (unsigned long long)want.specials,
+			 (unsigned long long)want.value_bytes,
+			 (unsigned long long)want.attrs,
+			 (unsigned long long)want.aliases);
+}
+
 /* Compare the whole tree: kt_find_new over "/", every node in detail, ids
- * unique, and kt_check clean. */
+ * unique, kt_stats, and kt_check clean. */
 static void check_all(mctx *c)
 {
 	kt_iter *it = NULL;
@@ -2617,6 +2668,8 @@ static void check_all(mctx *c)
 		join(p, d->path, names[rn(c, NNAMES)]);
 		cmp_find(c, p, i % 2 ? KT_FIND_ITEMS : 0);
 	}
+
+	cmp_stats(c);
 
 	rc = kt_check(&bad, c->f->store, check_cb, NULL);
 	if (rc != 0 || bad != 0)
