@@ -792,6 +792,41 @@ static void test_model__aliases(void **state)
 	ctx_free(c);
 }
 
+/* KT_LINK_MAX paths of one node, and then KT_EMLINK.  The paths are made
+ * with the model and the store side by side, comparing only the codes
+ * (comparing every path after each link would cost the square); the last
+ * link, its refusal and an unlink go through do_op, and then the whole
+ * tree is compared. */
+static void test_model__link_max(void **state)
+{
+	mctx *c = ctx_new(*state);
+	char p[64];
+	int i, want, got;
+
+	assert_int_equal(set_op(c, OP_PUT, "/m/i", NULL, 0), 0);
+	for (i = 1; i < KT_LINK_MAX - 1; i++) {
+		snprintf(c->o.p2, sizeof(c->o.p2), "/m/p%d", i);
+		strcpy(c->o.p1, i % 2 ? "/m/i" : "/m/p1");
+		c->o.type = OP_LINK;
+		describe(c, &c->o);
+		want = model_apply(c, &c->o);
+		got = store_apply(c, &c->o);
+		if (want != 0 || got != 0)
+			mismatch(c, "expected 0 from the model and the store, "
+				 "got %s and %s", rcname(want), rcname(got));
+	}
+	assert_int_equal(m_nlink(c, "/m/i"), KT_LINK_MAX - 1);
+	snprintf(p, sizeof(p), "/m/p%d", KT_LINK_MAX - 1);
+	assert_int_equal(set_op(c, OP_LINK, "/m/p7", p, 0), 0);
+	assert_int_equal(m_nlink(c, "/m/i"), KT_LINK_MAX);
+	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/q", 0), KT_EMLINK);
+	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/p1", 0), KT_EEXISTS);
+	assert_int_equal(set_op(c, OP_DELETE, "/m/p3", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/q", 0), 0);
+	check_all(c);
+	ctx_free(c);
+}
+
 static int model_teardown(void **state)
 {
 	if (live_ctx != NULL)
@@ -805,6 +840,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_model__link_hops,
 						kt_test_setup, model_teardown),
 		cmocka_unit_test_setup_teardown(test_model__aliases,
+						kt_test_setup, model_teardown),
+		cmocka_unit_test_setup_teardown(test_model__link_max,
 						kt_test_setup, model_teardown),
 		cmocka_unit_test_setup_teardown(test_model__random_ops,
 						kt_test_setup, model_teardown),
