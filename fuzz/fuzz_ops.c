@@ -167,7 +167,8 @@ static void check_errmsg(mctx *c, const op *o)
 			 "failed",
 			 msg, num);
 	if (strstr(msg, o->p1) == NULL &&
-	    (o->type != OP_RENAME || strstr(msg, o->p2) == NULL))
+	    ((o->type != OP_RENAME && o->type != OP_LINK) ||
+	     strstr(msg, o->p2) == NULL))
 		mismatch(c, "kt_errmsg() '%s' does not name \"%s\"", msg,
 			 o->p1);
 }
@@ -187,12 +188,13 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	if (o->type == OP_BATCH) {
 		for (i = 0; i < c->nsub; i++) {
 			add_checks(c, c->sub[i].p1);
-			if (c->sub[i].type == OP_RENAME)
+			if (c->sub[i].type == OP_RENAME ||
+			    c->sub[i].type == OP_LINK)
 				add_checks(c, c->sub[i].p2);
 		}
 	} else {
 		add_checks(c, o->p1);
-		if (o->type == OP_RENAME)
+		if (o->type == OP_RENAME || o->type == OP_LINK)
 			add_checks(c, o->p2);
 	}
 	for (i = 0; i < nextra; i++)
@@ -243,7 +245,7 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	}
 	for (i = 0; o->type == OP_BATCH && want == 0 && i < c->nsub; i++) {
 		add_checks(c, c->sub[i].p1);
-		if (c->sub[i].type == OP_RENAME)
+		if (c->sub[i].type == OP_RENAME || c->sub[i].type == OP_LINK)
 			add_checks(c, c->sub[i].p2);
 	}
 	for (i = 0; i < c->checks.n; i++)
@@ -271,10 +273,12 @@ static void run_step(mctx *c)
 			while (!c->exhausted &&
 			       (path_err(o->p1) != 0 ||
 				strcmp(o->p1, "/") == 0 ||
-				(o->type == OP_RENAME &&
+				((o->type == OP_RENAME ||
+				  o->type == OP_LINK) &&
 				 path_err(o->p2) != 0) ||
 				strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
 				(o->type == OP_SYMLINK && o->p2[0] == '\0') ||
+				o->type == OP_WRITE || o->type == OP_TRUNCATE ||
 				(o->type == OP_MKNOD && mknod_args_bad(o))));
 			/* past the end of the input the same invalid choice
 			 * would come forever: end the batch here */
@@ -292,10 +296,12 @@ static void run_step(mctx *c)
 			 * away, or below it) */
 			if (i > 0 && rn(c, 2) == 0) {
 				const op *b = &c->sub[i - 1];
-				char *to = rn(c, 2) && o->type == OP_RENAME
-						   ? o->p2
-						   : o->p1;
-				strcpy(p1, b->type == OP_RENAME && rn(c, 3)
+				int two = o->type == OP_RENAME ||
+					  o->type == OP_LINK;
+				char *to = rn(c, 2) && two ? o->p2 : o->p1;
+				strcpy(p1, (b->type == OP_RENAME ||
+					    b->type == OP_LINK) &&
+						   rn(c, 3)
 						   ? b->p2
 						   : b->p1);
 				if (rn(c, 3) == 0 && strlen(p1) + 16 < PBUF) {
@@ -368,7 +374,7 @@ static mctx *ctx_new(fz_fixture *f)
 		assert_non_null(c->sub[i].val);
 	}
 	root = m_new(&c->m, "/", KT_KIND_DIR);
-	root->vstate = V_KNOWN;
+	root->b->vstate = V_KNOWN;
 	check_path(c, "/");
 	return c;
 }

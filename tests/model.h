@@ -236,8 +236,10 @@ typedef struct mattr {
 	size_t len;
 } mattr;
 
-typedef struct mnode {
-	char *path;
+/* A node itself: everything but its path.  A node given further paths
+ * with kt_link() is one mobj shared by several mnodes, so that a change
+ * through any path is seen through all of them. */
+typedef struct mobj {
 	unsigned int kind;
 	unsigned char *val; /* ITEM: the value */
 	size_t vlen;
@@ -249,10 +251,18 @@ typedef struct mnode {
 	uint64_t id;	    /* 0 until first observed */
 	uint64_t ver;	    /* last observed version */
 	int vstate;	    /* V_*: what the next observed version must be */
-	unsigned long mark; /* check_all: epoch in which find reported it */
 	uint32_t mode;	    /* the default mode it was made with; 0 once an
 			       item became item+dir or the reverse, where
 			       keytree.h does not say */
+	uint32_t nlink;	    /* paths (mnodes) sharing it */
+	struct mobj *copy;  /* m_clone: its copy */
+} mobj;
+
+/* One path of a node. */
+typedef struct mnode {
+	char *path;
+	mobj *b;
+	unsigned long mark; /* check_all: epoch in which find reported it */
 } mnode;
 
 typedef struct model {
@@ -281,7 +291,8 @@ static mnode *m_find(const model *m, const char *path)
 	return i < m->n && strcmp(m->v[i]->path, path) == 0 ? m->v[i] : NULL;
 }
 
-static mnode *m_new(model *m, const char *path, unsigned int kind)
+/* A new path @p path of the node @p b (one more link to it). */
+static mnode *m_add_path(model *m, const char *path, mobj *b)
 {
 	mnode *n = calloc(1, sizeof(*n));
 	size_t i = m_lower(m, path);
@@ -289,8 +300,8 @@ static mnode *m_new(model *m, const char *path, unsigned int kind)
 	assert_non_null(n);
 	assert_true(i == m->n || strcmp(m->v[i]->path, path) != 0);
 	n->path = xstrdup(path);
-	n->kind = kind;
-	n->vstate = V_NEW;
+	n->b = b;
+	b->nlink++;
 	if (m->n == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 64;
 		m->v = realloc(m->v, m->cap * sizeof(*m->v));
@@ -302,29 +313,49 @@ static mnode *m_new(model *m, const char *path, unsigned int kind)
 	return n;
 }
 
-static void m_node_free(mnode *n)
+static mnode *m_new(model *m, const char *path, unsigned int kind)
+{
+	mobj *b = calloc(1, sizeof(*b));
+
+	assert_non_null(b);
+	b->kind = kind;
+	b->vstate = V_NEW;
+	return m_add_path(m, path, b);
+}
+
+static void m_obj_free(mobj *b)
 {
 	size_t i;
 
-	for (i = 0; i < n->nattrs; i++) {
-		free(n->attrs[i].name);
-		free(n->attrs[i].val);
+	for (i = 0; i < b->nattrs; i++) {
+		free(b->attrs[i].name);
+		free(b->attrs[i].val);
 	}
-	free(n->attrs);
-	free(n->val);
-	free(n->target);
+	free(b->attrs);
+	free(b->val);
+	free(b->target);
+	free(b);
+}
+
+/* Drop the path @p n (already out of the array): the node goes with its
+ * last path. */
+static void m_node_free(mnode *n)
+{
+	assert_true(n->b->nlink > 0);
+	if (--n->b->nlink == 0)
+		m_obj_free(n->b);
 	free(n->path);
 	free(n);
 }
 
 static void m_set_value(mnode *n, const void *v, size_t len)
 {
-	if (!(n->kind & KT_KIND_ITEM))
-		n->mode = 0;
-	free(n->val);
-	n->val = xmemdup(v, len);
-	n->vlen = len;
-	n->kind |= KT_KIND_ITEM;
+	if (!(n->b->kind & KT_KIND_ITEM))
+		n->b->mode = 0;
+	free(n->b->val);
+	n->b->val = xmemdup(v, len);
+	n->b->vlen = len;
+	n->b->kind |= KT_KIND_ITEM;
 }
 
 /* The range [*lo, *hi) of proper descendants of @p path. */
@@ -384,7 +415,7 @@ static uint32_t m_nsubdirs(const model *m, const char *path)
 	uint32_t d = 0;
 
 	for (i = 0; i < n; i++)
-		if (ch[i]->kind & KT_KIND_DIR)
+		if (ch[i]->b->kind & KT_KIND_DIR)
 			d++;
 	free(ch);
 	return d;
@@ -448,23 +479,37 @@ static void m_clone(model *dst, const model *src)
 	dst->n = dst->cap = src->n;
 	dst->v = malloc((src->n + 1) * sizeof(*dst->v));
 	assert_non_null(dst->v);
+	for (i = 0; i < src->n; i++)
+		src->v[i]->b->copy = NULL;
 	for (i = 0; i < src->n; i++) {
-		const mnode *s = src->v[i];
+		const mnode *sn = src->v[i];
+		const mobj *s = sn->b;
 		mnode *n = malloc(sizeof(*n));
+		mobj *b = s->copy;
 		assert_non_null(n);
-		*n = *s;
-		n->path = xstrdup(s->path);
-		n->val = s->val ? xmemdup(s->val, s->vlen) : NULL;
-		n->target = s->target ? xstrdup(s->target) : NULL;
-		n->attrs = malloc((s->nattrs + 1) * sizeof(*n->attrs));
-		assert_non_null(n->attrs);
-		for (k = 0; k < s->nattrs; k++) {
-			n->attrs[k].name = xstrdup(s->attrs[k].name);
-			n->attrs[k].val =
-				xmemdup(s->attrs[k].val, s->attrs[k].len);
-			n->attrs[k].len = s->attrs[k].len;
-		}
+		*n = *sn;
+		n->path = xstrdup(sn->path);
 		dst->v[i] = n;
+		if (b != NULL) {
+			/* another path of a node already copied */
+			n->b = b;
+			continue;
+		}
+		b = malloc(sizeof(*b));
+		assert_non_null(b);
+		*b = *s;
+		b->val = s->val ? xmemdup(s->val, s->vlen) : NULL;
+		b->target = s->target ? xstrdup(s->target) : NULL;
+		b->attrs = malloc((s->nattrs + 1) * sizeof(*b->attrs));
+		assert_non_null(b->attrs);
+		for (k = 0; k < s->nattrs; k++) {
+			b->attrs[k].name = xstrdup(s->attrs[k].name);
+			b->attrs[k].val =
+				xmemdup(s->attrs[k].val, s->attrs[k].len);
+			b->attrs[k].len = s->attrs[k].len;
+		}
+		sn->b->copy = b;
+		n->b = b;
 	}
 }
 
@@ -483,9 +528,9 @@ static mattr *m_attr_find(mnode *n, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < n->nattrs; i++)
-		if (strcmp(n->attrs[i].name, name) == 0)
-			return &n->attrs[i];
+	for (i = 0; i < n->b->nattrs; i++)
+		if (strcmp(n->b->attrs[i].name, name) == 0)
+			return &n->b->attrs[i];
 	return NULL;
 }
 
@@ -495,17 +540,17 @@ static void m_attr_set(mnode *n, const char *name, const void *v, size_t len)
 	size_t i;
 
 	if (a == NULL) {
-		n->attrs = realloc(n->attrs, (n->nattrs + 1) * sizeof(*a));
-		assert_non_null(n->attrs);
-		for (i = n->nattrs; i > 0; i--) {
-			if (strcmp(n->attrs[i - 1].name, name) < 0)
+		n->b->attrs = realloc(n->b->attrs, (n->b->nattrs + 1) * sizeof(*a));
+		assert_non_null(n->b->attrs);
+		for (i = n->b->nattrs; i > 0; i--) {
+			if (strcmp(n->b->attrs[i - 1].name, name) < 0)
 				break;
-			n->attrs[i] = n->attrs[i - 1];
+			n->b->attrs[i] = n->b->attrs[i - 1];
 		}
-		a = &n->attrs[i];
+		a = &n->b->attrs[i];
 		a->name = xstrdup(name);
 		a->val = NULL;
-		n->nattrs++;
+		n->b->nattrs++;
 	}
 	free(a->val);
 	a->val = xmemdup(v, len);
@@ -515,12 +560,12 @@ static void m_attr_set(mnode *n, const char *name, const void *v, size_t len)
 static void m_attr_delete(mnode *n, const char *name)
 {
 	mattr *a = m_attr_find(n, name);
-	size_t i = (size_t)(a - n->attrs);
+	size_t i = (size_t)(a - n->b->attrs);
 
 	free(a->name);
 	free(a->val);
-	memmove(a, a + 1, (n->nattrs - i - 1) * sizeof(*a));
-	n->nattrs--;
+	memmove(a, a + 1, (n->b->nattrs - i - 1) * sizeof(*a));
+	n->b->nattrs--;
 }
 
 /* ------------------------------------------------------------------------
@@ -535,16 +580,20 @@ enum {
 	OP_ATTR_SET,
 	OP_ATTR_DELETE,
 	OP_MKNOD,
+	OP_LINK,
+	OP_WRITE,
+	OP_TRUNCATE,
+	OP_SETATTR,
 	OP_BATCH,
 	OP__COUNT
 };
 
-#define NRC 21 /* result codes 0 .. -20 counted per operation */
+#define NRC 22 /* result codes 0 .. -21 counted per operation */
 
 typedef struct op {
 	int type;
-	char p1[PBUF]; /* the path (rename: src) */
-	char p2[PBUF]; /* rename: dst; symlink: target */
+	char p1[PBUF]; /* the path (rename: src; link: existing) */
+	char p2[PBUF]; /* rename: dst; symlink: target; link: newpath */
 	unsigned int flags;
 	int null_opts; /* pass NULL options (flags are 0) */
 	const char *aname;
@@ -552,6 +601,8 @@ typedef struct op {
 	size_t vlen;
 	unsigned int ftype; /* mknod: KT_TYPE_* (or a bad one) */
 	uint64_t rdev;	    /* mknod: the device number */
+	uint64_t off;	    /* write: the offset; truncate: the size */
+	uint32_t smode;	    /* setattr: the mode */
 } op;
 
 typedef struct mctx {
@@ -634,6 +685,10 @@ static const char *rcname(int rc)
 		return "KT_EIO";
 	case KT_ENOATTR:
 		return "KT_ENOATTR";
+	case KT_EPERM:
+		return "KT_EPERM";
+	case KT_EMLINK:
+		return "KT_EMLINK";
 	case KT_ITEROVER:
 		return "KT_ITEROVER";
 	default:
@@ -707,13 +762,56 @@ static void rand_path(mctx *c, char *buf)
 	rand_rel(c, buf + 1, depth);
 }
 
+enum { PW_ALIASED, PW_NONDIR, PW_OBJ };
+
+/* A random path among those of a node with several paths (PW_ALIASED),
+ * of a non-directory (PW_NONDIR), or of the node @p b (PW_OBJ); NULL if
+ * there is none. */
+static mnode *pick_where(mctx *c, int what, const mobj *b)
+{
+	size_t i, n = 0, k;
+
+	for (k = 0; k < 2; k++) {
+		unsigned int want;
+		if (k == 1 && n == 0)
+			return NULL;
+		want = k == 0 ? 0 : rn(c, (unsigned int)n);
+		n = 0;
+		for (i = 1; i < c->m.n; i++) {
+			const mobj *o = c->m.v[i]->b;
+			int in = what == PW_ALIASED  ? o->nlink > 1
+				 : what == PW_NONDIR ? !(o->kind & KT_KIND_DIR)
+						     : o == b;
+			if (in && k == 1 && n == want)
+				return c->m.v[i];
+			n += in;
+		}
+	}
+	return NULL;
+}
+
+/* An existing node other than the root, now and then one with several
+ * paths; of a node with several paths, often a random one of them, so
+ * that operations reach one node through all its paths. */
+static mnode *pick_node(mctx *c)
+{
+	mnode *n = NULL;
+
+	if (rn(c, 4) == 0)
+		n = pick_where(c, PW_ALIASED, NULL);
+	if (n == NULL)
+		n = c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)];
+	if (n->b->nlink > 1 && rn(c, 2))
+		n = pick_where(c, PW_OBJ, n->b);
+	return n;
+}
+
 /* A path that is often an existing node (maybe one level below it), and
  * otherwise random. */
 static void pick_path(mctx *c, char *buf)
 {
 	if (c->m.n > 1 && rn(c, 100) < 45) {
-		const char *p =
-			c->m.v[1 + rn(c, (unsigned int)c->m.n - 1)]->path;
+		const char *p = pick_node(c)->path;
 		if (strlen(p) + 16 < PBUF) {
 			strcpy(buf, p);
 			if (rn(c, 4) == 0) {
@@ -789,9 +887,67 @@ static const char *const reserved_paths[] = {
 	"/b/x" KT_DEFAULT_DELIMITER "y", "/" KT_DEFAULT_DELIMITER "/a"};
 #define NRESERVED (sizeof(reserved_paths) / sizeof(reserved_paths[0]))
 
-static void gen_op(mctx *c, op *o)
+/* kt_link's arguments: existing is often a non-directory (now and then
+ * the root), and newpath mostly new, else an existing path, a path below
+ * existing, or a name beside one of its paths. */
+static void gen_link(mctx *c, op *o)
 {
 	unsigned int r = rn(c, 100);
+	mnode *n = NULL;
+
+	if (r < 60 && (n = pick_where(c, rn(c, 3) ? PW_NONDIR : PW_ALIASED,
+				      NULL)) != NULL &&
+	    strlen(n->path) + 16 < PBUF)
+		strcpy(o->p1, n->path);
+	else if (r == 99)
+		strcpy(o->p1, "/");
+	r = rn(c, 100);
+	if (r < 60) {
+		rand_path(c, o->p2);
+	} else if (r < 75) {
+		pick_path(c, o->p2);
+	} else if (r < 85 && strlen(o->p1) + 16 < PBUF) {
+		join(o->p2, o->p1, names[rn(c, NNAMES)]);
+	} else if (n != NULL) {
+		n = pick_where(c, PW_OBJ, n->b);
+		parent_of(o->p2, n->path);
+		if (strlen(o->p2) + 16 < PBUF)
+			join(o->p2, o->p2, names[rn(c, NNAMES)]);
+		else
+			rand_path(c, o->p2);
+	} else {
+		rand_path(c, o->p2);
+	}
+}
+
+/* The offset of a write (or KT_APPEND) or the size of a truncate: about
+ * the size of the item at @p o->p1 if there is one, so that values are cut,
+ * extended and given holes, but stay small.  (Links are not followed
+ * here: the choice need not be exact.) */
+static void gen_offset(mctx *c, op *o)
+{
+	mnode *n = m_find(&c->m, o->p1);
+	size_t len = n ? n->b->vlen : 0;
+
+	switch (rn(c, 5)) {
+	case 0:
+		o->off = 0;
+		break;
+	case 1:
+		o->off = o->type == OP_WRITE ? KT_APPEND : len;
+		break;
+	case 2:
+		o->off = len + rn(c, 64);
+		break;
+	default:
+		o->off = rn(c, (unsigned int)len + 1);
+		break;
+	}
+}
+
+static void gen_op(mctx *c, op *o)
+{
+	unsigned int r = rn(c, 125);
 	static const unsigned int del_flags[] = {
 		0,
 		KT_DELETE_RECURSIVE,
@@ -799,7 +955,11 @@ static void gen_op(mctx *c, op *o)
 		KT_DELETE_RECURSIVE | KT_DELETE_PRUNE,
 		KT_DELETE_ITEM,
 		KT_DELETE_ITEM | KT_DELETE_PRUNE,
-		KT_DELETE_RECURSIVE};
+		KT_DELETE_RECURSIVE,
+		KT_DELETE_ALL_PATHS,
+		KT_DELETE_ALL_PATHS | KT_DELETE_PRUNE,
+		KT_DELETE_ALL_PATHS | KT_DELETE_RECURSIVE,
+		KT_DELETE_ALL_PATHS | KT_DELETE_ITEM};
 
 	o->flags = 0;
 	o->null_opts = 0;
@@ -811,7 +971,22 @@ static void gen_op(mctx *c, op *o)
 	o->ftype = 0;
 	o->rdev = 0;
 	pick_path(c, o->p1);
-	if (r < 20) {
+	if (r >= 110) {
+		o->type = r < 116 ? OP_WRITE : r < 120 ? OP_TRUNCATE : OP_SETATTR;
+		if (o->type == OP_WRITE) {
+			o->vlen = 1 + rn(c, 40);
+			model_value_bytes(c, o->val, o->vlen);
+		}
+		if (o->type == OP_SETATTR) {
+			o->smode = 1 + rn(c, 07777); /* 0: unknown */
+			o->flags = rn(c, 4) == 0 ? KT_NOFOLLOW : 0;
+		} else {
+			gen_offset(c, o);
+		}
+	} else if (r >= 100) {
+		o->type = OP_LINK;
+		gen_link(c, o);
+	} else if (r < 20) {
 		o->type = OP_PUT;
 		if (rn(c, 10) == 0)
 			o->flags = KT_CREATE_EXCL;
@@ -865,13 +1040,13 @@ static void gen_op(mctx *c, op *o)
 	} else {
 		o->type = OP_ATTR_DELETE;
 	}
-	if (o->flags == 0 && rn(c, 2))
+	if (o->flags == 0 && rn(c, 2) && o->type != OP_SETATTR)
 		o->null_opts = 1;
 	/* now and then a non-canonical path, which everything rejects */
 	if (rn(c, 50) == 0) {
 		const char *bad = rn(c, 3) ? bad_paths[rn(c, NBAD)]
 					   : reserved_paths[rn(c, NRESERVED)];
-		if (o->type == OP_RENAME && rn(c, 2))
+		if ((o->type == OP_RENAME || o->type == OP_LINK) && rn(c, 2))
 			strcpy(o->p2, bad);
 		else
 			strcpy(o->p1, bad);
@@ -906,11 +1081,12 @@ static void describe_op(char *desc, size_t cap, const op *o)
 				 o->p2, fl);
 		break;
 	case OP_DELETE:
-		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s)", o->p1,
+		snprintf(desc, cap, "kt_delete(\"%s\", %s%s%s%s%s)", o->p1,
 			 o->flags ? "" : "0",
 			 o->flags & KT_DELETE_RECURSIVE ? "RECURSIVE " : "",
 			 o->flags & KT_DELETE_PRUNE ? "PRUNE " : "",
-			 o->flags & KT_DELETE_ITEM ? "ITEM " : "");
+			 o->flags & KT_DELETE_ITEM ? "ITEM " : "",
+			 o->flags & KT_DELETE_ALL_PATHS ? "ALL_PATHS " : "");
 		break;
 	case OP_RENAME:
 		snprintf(desc, cap, "kt_rename(\"%s\", \"%s\", %s)", o->p1,
@@ -918,6 +1094,24 @@ static void describe_op(char *desc, size_t cap, const op *o)
 			 o->flags == KT_RENAME_NOREPLACE  ? "NOREPLACE"
 			 : o->flags == KT_RENAME_EXCHANGE ? "EXCHANGE"
 							  : "0");
+		break;
+	case OP_LINK:
+		snprintf(desc, cap, "kt_link(\"%s\", \"%s\")", o->p1, o->p2);
+		break;
+	case OP_WRITE:
+		snprintf(desc, cap, "kt_write(\"%s\", len %zu [%s], at %s%llu)",
+			 o->p1, o->vlen, hexs(hx, sizeof(hx), o->val, o->vlen),
+			 o->off == KT_APPEND ? "KT_APPEND " : "",
+			 o->off == KT_APPEND ? 0ULL : (unsigned long long)o->off);
+		break;
+	case OP_TRUNCATE:
+		snprintf(desc, cap, "kt_truncate(\"%s\", %llu)", o->p1,
+			 (unsigned long long)o->off);
+		break;
+	case OP_SETATTR:
+		snprintf(desc, cap, "kt_setattr(\"%s\", mode %o, %s)", o->p1,
+			 (unsigned)o->smode,
+			 o->flags & KT_NOFOLLOW ? "KT_NOFOLLOW" : "0");
 		break;
 	case OP_MKNOD:
 		snprintf(desc, cap, "kt_mknod(\"%s\", type %u, rdev %llu, %s)",
@@ -1023,8 +1217,8 @@ static int resolve_from(mctx *c, const char *dir, const char *rel,
 			strcpy(out, child);
 			return 0;
 		}
-		if ((n->kind & KT_KIND_LINK) && (!last || follow_last)) {
-			const char *t = n->target;
+		if ((n->b->kind & KT_KIND_LINK) && (!last || follow_last)) {
+			const char *t = n->b->target;
 			if (++*hops > KT_LINK_HOPS_MAX)
 				return KT_ELOOP;
 			if (t[0] == '/') {
@@ -1045,7 +1239,7 @@ static int resolve_from(mctx *c, const char *dir, const char *rel,
 			*outn = n;
 			return 0;
 		}
-		if (!(n->kind & KT_KIND_DIR))
+		if (!(n->b->kind & KT_KIND_DIR))
 			return KT_ENOTDIR;
 		strcpy(cur, child);
 		memmove(rem, rest, strlen(rest) + 1);
@@ -1091,24 +1285,27 @@ static int walk_parent(mctx *c, const char *path, int mode, walk *w)
 			strcpy(cur, child);
 			continue;
 		}
-		if (n->kind & KT_KIND_LINK) {
+		if (n->b->kind & KT_KIND_LINK) {
 			if (++w->hops > KT_LINK_HOPS_MAX)
 				return KT_ELOOP;
-			rc = resolve_from(c, cur, n->target, 1, &w->hops, tgt,
+			rc = resolve_from(c, cur, n->b->target, 1, &w->hops, tgt,
 					  &tn);
 			if (rc != 0)
 				return rc;
 			if (tn == NULL)
 				return KT_ENOTFOUND;
-			if (!(tn->kind & KT_KIND_DIR))
+			if (!(tn->b->kind & KT_KIND_DIR))
 				return KT_ENOTDIR;
 			strcpy(cur, tgt);
 			continue;
 		}
-		if (!(n->kind & KT_KIND_DIR)) {
-			/* only an item can become a directory too */
-			if (mode != W_CREATE || !(n->kind & KT_KIND_ITEM))
+		if (!(n->b->kind & KT_KIND_DIR)) {
+			/* only an item can become a directory too, and only
+			 * one with a single path */
+			if (mode != W_CREATE || !(n->b->kind & KT_KIND_ITEM))
 				return KT_ENOTDIR;
+			if (n->b->nlink > 1)
+				return KT_EPERM;
 			snprintf(tag, sizeof(tag), "v%s", child);
 			sl_push(&c->plan, tag);
 		}
@@ -1145,10 +1342,10 @@ static int m_resolve(mctx *c, const char *path, int follow, res *r)
 	rc = walk_parent(c, path, W_STRICT, &w);
 	if (rc != 0)
 		return r->rc = rc;
-	if (w.node && (w.node->kind & KT_KIND_LINK) && follow) {
+	if (w.node && (w.node->b->kind & KT_KIND_LINK) && follow) {
 		if (++w.hops > KT_LINK_HOPS_MAX)
 			return r->rc = KT_ELOOP;
-		return r->rc = resolve_from(c, w.parent, w.node->target, 1,
+		return r->rc = resolve_from(c, w.parent, w.node->b->target, 1,
 					    &w.hops, r->path, &r->node);
 	}
 	strcpy(r->path, w.path);
@@ -1165,14 +1362,73 @@ static void touch(mctx *c, const char *path)
 	sl_push_unique(&c->touched, path);
 }
 
-/* The node was written: its next observed version must be new. */
+/* The node @p b was written: its next observed version must be new, and
+ * every path of it is compared after the step. */
+static void dirty_obj(mctx *c, mobj *b)
+{
+	size_t i;
+
+	if (b->vstate != V_NEW)
+		b->vstate = V_DIRTY;
+	for (i = 0; i < c->m.n; i++)
+		if (c->m.v[i]->b == b)
+			touch(c, c->m.v[i]->path);
+}
+
 static void dirty(mctx *c, mnode *n)
 {
 	if (n == NULL)
 		return;
-	if (n->vstate != V_NEW)
-		n->vstate = V_DIRTY;
 	touch(c, n->path);
+	dirty_obj(c, n->b);
+}
+
+/* Remove the path @p path and every path below it.  A node that keeps
+ * other paths (kt_link) only loses these: its link count changes, which
+ * is a write of it. */
+static void remove_paths(mctx *c, const char *path)
+{
+	size_t lo, hi, i, k, nb = 0, i0 = m_lower(&c->m, path);
+	mobj **bs;
+	uint32_t *cnt;
+
+	m_desc_range(&c->m, path, &lo, &hi);
+	assert_true(i0 + 1 == lo);
+	bs = malloc((hi - i0) * sizeof(*bs));
+	cnt = malloc((hi - i0) * sizeof(*cnt));
+	assert_non_null(bs);
+	assert_non_null(cnt);
+	for (i = i0; i < hi; i++) {
+		mobj *b = c->m.v[i]->b;
+		for (k = 0; k < nb && bs[k] != b; k++)
+			;
+		if (k == nb) {
+			bs[nb] = b;
+			cnt[nb++] = 0;
+		}
+		cnt[k]++;
+	}
+	/* the survivors, before the paths (and maybe nodes) go */
+	for (k = 0, i = 0; k < nb; k++)
+		if (bs[k]->nlink > cnt[k])
+			bs[i++] = bs[k];
+	nb = i;
+	m_remove_subtree(&c->m, path);
+	for (k = 0; k < nb; k++)
+		dirty_obj(c, bs[k]);
+	free(bs);
+	free(cnt);
+}
+
+/* A path of @p b other than @p not (NULL if it has none). */
+static mnode *other_path(mctx *c, const mobj *b, const mnode *not)
+{
+	size_t i;
+
+	for (i = 0; i < c->m.n; i++)
+		if (c->m.v[i]->b == b && c->m.v[i] != not)
+			return c->m.v[i];
+	return NULL;
 }
 
 static void dirty_parent(mctx *c, const char *path)
@@ -1188,7 +1444,7 @@ static mnode *m_create(mctx *c, const char *path, unsigned int kind)
 	mnode *n = m_new(&c->m, path, kind);
 
 	/* the defaults of kt_create_options */
-	n->mode = kind == KT_KIND_ITEM || kind == KT_KIND_SPECIAL ? 0644
+	n->b->mode = kind == KT_KIND_ITEM || kind == KT_KIND_SPECIAL ? 0644
 		  : kind == KT_KIND_DIR				  ? 0755
 								  : 0777;
 	dirty_parent(c, path);
@@ -1207,8 +1463,8 @@ static void apply_plan(mctx *c)
 			m_create(c, p, KT_KIND_DIR);
 		} else {
 			mnode *n = m_find(&c->m, p);
-			n->kind |= KT_KIND_DIR;
-			n->mode = 0;
+			n->b->kind |= KT_KIND_DIR;
+			n->b->mode = 0;
 			dirty(c, n);
 		}
 	}
@@ -1235,22 +1491,22 @@ static int model_put(mctx *c, const op *o)
 		m_set_value(n, o->val, o->vlen);
 		return 0;
 	}
-	if (n->kind & KT_KIND_LINK) {
+	if (n->b->kind & KT_KIND_LINK) {
 		if (o->flags & KT_CREATE_EXCL)
 			return KT_EEXISTS;
 		if (++w.hops > KT_LINK_HOPS_MAX)
 			return KT_ELOOP;
-		rc = resolve_from(c, w.parent, n->target, 1, &w.hops, tp, &tn);
+		rc = resolve_from(c, w.parent, n->b->target, 1, &w.hops, tp, &tn);
 		if (rc != 0)
 			return rc;
 		if (tn == NULL)
 			return KT_ENOTFOUND; /* dangling */
 		n = tn;
 	} else if ((o->flags & KT_CREATE_EXCL) &&
-		   (n->kind & (KT_KIND_ITEM | KT_KIND_SPECIAL))) {
+		   (n->b->kind & (KT_KIND_ITEM | KT_KIND_SPECIAL))) {
 		return KT_EEXISTS;
 	}
-	if (n->kind == KT_KIND_SPECIAL)
+	if (n->b->kind == KT_KIND_SPECIAL)
 		return KT_EINVAL; /* it holds no value */
 	assert_int_equal(c->plan.n, 0);
 	m_set_value(n, o->val, o->vlen);
@@ -1277,12 +1533,14 @@ static int model_mkdir(mctx *c, const op *o)
 		m_create(c, w.path, KT_KIND_DIR);
 		return 0;
 	}
-	if (n->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
+	if (n->b->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
 		return KT_EEXISTS;
-	if (n->kind & KT_KIND_DIR)
+	if (n->b->kind & KT_KIND_DIR)
 		return parents ? 0 : KT_EEXISTS;
-	n->kind |= KT_KIND_DIR;
-	n->mode = 0;
+	if (n->b->nlink > 1)
+		return KT_EPERM; /* an item with several paths stays one */
+	n->b->kind |= KT_KIND_DIR;
+	n->b->mode = 0;
 	dirty(c, n);
 	return 0;
 }
@@ -1305,7 +1563,7 @@ static int model_symlink(mctx *c, const op *o)
 		return KT_EEXISTS;
 	apply_plan(c);
 	n = m_create(c, w.path, KT_KIND_LINK);
-	n->target = xstrdup(o->p2);
+	n->b->target = xstrdup(o->p2);
 	return 0;
 }
 
@@ -1343,8 +1601,8 @@ static int model_mknod(mctx *c, const op *o)
 		return KT_EEXISTS;
 	apply_plan(c);
 	n = m_create(c, w.path, KT_KIND_SPECIAL);
-	n->type = o->ftype;
-	n->rdev = o->rdev;
+	n->b->type = o->ftype;
+	n->b->rdev = o->rdev;
 	return 0;
 }
 
@@ -1358,7 +1616,7 @@ static void prune(mctx *c, const char *dir)
 	strcpy(p, dir);
 	while (strcmp(p, "/") != 0) {
 		n = m_find(&c->m, p);
-		if (n->kind != KT_KIND_DIR || m_has_children(&c->m, p))
+		if (n->b->kind != KT_KIND_DIR || m_has_children(&c->m, p))
 			break;
 		m_remove_subtree(&c->m, p);
 		dirty_parent(c, p);
@@ -1366,11 +1624,28 @@ static void prune(mctx *c, const char *dir)
 	}
 }
 
+/* Remove the path @p n of a node, and what is below it; with @p all
+ * (KT_DELETE_ALL_PATHS) the node's other paths too. */
+static void unlink_node(mctx *c, mnode *n, int all)
+{
+	char p[PBUF];
+	mnode *on;
+
+	while (all && (on = other_path(c, n->b, n)) != NULL) {
+		strcpy(p, on->path);
+		m_remove_subtree(&c->m, p);
+		dirty_parent(c, p);
+	}
+	strcpy(p, n->path);
+	remove_paths(c, p);
+	dirty_parent(c, p);
+}
+
 static int model_delete(mctx *c, const op *o)
 {
 	walk w;
 	mnode *n;
-	int rc;
+	int rc, all = (o->flags & KT_DELETE_ALL_PATHS) != 0;
 
 	if (path_err(o->p1) != 0)
 		return path_err(o->p1);
@@ -1383,26 +1658,24 @@ static int model_delete(mctx *c, const op *o)
 	if (n == NULL)
 		return KT_ENOTFOUND;
 	if (o->flags & KT_DELETE_ITEM) {
-		if (n->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
+		if (n->b->kind & (KT_KIND_LINK | KT_KIND_SPECIAL))
 			return KT_EINVAL;
-		if (!(n->kind & KT_KIND_ITEM))
+		if (!(n->b->kind & KT_KIND_ITEM))
 			return KT_EISDIR;
-		if (n->kind & KT_KIND_DIR) {
-			free(n->val);
-			n->val = NULL;
-			n->vlen = 0;
-			n->kind = KT_KIND_DIR;
+		if (n->b->kind & KT_KIND_DIR) {
+			free(n->b->val);
+			n->b->val = NULL;
+			n->b->vlen = 0;
+			n->b->kind = KT_KIND_DIR;
 			dirty(c, n);
 		} else {
-			m_remove_subtree(&c->m, w.path);
-			dirty_parent(c, w.path);
+			unlink_node(c, n, all);
 		}
 	} else {
-		if ((n->kind & KT_KIND_DIR) && m_has_children(&c->m, w.path) &&
+		if ((n->b->kind & KT_KIND_DIR) && m_has_children(&c->m, w.path) &&
 		    !(o->flags & KT_DELETE_RECURSIVE))
 			return KT_ENOTEMPTY;
-		m_remove_subtree(&c->m, w.path);
-		dirty_parent(c, w.path);
+		unlink_node(c, n, all);
 	}
 	if (o->flags & KT_DELETE_PRUNE)
 		prune(c, w.parent);
@@ -1437,8 +1710,8 @@ static int model_rename(mctx *c, const op *o)
 		return KT_ENOTFOUND;
 	if (is_under(wd.path, ws.path) || (exch && is_under(ws.path, wd.path)))
 		return KT_EINVAL;
-	if (sn == dn)
-		return 0;
+	if (dn != NULL && sn->b == dn->b)
+		return 0; /* the same path, or two paths of one node */
 	if (exch) {
 		m_move(&c->m, ws.path, wd.path, 1);
 		dirty(c, sn);
@@ -1446,20 +1719,70 @@ static int model_rename(mctx *c, const op *o)
 		return 0;
 	}
 	if (dn != NULL) {
-		int sdir = (sn->kind & KT_KIND_DIR) != 0;
-		int ddir = (dn->kind & KT_KIND_DIR) != 0;
+		int sdir = (sn->b->kind & KT_KIND_DIR) != 0;
+		int ddir = (dn->b->kind & KT_KIND_DIR) != 0;
 		if (sdir && !ddir)
 			return KT_ENOTDIR;
 		if (!sdir && ddir)
 			return KT_EISDIR;
 		if (ddir && m_has_children(&c->m, wd.path))
 			return KT_ENOTEMPTY;
-		m_remove_subtree(&c->m, wd.path);
+		remove_paths(c, wd.path);
 	}
 	dirty_parent(c, ws.path);
 	m_move(&c->m, ws.path, wd.path, 0);
 	dirty(c, sn);
 	dirty_parent(c, wd.path);
+	return 0;
+}
+
+/* kt_link: existing is walked without following its last component;
+ * newpath's ancestors are made as put makes them.  The checks come in
+ * the order of Linux linkat(2): the arguments, then existing (resolution,
+ * absent), then newpath (resolution, something there: KT_EEXISTS), then
+ * the kind of existing (a directory or the root: KT_EPERM), then the link
+ * count.  newpath below existing, which would make it a directory with
+ * two paths, is KT_EPERM once the walk reaches it. */
+static int model_link(mctx *c, const op *o)
+{
+	walk ws, wd;
+	mnode *sn;
+	size_t i;
+	int rc;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (path_err(o->p2) != 0)
+		return path_err(o->p2);
+	if (strcmp(o->p1, "/") == 0) {
+		sn = m_find(&c->m, "/");
+	} else {
+		rc = walk_parent(c, o->p1, W_STRICT, &ws);
+		if (rc != 0)
+			return rc;
+		sn = ws.node;
+		if (sn == NULL)
+			return KT_ENOTFOUND;
+	}
+	if (strcmp(o->p2, "/") == 0)
+		return KT_EEXISTS;
+	rc = walk_parent(c, o->p2, W_CREATE, &wd);
+	if (rc != 0)
+		return rc;
+	for (i = 0; i < c->plan.n; i++)
+		if (c->plan.v[i][0] == 'v' &&
+		    m_find(&c->m, c->plan.v[i] + 1)->b == sn->b)
+			return KT_EPERM;
+	if (wd.node != NULL)
+		return KT_EEXISTS;
+	if (sn->b->kind & KT_KIND_DIR)
+		return KT_EPERM;
+	if (sn->b->nlink >= KT_LINK_MAX)
+		return KT_EMLINK;
+	apply_plan(c);
+	m_add_path(&c->m, wd.path, sn->b);
+	dirty_parent(c, wd.path);
+	dirty(c, sn);
 	return 0;
 }
 
@@ -1490,6 +1813,63 @@ static int model_attr(mctx *c, const op *o)
 			return KT_ENOATTR;
 		m_attr_set(r.node, o->aname, o->val, o->vlen);
 	}
+	dirty(c, r.node);
+	return 0;
+}
+
+/* kt_write and kt_truncate: follow links; an item (item+dir included)
+ * only. */
+static int model_write(mctx *c, const op *o)
+{
+	res r;
+	mobj *b;
+	uint64_t at, end;
+	unsigned char *v;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (m_resolve(c, o->p1, 1, &r) != 0)
+		return r.rc;
+	if (r.node == NULL)
+		return KT_ENOTFOUND;
+	b = r.node->b;
+	if (b->kind == KT_KIND_SPECIAL)
+		return KT_EINVAL;
+	if (!(b->kind & KT_KIND_ITEM))
+		return KT_EISDIR;
+	if (o->type == OP_WRITE) {
+		at = o->off == KT_APPEND ? b->vlen : o->off;
+		end = at + o->vlen;
+	} else {
+		at = end = o->off;
+	}
+	if (end > b->vlen || o->type == OP_TRUNCATE) {
+		v = calloc(1, (size_t)end + 1);
+		assert_non_null(v);
+		memcpy(v, b->val, end < b->vlen ? (size_t)end : b->vlen);
+		free(b->val);
+		b->val = v;
+		b->vlen = (size_t)end;
+	}
+	if (o->type == OP_WRITE)
+		memcpy(b->val + at, o->val, o->vlen);
+	dirty(c, r.node);
+	return 0;
+}
+
+/* kt_setattr of the mode, following a link in the last component unless
+ * KT_NOFOLLOW. */
+static int model_setattr(mctx *c, const op *o)
+{
+	res r;
+
+	if (path_err(o->p1) != 0)
+		return path_err(o->p1);
+	if (m_resolve(c, o->p1, !(o->flags & KT_NOFOLLOW), &r) != 0)
+		return r.rc;
+	if (r.node == NULL)
+		return KT_ENOTFOUND;
+	r.node->b->mode = o->smode;
 	dirty(c, r.node);
 	return 0;
 }
@@ -1535,6 +1915,13 @@ static int model_apply(mctx *c, const op *o)
 		return model_rename(c, o);
 	case OP_MKNOD:
 		return model_mknod(c, o);
+	case OP_LINK:
+		return model_link(c, o);
+	case OP_WRITE:
+	case OP_TRUNCATE:
+		return model_write(c, o);
+	case OP_SETATTR:
+		return model_setattr(c, o);
 	default:
 		return model_attr(c, o);
 	}
@@ -1543,6 +1930,7 @@ static int model_apply(mctx *c, const op *o)
 /* Record one operation in @p b. */
 static int batch_record(kt_batch *b, const op *o)
 {
+	kt_setattr_args sa = {0};
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;
 
@@ -1561,6 +1949,16 @@ static int batch_record(kt_batch *b, const op *o)
 		return kt_batch_rename(b, o->p1, o->p2, o->flags);
 	case OP_MKNOD:
 		return kt_batch_mknod(b, o->p1, o->ftype, o->rdev, cop);
+	case OP_LINK:
+		return kt_batch_link(b, o->p1, o->p2);
+	case OP_SETATTR:
+		sa.mask = KT_SET_MODE;
+		sa.mode = o->smode;
+		return kt_batch_setattr(b, o->p1, &sa, o->flags);
+	case OP_WRITE:
+	case OP_TRUNCATE:
+		assert_true(!"kt_write and kt_truncate have no batch form");
+		return KT_EINVAL;
 	case OP_ATTR_SET:
 		return kt_batch_attr_set(b, o->p1, o->aname, o->val, o->vlen,
 					 o->flags);
@@ -1598,6 +1996,7 @@ static int store_batch(mctx *c)
 
 static int store_apply(mctx *c, const op *o)
 {
+	kt_setattr_args sa = {0};
 	kt_store *s = c->f->store;
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;
@@ -1618,6 +2017,16 @@ static int store_apply(mctx *c, const op *o)
 		return kt_rename(s, o->p1, o->p2, o->flags);
 	case OP_MKNOD:
 		return kt_mknod(s, o->p1, o->ftype, o->rdev, cop);
+	case OP_LINK:
+		return kt_link(s, o->p1, o->p2);
+	case OP_WRITE:
+		return kt_write(s, o->p1, o->val, o->vlen, o->off);
+	case OP_TRUNCATE:
+		return kt_truncate(s, o->p1, o->off);
+	case OP_SETATTR:
+		sa.mask = KT_SET_MODE;
+		sa.mode = o->smode;
+		return kt_setattr(s, o->p1, &sa, o->flags);
 	case OP_ATTR_SET:
 		return kt_attr_set(s, o->p1, o->aname, o->val, o->vlen,
 				   o->flags);
@@ -1649,70 +2058,76 @@ static void expect_rc(mctx *c, const char *call, const char *path, int want,
 /* The id seen for a node must be the one it was first seen with. */
 static void cmp_id(mctx *c, const char *call, mnode *n, uint64_t id)
 {
-	if (n->id == 0)
-		n->id = id;
-	else if (n->id != id)
+	if (n->b->id == 0)
+		n->b->id = id;
+	else if (n->b->id != id)
 		mismatch(c,
 			 "%s: node \"%s\" has id %llu, expected %llu (ids "
 			 "are kept across rename and conversion)",
 			 call, n->path, (unsigned long long)id,
-			 (unsigned long long)n->id);
+			 (unsigned long long)n->b->id);
 }
 
 static void cmp_stat(mctx *c, const char *call, const char *path, mnode *n,
 		     const kt_statbuf *st)
 {
-	if (st->kind != n->kind)
+	if (st->kind != n->b->kind)
 		mismatch(c, "%s(\"%s\"): kind %s, expected %s (node \"%s\")",
-			 call, path, kindname(st->kind), kindname(n->kind),
+			 call, path, kindname(st->kind), kindname(n->b->kind),
 			 n->path);
 	cmp_id(c, call, n, st->id);
-	if (n->mode != 0 && st->mode != n->mode)
+	if (n->b->mode != 0 && st->mode != n->b->mode)
 		mismatch(c, "%s(\"%s\"): mode %o, expected %o (node \"%s\")",
-			 call, path, (unsigned)st->mode, (unsigned)n->mode,
+			 call, path, (unsigned)st->mode, (unsigned)n->b->mode,
 			 n->path);
 	if (st->uid != (uint32_t)geteuid() || st->gid != (uint32_t)getegid())
 		mismatch(c, "%s(\"%s\"): owner %u:%u, expected %u:%u", call,
 			 path, (unsigned)st->uid, (unsigned)st->gid,
 			 (unsigned)geteuid(), (unsigned)getegid());
-	if (st->nattrs != n->nattrs)
+	if (st->nlink != ((n->b->kind & KT_KIND_DIR) ? 1 : n->b->nlink))
+		mismatch(c, "%s(\"%s\"): nlink %u, expected %u (node \"%s\")",
+			 call, path, (unsigned)st->nlink,
+			 (unsigned)((n->b->kind & KT_KIND_DIR) ? 1
+							       : n->b->nlink),
+			 n->path);
+	if (st->nattrs != n->b->nattrs)
 		mismatch(c, "%s(\"%s\"): nattrs %u, expected %zu", call, path,
-			 (unsigned)st->nattrs, n->nattrs);
-	if ((n->kind & KT_KIND_DIR) &&
+			 (unsigned)st->nattrs, n->b->nattrs);
+	if ((n->b->kind & KT_KIND_DIR) &&
 	    st->nsubdirs != m_nsubdirs(&c->m, n->path))
 		mismatch(c, "%s(\"%s\"): nsubdirs %u, expected %u", call, path,
 			 (unsigned)st->nsubdirs,
 			 (unsigned)m_nsubdirs(&c->m, n->path));
-	if ((n->kind & KT_KIND_ITEM) && st->size != n->vlen)
+	if ((n->b->kind & KT_KIND_ITEM) && st->size != n->b->vlen)
 		mismatch(c, "%s(\"%s\"): size %llu, expected %zu", call, path,
-			 (unsigned long long)st->size, n->vlen);
-	if (st->type != n->type || st->rdev != n->rdev ||
-	    (n->kind == KT_KIND_SPECIAL && st->size != 0))
+			 (unsigned long long)st->size, n->b->vlen);
+	if (st->type != n->b->type || st->rdev != n->b->rdev ||
+	    (n->b->kind == KT_KIND_SPECIAL && st->size != 0))
 		mismatch(c,
 			 "%s(\"%s\"): type %u rdev %llu size %llu, expected "
 			 "type %u rdev %llu size 0 (node \"%s\")",
 			 call, path, st->type, (unsigned long long)st->rdev,
-			 (unsigned long long)st->size, n->type,
-			 (unsigned long long)n->rdev, n->path);
-	if ((n->kind & KT_KIND_LINK) && st->size != strlen(n->target))
+			 (unsigned long long)st->size, n->b->type,
+			 (unsigned long long)n->b->rdev, n->path);
+	if ((n->b->kind & KT_KIND_LINK) && st->size != strlen(n->b->target))
 		mismatch(c,
 			 "%s(\"%s\"): size %llu, expected %zu (link "
 			 "target)",
 			 call, path, (unsigned long long)st->size,
-			 strlen(n->target));
-	if (n->vstate != V_KNOWN && u64_has(&c->versions, st->version))
+			 strlen(n->b->target));
+	if (n->b->vstate != V_KNOWN && u64_has(&c->versions, st->version))
 		mismatch(c,
 			 "%s(\"%s\"): version %llu of %s node \"%s\" was "
 			 "seen before (versions are never reused)",
 			 call, path, (unsigned long long)st->version,
-			 n->vstate == V_NEW ? "new" : "written", n->path);
-	if (n->vstate == V_DIRTY && st->version == n->ver)
+			 n->b->vstate == V_NEW ? "new" : "written", n->path);
+	if (n->b->vstate == V_DIRTY && st->version == n->b->ver)
 		mismatch(c,
 			 "%s(\"%s\"): version %llu unchanged after a write "
 			 "of \"%s\"",
 			 call, path, (unsigned long long)st->version, n->path);
-	n->ver = st->version;
-	n->vstate = V_KNOWN;
+	n->b->ver = st->version;
+	n->b->vstate = V_KNOWN;
 	u64_add(&c->step_versions, st->version);
 }
 
@@ -1804,13 +2219,13 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 		}
 		if (e->name_len != strlen(nm) ||
 		    memcmp(e->name, nm, e->name_len) != 0 ||
-		    e->kind != ch[i]->kind || e->type != ch[i]->type) {
+		    e->kind != ch[i]->b->kind || e->type != ch[i]->b->type) {
 			snprintf(msg, sizeof(msg),
 				 "entry %zu is \"%.*s\" %s type %u, "
 				 "expected \"%s\" %s type %u",
 				 i, (int)e->name_len, e->name,
 				 kindname(e->kind), e->type, nm,
-				 kindname(ch[i]->kind), ch[i]->type);
+				 kindname(ch[i]->b->kind), ch[i]->b->type);
 			break;
 		}
 		cmp_id(c, "kt_iter_next", ch[i], e->id);
@@ -1844,7 +2259,7 @@ static void cmp_attrs(mctx *c, const char *path, mnode *n)
 	if (rc != 0)
 		expect_rc(c, "kt_attr_iter_new", path, 0, rc, NULL);
 	while ((rc = kt_iter_next(&e, it)) == 0) {
-		mattr *a = i < n->nattrs ? &n->attrs[i] : NULL;
+		mattr *a = i < n->b->nattrs ? &n->b->attrs[i] : NULL;
 		if (a == NULL || e->name_len != strlen(a->name) ||
 		    memcmp(e->name, a->name, e->name_len) != 0 ||
 		    e->value_len != a->len ||
@@ -1868,11 +2283,11 @@ static void cmp_attrs(mctx *c, const char *path, mnode *n)
 	if (rc != KT_ITEROVER)
 		expect_rc(c, "kt_iter_next (attributes)", path, KT_ITEROVER, rc,
 			  NULL);
-	if (i != n->nattrs)
+	if (i != n->b->nattrs)
 		mismatch(c,
 			 "kt_attr_iter_new(\"%s\"): %zu attributes, expected "
 			 "%zu; missing \"%s\"",
-			 path, i, n->nattrs, n->attrs[i].name);
+			 path, i, n->b->nattrs, n->b->attrs[i].name);
 }
 
 /* Compare everything a reader can see at @p path. */
@@ -1909,32 +2324,32 @@ static void check_path(mctx *c, const char *path)
 	/* kt_readlink */
 	want = rl.rc				? rl.rc
 	       : rl.node == NULL		? KT_ENOTFOUND
-	       : (rl.node->kind & KT_KIND_LINK) ? 0
+	       : (rl.node->b->kind & KT_KIND_LINK) ? 0
 						: KT_EINVAL;
 	rc = kt_readlink(&t, &len, s, path);
 	expect_rc(c, "kt_readlink", path, want, rc, &rl);
-	if (rc == 0 && (len != strlen(rl.node->target) ||
-			strcmp(t, rl.node->target) != 0)) {
+	if (rc == 0 && (len != strlen(rl.node->b->target) ||
+			strcmp(t, rl.node->b->target) != 0)) {
 		char got[PBUF];
 		snprintf(got, sizeof(got), "%s", t);
 		kt_free(t);
 		mismatch(c,
 			 "kt_readlink(\"%s\"): \"%s\" (len %zu), expected "
 			 "\"%s\"",
-			 path, got, len, rl.node->target);
+			 path, got, len, rl.node->b->target);
 	}
 	kt_free(t);
 
 	/* kt_get */
 	want = rf.rc				    ? rf.rc
 	       : rf.node == NULL		    ? KT_ENOTFOUND
-	       : (rf.node->kind & KT_KIND_ITEM)	    ? 0
-	       : rf.node->kind == KT_KIND_SPECIAL ? KT_EINVAL
+	       : (rf.node->b->kind & KT_KIND_ITEM)	    ? 0
+	       : rf.node->b->kind == KT_KIND_SPECIAL ? KT_EINVAL
 						    : KT_EISDIR;
 	rc = kt_get(&v, &len, s, path);
 	expect_rc(c, "kt_get", path, want, rc, &rf);
-	if (rc == 0 && (len != rf.node->vlen ||
-			(len && memcmp(v, rf.node->val, len) != 0) ||
+	if (rc == 0 && (len != rf.node->b->vlen ||
+			(len && memcmp(v, rf.node->b->val, len) != 0) ||
 			((char *)v)[len] != '\0')) {
 		hexs(h1, sizeof(h1), v, len);
 		kt_free(v);
@@ -1942,15 +2357,15 @@ static void check_path(mctx *c, const char *path)
 			 "kt_get(\"%s\"): value [%s] (len %zu), expected [%s] "
 			 "(len %zu) of \"%s\"",
 			 path, h1, len,
-			 hexs(h2, sizeof(h2), rf.node->val, rf.node->vlen),
-			 rf.node->vlen, rf.node->path);
+			 hexs(h2, sizeof(h2), rf.node->b->val, rf.node->b->vlen),
+			 rf.node->b->vlen, rf.node->path);
 	}
 	kt_free(v);
 
 	/* kt_iter_new: the listing */
 	want = rf.rc			       ? rf.rc
 	       : rf.node == NULL	       ? KT_ENOTFOUND
-	       : (rf.node->kind & KT_KIND_DIR) ? 0
+	       : (rf.node->b->kind & KT_KIND_DIR) ? 0
 					       : KT_ENOTDIR;
 	if (want == 0) {
 		cmp_listing(c, path, rf.node);
@@ -2016,10 +2431,10 @@ static void cmp_find(mctx *c, const char *prefix, unsigned int flags)
 			}
 		}
 		mn->mark = c->epoch;
-		if (k != mn->kind) {
+		if (k != mn->b->kind) {
 			kt_iter_free(it);
 			mismatch(c, "%s: \"%s\" is %s, expected %s", desc, p,
-				 kindname(k), kindname(mn->kind));
+				 kindname(k), kindname(mn->b->kind));
 		}
 		cmp_id(c, "kt_find_new", mn, id);
 	}
@@ -2035,7 +2450,7 @@ static void cmp_find(mctx *c, const char *prefix, unsigned int flags)
 		else
 			in = strncmp(mn->path, prefix, pl) == 0 &&
 			     strcmp(mn->path, "/") != 0;
-		if ((flags & KT_FIND_ITEMS) && !(mn->kind & KT_KIND_ITEM))
+		if ((flags & KT_FIND_ITEMS) && !(mn->b->kind & KT_KIND_ITEM))
 			in = 0;
 		if (in != (mn->mark == c->epoch))
 			mismatch(c, "%s: %s \"%s\"", desc,
@@ -2050,8 +2465,59 @@ static int check_cb(const char *what, void *payload)
 	return 0;
 }
 
+/* kt_stats against the model: a node with several paths counts once, its
+ * paths beyond the first as aliases. */
+static void cmp_stats(mctx *c)
+{
+	kt_store_stats st, want;
+	size_t i;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	memset(&want, 0, sizeof(want));
+	for (i = 0; i < c->m.n; i++) {
+		const mnode *n = c->m.v[i];
+		const mobj *b = n->b;
+		if (other_path(c, b, NULL) != n) {
+			want.aliases++;
+			continue;
+		}
+		want.items += (b->kind & KT_KIND_ITEM) != 0;
+		want.dirs += (b->kind & KT_KIND_DIR) != 0;
+		want.links += (b->kind & KT_KIND_LINK) != 0;
+		want.specials += b->kind == KT_KIND_SPECIAL;
+		want.value_bytes += (b->kind & KT_KIND_ITEM) ? b->vlen : 0;
+		want.attrs += b->nattrs;
+	}
+	rc = kt_stats(&st, c->f->store);
+	if (rc != 0)
+		expect_rc(c, "kt_stats", "", 0, rc, NULL);
+	if (st.items != want.items || st.dirs != want.dirs ||
+	    st.links != want.links || st.specials != want.specials ||
+	    st.value_bytes != want.value_bytes || st.attrs != want.attrs ||
+	    st.aliases != want.aliases)
+		mismatch(c,
+			 "kt_stats: items %llu dirs %llu links %llu specials "
+			 "%llu value_bytes %llu attrs %llu aliases %llu, "
+			 "expected %llu %llu %llu %llu %llu %llu %llu",
+			 (unsigned long long)st.items,
+			 (unsigned long long)st.dirs,
+			 (unsigned long long)st.links,
+			 (unsigned long long)st.specials,
+			 (unsigned long long)st.value_bytes,
+			 (unsigned long long)st.attrs,
+			 (unsigned long long)st.aliases,
+			 (unsigned long long)want.items,
+			 (unsigned long long)want.dirs,
+			 (unsigned long long)want.links,
+			 (unsigned long long)want.specials,
+			 (unsigned long long)want.value_bytes,
+			 (unsigned long long)want.attrs,
+			 (unsigned long long)want.aliases);
+}
+
 /* Compare the whole tree: kt_find_new over "/", every node in detail, ids
- * unique, and kt_check clean. */
+ * unique, kt_stats, and kt_check clean. */
 static void check_all(mctx *c)
 {
 	kt_iter *it = NULL;
@@ -2086,14 +2552,14 @@ static void check_all(mctx *c)
 				 "parent",
 				 p);
 		}
-		if (e->kind != mn->kind || e->type != mn->type) {
+		if (e->kind != mn->b->kind || e->type != mn->b->type) {
 			unsigned int k = e->kind, t = e->type;
 			kt_iter_free(it);
 			mismatch(c,
 				 "kt_find_new(\"/\"): \"%s\" is %s type %u, "
 				 "expected %s type %u",
-				 p, kindname(k), t, kindname(mn->kind),
-				 mn->type);
+				 p, kindname(k), t, kindname(mn->b->kind),
+				 mn->b->type);
 		}
 		cmp_id(c, "kt_find_new", mn, e->id);
 		mn->mark = c->epoch;
@@ -2112,64 +2578,77 @@ static void check_all(mctx *c)
 	for (i = 0; i < c->m.n; i++)
 		check_path(c, c->m.v[i]->path);
 
+	/* one id per node: the paths of a node share it, and only they */
 	ids = malloc(c->m.n * sizeof(*ids));
 	assert_non_null(ids);
 	for (i = 0; i < c->m.n; i++)
-		ids[i] = c->m.v[i]->id;
+		ids[i] = c->m.v[i]->b->id;
 	for (i = 0; i < c->m.n; i++) {
 		size_t k;
 		for (k = i + 1; k < c->m.n; k++)
-			if (ids[i] == ids[k]) {
+			if ((ids[i] == ids[k]) !=
+			    (c->m.v[i]->b == c->m.v[k]->b)) {
 				free(ids);
 				mismatch(c,
-					 "nodes \"%s\" and \"%s\" share id "
-					 "%llu",
-					 c->m.v[i]->path, c->m.v[k]->path,
-					 (unsigned long long)c->m.v[i]->id);
+					 "\"%s\" has id %llu and \"%s\" id "
+					 "%llu, but they are %s",
+					 c->m.v[i]->path,
+					 (unsigned long long)c->m.v[i]->b->id,
+					 c->m.v[k]->path,
+					 (unsigned long long)c->m.v[k]->b->id,
+					 c->m.v[i]->b == c->m.v[k]->b
+						 ? "paths of one node"
+						 : "different nodes");
 			}
 	}
 	free(ids);
 
-	/* every node's id leads back to its path, and to its metadata */
+	/* every node's id leads back to its path (one of its paths), and to
+	 * its metadata */
 	for (i = 0; i < c->m.n; i++) {
-		mnode *mn = c->m.v[i];
+		mnode *mn = c->m.v[i], *ipn;
 		kt_statbuf st;
 		char *ip = NULL;
 		size_t il = 0;
-		rc = kt_id_path(&ip, &il, c->f->store, mn->id);
-		if (rc != 0 || il != strlen(mn->path) ||
-		    strcmp(ip, mn->path) != 0) {
+		rc = kt_id_path(&ip, &il, c->f->store, mn->b->id);
+		ipn = rc == 0 && il == strlen(ip) ? m_find(&c->m, ip) : NULL;
+		if (ipn == NULL || ipn->b != mn->b) {
+			char got[PBUF];
+			snprintf(got, sizeof(got), "%s", rc == 0 ? ip : "");
 			kt_free(ip);
-			mismatch(c, "kt_id_path(%llu): %s \"%s\", expected "
-				 "\"%s\"", (unsigned long long)mn->id,
-				 rcname(rc), rc ? kt_errmsg() : "", mn->path);
+			mismatch(c, "kt_id_path(%llu): %s \"%s\" %s, expected "
+				 "\"%s\"%s", (unsigned long long)mn->b->id,
+				 rcname(rc), rc ? kt_errmsg() : got,
+				 ipn ? "(another node)" : "",
+				 mn->path, mn->b->nlink > 1
+				 ? " or another path of it" : "");
 		}
 		kt_free(ip);
-		rc = kt_id_lstat(&st, NULL, NULL, c->f->store, mn->id);
+		rc = kt_id_lstat(&st, NULL, NULL, c->f->store, mn->b->id);
 		if (rc != 0)
 			expect_rc(c, "kt_id_lstat", mn->path, 0, rc, NULL);
 		cmp_stat(c, "kt_id_lstat", mn->path, mn, &st);
-		if (mn->kind & KT_KIND_ITEM) {
+		if (mn->b->kind & KT_KIND_ITEM) {
 			/* the value by id: its last up to 64 bytes */
 			unsigned char b[64];
-			size_t got = 0, want = mn->vlen < 64 ? mn->vlen : 64;
-			uint64_t at = mn->vlen - want;
-			rc = kt_id_read(&got, c->f->store, mn->id, b, 64, at);
+			size_t got = 0, want = mn->b->vlen < 64 ? mn->b->vlen : 64;
+			uint64_t at = mn->b->vlen - want;
+			rc = kt_id_read(&got, c->f->store, mn->b->id, b, 64, at);
 			if (rc != 0 || got != want ||
-			    (want > 0 && memcmp(b, mn->val + at, want) != 0))
+			    (want > 0 && memcmp(b, mn->b->val + at, want) != 0))
 				mismatch(c, "kt_id_read(%llu) of \"%s\": %s, "
 					 "%zu bytes at %llu, expected %zu",
-					 (unsigned long long)mn->id, mn->path,
+					 (unsigned long long)mn->b->id, mn->path,
 					 rcname(rc), got,
 					 (unsigned long long)at, want);
-		} else if (mn->kind == KT_KIND_SPECIAL) {
+		} else if (mn->b->kind == KT_KIND_SPECIAL) {
 			unsigned char b[8];
 			size_t got = 0;
-			rc = kt_id_read(&got, c->f->store, mn->id, b, 8, 0);
+			rc = kt_id_read(&got, c->f->store, mn->b->id, b, 8, 0);
 			if (rc != KT_EINVAL)
 				mismatch(c, "kt_id_read(%llu) of special file "
 					 "\"%s\": %s, expected KT_EINVAL",
-					 (unsigned long long)mn->id, mn->path,
+					 (unsigned long long)mn->b->id, mn->path,
 					 rcname(rc));
 		}
 	}
@@ -2180,7 +2659,7 @@ static void check_all(mctx *c)
 	cmp_find(c, "/", KT_FIND_ITEMS);
 	for (i = 0; i < 4; i++) {
 		mnode *d = c->m.v[rn(c, (unsigned int)c->m.n)];
-		if (!(d->kind & KT_KIND_DIR))
+		if (!(d->b->kind & KT_KIND_DIR))
 			continue;
 		if (strcmp(d->path, "/") != 0)
 			cmp_find(c, d->path,
@@ -2189,6 +2668,8 @@ static void check_all(mctx *c)
 		join(p, d->path, names[rn(c, NNAMES)]);
 		cmp_find(c, p, i % 2 ? KT_FIND_ITEMS : 0);
 	}
+
+	cmp_stats(c);
 
 	rc = kt_check(&bad, c->f->store, check_cb, NULL);
 	if (rc != 0 || bad != 0)

@@ -3,11 +3,18 @@
  *
  * Random sequences of put (plain, EXCL), mkdir and symlink (plain,
  * PARENTS), mknod (FIFOs, sockets and devices, now and then with a bad type
- * or device number), delete (plain, RECURSIVE, PRUNE, ITEM), rename
- * (plain, NOREPLACE, EXCHANGE), attribute set (plain, CREATE, REPLACE) and
- * delete, and batches of these, are applied both to the store and to a small
- * in-memory reference model written straight from the comments in
- * keytree.h.  Now and then a path is not canonical (KT_EINVAL) or holds the
+ * or device number), delete (plain, RECURSIVE, PRUNE, ITEM, ALL_PATHS),
+ * rename (plain, NOREPLACE, EXCHANGE), link (kt_link: a further path of a
+ * node), write (at an offset, past the end, KT_APPEND), truncate, setattr
+ * (the mode, following the last link or KT_NOFOLLOW), attribute set (plain,
+ * CREATE, REPLACE) and delete, and batches of these (all but write and
+ * truncate, which have no batch form), are applied both to the store and to
+ * a small in-memory reference model written straight from the comments in
+ * keytree.h.  In the model a node (mobj) is apart from its paths (mnode),
+ * so a node given several paths by kt_link is one mobj that every change
+ * through any path changes.  Operations pick a random path of such a node
+ * often, and links are made through random paths of nodes that already
+ * have several.  Now and then a path is not canonical (KT_EINVAL) or holds the
  * delimiter (KT_ERESERVED).  After every step the result codes must be
  * equal (and a failure's message must name the path), and for every path
  * the step is about (its arguments, their parents, the nodes they resolve
@@ -20,7 +27,10 @@
  * tree is compared (kt_find_new over "/", plus prefix, SUBTREE and ITEMS
  * searches) and kt_check must find nothing; the store is closed and
  * reopened (its digest unchanged) a few times during the run.  A second
- * test walks chains of 39, 40 and 41 links.
+ * test walks chains of 39, 40 and 41 links; a third goes through the alias
+ * rules step by step, each code pinned.  The link count (kt_statbuf.nlink)
+ * is compared in every stat, the paths of one node must share its id (and
+ * no other node may have it), and kt_id_path must give one of its paths.
  *
  * Names come from a tiny alphabet so that nodes collide, replace each other
  * and share prefixes ("a" and "ab"; "æ" ends in the byte A6 of the default
@@ -83,7 +93,28 @@
  *    error.
  *  - Versions: the written node, a directory that gains or loses a child
  *    (except through EXCHANGE, which only swaps), and a renamed node must
- *    each show a version never observed before in an earlier step.
+ *    each show a version never observed before in an earlier step.  A node
+ *    that gains or loses a path (kt_link, unlink of one path, a recursive
+ *    delete or a rename over one of its paths) is written: its link count
+ *    and ctime change.
+ *  - Aliases (kt_link).  Checks in the order of Linux linkat(2): bad
+ *    arguments, then existing (walked without following its last
+ *    component; absent is KT_ENOTFOUND), then newpath (its ancestors made
+ *    as put makes them; anything there is KT_EEXISTS, even when existing
+ *    is a directory), then existing a directory or the root (KT_EPERM).
+ *    newpath below existing itself is KT_EPERM (existing would become a
+ *    directory with two paths).  An item with several paths cannot become
+ *    item+dir: put, symlink, mknod, link and mkdir with KT_CREATE_PARENTS
+ *    below it, and mkdir on it, are KT_EPERM; mkdir below it without
+ *    KT_CREATE_PARENTS is still KT_ENOTDIR, as for any item.  A delete
+ *    (plain, RECURSIVE, or ITEM on an item that is not a directory) removes
+ *    only the paths it reaches; the node goes with its last path.
+ *    ALL_PATHS removes the node at the path under every path (the parents
+ *    of all of them lose a child; PRUNE starts at the given path's parent
+ *    only); below a directory a RECURSIVE | ALL_PATHS delete removes only
+ *    the paths under it.  A rename over another node's path removes that
+ *    path only; a rename (plain or EXCHANGE) onto another path of the same
+ *    node returns 0 and changes nothing, but NOREPLACE is KT_EEXISTS.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,14 +136,18 @@
 #define BIGVAL	     20000
 
 #define MODEL_FIXTURE	  kt_test_fixture
-#define MODEL_CTX_FIELDS  uint64_t seed, rng;
+#define MODEL_CTX_FIELDS                                                       \
+	uint64_t seed, rng;                                                    \
+	int last_rc;                                                           \
+	size_t max_aliases; /* most paths beyond the first at one time */
 #define MODEL_EXTRA_NAMES /* none */
 
 #include "model.h"
 
 static const char *const op_names[OP__COUNT] = {
 	"put",	    "mkdir",	   "symlink", "delete", "rename",
-	"attr_set", "attr_delete", "mknod",   "batch"};
+	"attr_set", "attr_delete", "mknod",   "link", "write",
+	"truncate", "setattr",	   "batch"};
 
 /* The choices: splitmix64 from the seed. */
 static uint64_t rnd(mctx *c)
@@ -210,7 +245,8 @@ static void check_errmsg(mctx *c, const op *o)
 			 "failed",
 			 msg, num);
 	if (strstr(msg, o->p1) == NULL &&
-	    (o->type != OP_RENAME || strstr(msg, o->p2) == NULL))
+	    ((o->type != OP_RENAME && o->type != OP_LINK) ||
+	     strstr(msg, o->p2) == NULL))
 		mismatch(c, "kt_errmsg() '%s' does not name \"%s\"", msg,
 			 o->p1);
 }
@@ -222,7 +258,7 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	op *o = &c->o;
 	snap sn[32], after[32];
 	int want, got;
-	size_t i, nsnap;
+	size_t i, nsnap, nal;
 
 	describe(c, o);
 	sl_clear(&c->checks);
@@ -230,12 +266,13 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	if (o->type == OP_BATCH) {
 		for (i = 0; i < c->nsub; i++) {
 			add_checks(c, c->sub[i].p1);
-			if (c->sub[i].type == OP_RENAME)
+			if (c->sub[i].type == OP_RENAME ||
+			    c->sub[i].type == OP_LINK)
 				add_checks(c, c->sub[i].p2);
 		}
 	} else {
 		add_checks(c, o->p1);
-		if (o->type == OP_RENAME)
+		if (o->type == OP_RENAME || o->type == OP_LINK)
 			add_checks(c, o->p2);
 	}
 	for (i = 0; i < nextra; i++)
@@ -245,6 +282,7 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 
 	want = model_apply(c, o);
 	got = store_apply(c, o);
+	c->last_rc = want;
 	if (c->verbose)
 		printf("step %lu: %s = %s\n", c->step, c->desc, rcname(want));
 	c->count[o->type][-want < NRC ? -want : NRC - 1]++;
@@ -285,13 +323,20 @@ static void do_op(mctx *c, const char *const *extra, size_t nextra)
 	}
 	for (i = 0; o->type == OP_BATCH && want == 0 && i < c->nsub; i++) {
 		add_checks(c, c->sub[i].p1);
-		if (c->sub[i].type == OP_RENAME)
+		if (c->sub[i].type == OP_RENAME || c->sub[i].type == OP_LINK)
 			add_checks(c, c->sub[i].p2);
 	}
 	for (i = 0; i < c->checks.n; i++)
 		check_path(c, c->checks.v[i]);
 	if (c->m.n > c->max_nodes)
 		c->max_nodes = c->m.n;
+	/* aliases: the paths of each node beyond its first */
+	for (i = 0, nal = 0; i < c->m.n; i++)
+		if (c->m.v[i]->b->nlink > 1 &&
+		    other_path(c, c->m.v[i]->b, NULL) != c->m.v[i])
+			nal++;
+	if (nal > c->max_aliases)
+		c->max_aliases = nal;
 }
 
 /* One random step; two random paths are compared besides. */
@@ -312,9 +357,11 @@ static void run_step(mctx *c)
 				gen_op(c, o);
 			while (path_err(o->p1) != 0 ||
 			       strcmp(o->p1, "/") == 0 ||
-			       (o->type == OP_RENAME && path_err(o->p2) != 0) ||
+			       ((o->type == OP_RENAME || o->type == OP_LINK) &&
+				path_err(o->p2) != 0) ||
 			       strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
 			       (o->type == OP_SYMLINK && o->p2[0] == '\0') ||
+			       o->type == OP_WRITE || o->type == OP_TRUNCATE ||
 			       (o->type == OP_MKNOD && mknod_args_bad(o)));
 			/* puts mostly succeed, so that whole batches do */
 			if (rn(c, 2) && o->type != OP_PUT) {
@@ -326,10 +373,12 @@ static void run_step(mctx *c)
 			 * away, or below it) */
 			if (i > 0 && rn(c, 2) == 0) {
 				const op *b = &c->sub[i - 1];
-				char *to = rn(c, 2) && o->type == OP_RENAME
-						   ? o->p2
-						   : o->p1;
-				strcpy(p1, b->type == OP_RENAME && rn(c, 3)
+				int two = o->type == OP_RENAME ||
+					  o->type == OP_LINK;
+				char *to = rn(c, 2) && two ? o->p2 : o->p1;
+				strcpy(p1, (b->type == OP_RENAME ||
+					    b->type == OP_LINK) &&
+						   rn(c, 3)
 						   ? b->p2
 						   : b->p1);
 				if (rn(c, 3) == 0 && strlen(p1) + 16 < PBUF) {
@@ -402,8 +451,9 @@ static void print_stats(mctx *c)
 {
 	int t, k;
 
-	printf("model: %zu nodes at the end, at most %zu; %lu path checks\n",
-	       c->m.n, c->max_nodes, c->nchecks);
+	printf("model: %zu paths at the end, at most %zu; at most %zu of them "
+	       "further paths of a node (aliases); %lu path checks\n",
+	       c->m.n, c->max_nodes, c->max_aliases, c->nchecks);
 	for (t = 0; t < OP__COUNT; t++) {
 		printf("  %-12s", op_names[t]);
 		for (k = 0; k < NRC; k++)
@@ -461,6 +511,21 @@ static void check_coverage(mctx *c)
 		{OP_MKNOD, KT_EEXISTS},
 		{OP_MKNOD, KT_EINVAL},
 		{OP_MKNOD, KT_ENOTDIR},
+		{OP_LINK, 0},
+		{OP_LINK, KT_ENOTFOUND},
+		{OP_LINK, KT_EEXISTS},
+		{OP_LINK, KT_EPERM},
+		{OP_LINK, KT_ENOTDIR},
+		{OP_LINK, KT_EINVAL},
+		{OP_PUT, KT_EPERM},
+		{OP_MKDIR, KT_EPERM},
+		{OP_SYMLINK, KT_EPERM},
+		{OP_WRITE, 0},
+		{OP_WRITE, KT_EISDIR},
+		{OP_WRITE, KT_ENOTFOUND},
+		{OP_TRUNCATE, 0},
+		{OP_SETATTR, 0},
+		{OP_SETATTR, KT_ENOTFOUND},
 	};
 	size_t i;
 
@@ -493,7 +558,7 @@ static mctx *ctx_new(kt_test_fixture *f)
 		assert_non_null(c->sub[i].val);
 	}
 	root = m_new(&c->m, "/", KT_KIND_DIR);
-	root->vstate = V_KNOWN;
+	root->b->vstate = V_KNOWN;
 	check_path(c, "/");
 	return c;
 }
@@ -559,9 +624,10 @@ static void test_model__random_ops(void **state)
 	ctx_free(c);
 }
 
-/* Set up c->o. */
-static void set_op(mctx *c, int type, const char *p1, const char *p2,
-		   unsigned int flags)
+/* Set up c->o and run it; return the code (the model's, which the store
+ * gave too). */
+static int set_op(mctx *c, int type, const char *p1, const char *p2,
+		  unsigned int flags)
 {
 	c->o.type = type;
 	snprintf(c->o.p1, sizeof(c->o.p1), "%s", p1);
@@ -571,9 +637,12 @@ static void set_op(mctx *c, int type, const char *p1, const char *p2,
 	c->o.aname = "x";
 	c->o.vlen = 1;
 	c->o.val[0] = (unsigned char)c->step;
+	c->o.off = 0;
+	c->o.smode = 0600;
 	do_op(c, NULL, 0);
 	end_step(c);
 	c->step++;
+	return c->last_rc;
 }
 
 /* Chains of 39, 40 and 41 links: KT_LINK_HOPS_MAX links may be followed in
@@ -621,6 +690,143 @@ static void test_model__link_hops(void **state)
 	ctx_free(c);
 }
 
+/* The number of paths of the node at @p path in the model. */
+static uint32_t m_nlink(mctx *c, const char *path)
+{
+	mnode *n = m_find(&c->m, path);
+
+	return n ? n->b->nlink : 0;
+}
+
+/* Aliases, step by step: every call is also compared with the store (and
+ * every path of the node it touched), and its code is the one the header
+ * gives. */
+static void test_model__aliases(void **state)
+{
+	mctx *c = ctx_new(*state);
+
+	assert_int_equal(set_op(c, OP_PUT, "/s/i", NULL, 0), 0);
+	/* newpath's ancestors are made */
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/x/i", 0), 0);
+	assert_int_equal(m_nlink(c, "/c/x/i"), 2);
+	assert_true(m_find(&c->m, "/s/i")->b == m_find(&c->m, "/c/x/i")->b);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/x/i", 0), KT_EEXISTS);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/s", 0), KT_EEXISTS);
+	assert_int_equal(set_op(c, OP_LINK, "/nope", "/z", 0), KT_ENOTFOUND);
+	assert_int_equal(set_op(c, OP_LINK, "/s", "/z", 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_LINK, "/", "/z", 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i/x", "/z", 0), KT_ENOTDIR);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/s/i/x", 0), KT_EPERM);
+	/* changes through one path, compared through both */
+	assert_int_equal(set_op(c, OP_PUT, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_ATTR_SET, "/s/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_WRITE, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_SETATTR, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(m_find(&c->m, "/s/i")->b->mode, 0600);
+	assert_int_equal(set_op(c, OP_ATTR_DELETE, "/c/x/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_TRUNCATE, "/s/i", NULL, 0), 0);
+	/* an item with two paths gains no children */
+	assert_int_equal(set_op(c, OP_PUT, "/c/x/i/y", NULL, 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_MKDIR, "/s/i", NULL, 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_MKDIR, "/s/i/y", NULL,
+				KT_CREATE_PARENTS),
+			 KT_EPERM);
+	assert_int_equal(set_op(c, OP_MKDIR, "/s/i/y", NULL, 0), KT_ENOTDIR);
+	assert_int_equal(set_op(c, OP_SYMLINK, "/s/i/y", "/s", 0), KT_EPERM);
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/s/i/y", 0), KT_EPERM);
+	/* a symbolic link is linked itself, not followed */
+	assert_int_equal(set_op(c, OP_SYMLINK, "/l", "/s/i", 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/l", "/l2", 0), 0);
+	assert_int_equal(m_nlink(c, "/l2"), 2);
+	assert_int_equal(m_nlink(c, "/s/i"), 2);
+	assert_int_equal(set_op(c, OP_PUT, "/l2", NULL, 0), 0);
+	/* rename onto another path of the node does nothing */
+	assert_int_equal(set_op(c, OP_RENAME, "/s/i", "/c/x/i", 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 2);
+	assert_int_equal(set_op(c, OP_RENAME, "/s/i", "/c/x/i",
+				KT_RENAME_EXCHANGE),
+			 0);
+	assert_int_equal(set_op(c, OP_RENAME, "/s/i", "/c/x/i",
+				KT_RENAME_NOREPLACE),
+			 KT_EEXISTS);
+	/* rename moves one path */
+	assert_int_equal(set_op(c, OP_RENAME, "/c/x/i", "/c/y", 0), 0);
+	assert_null(m_find(&c->m, "/c/x/i"));
+	assert_int_equal(m_nlink(c, "/c/y"), 2);
+	/* a rename over one path of another node removes that path only */
+	assert_int_equal(set_op(c, OP_PUT, "/o", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_RENAME, "/o", "/l2", 0), 0);
+	assert_int_equal(m_nlink(c, "/l"), 1);
+	/* unlink of one path */
+	assert_int_equal(set_op(c, OP_LINK, "/c/y", "/d/i3", 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 3);
+	assert_int_equal(set_op(c, OP_DELETE, "/d/i3", NULL, 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 2);
+	assert_int_equal(set_op(c, OP_DELETE, "/c/y", NULL, KT_DELETE_ITEM),
+			 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 1);
+	/* a recursive delete of a directory holding two paths of a node */
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/r/a", 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/r/a", "/r/b", 0), 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 3);
+	assert_int_equal(set_op(c, OP_DELETE, "/r", NULL, KT_DELETE_RECURSIVE),
+			 0);
+	assert_int_equal(m_nlink(c, "/s/i"), 1);
+	/* with one path left it may become a directory again */
+	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/z", 0), 0);
+	assert_int_equal(set_op(c, OP_DELETE, "/s/i", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_MKDIR, "/c/z", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/c/z", "/c/w", 0), KT_EPERM);
+	/* everywhere at once */
+	assert_int_equal(set_op(c, OP_PUT, "/e", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/e", "/f/e", 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/f/e", "/g/h/e", 0), 0);
+	assert_int_equal(set_op(c, OP_DELETE, "/f/e", NULL,
+				KT_DELETE_ALL_PATHS | KT_DELETE_PRUNE),
+			 0);
+	assert_null(m_find(&c->m, "/e"));
+	assert_null(m_find(&c->m, "/g/h/e"));
+	assert_null(m_find(&c->m, "/f"));
+	assert_non_null(m_find(&c->m, "/g/h"));
+	check_all(c);
+	ctx_free(c);
+}
+
+/* KT_LINK_MAX paths of one node, and then KT_EMLINK.  The paths are made
+ * with the model and the store side by side, comparing only the codes
+ * (comparing every path after each link would cost the square); the last
+ * link, its refusal and an unlink go through do_op, and then the whole
+ * tree is compared. */
+static void test_model__link_max(void **state)
+{
+	mctx *c = ctx_new(*state);
+	char p[64];
+	int i, want, got;
+
+	assert_int_equal(set_op(c, OP_PUT, "/m/i", NULL, 0), 0);
+	for (i = 1; i < KT_LINK_MAX - 1; i++) {
+		snprintf(c->o.p2, sizeof(c->o.p2), "/m/p%d", i);
+		strcpy(c->o.p1, i % 2 ? "/m/i" : "/m/p1");
+		c->o.type = OP_LINK;
+		describe(c, &c->o);
+		want = model_apply(c, &c->o);
+		got = store_apply(c, &c->o);
+		if (want != 0 || got != 0)
+			mismatch(c, "expected 0 from the model and the store, "
+				 "got %s and %s", rcname(want), rcname(got));
+	}
+	assert_int_equal(m_nlink(c, "/m/i"), KT_LINK_MAX - 1);
+	snprintf(p, sizeof(p), "/m/p%d", KT_LINK_MAX - 1);
+	assert_int_equal(set_op(c, OP_LINK, "/m/p7", p, 0), 0);
+	assert_int_equal(m_nlink(c, "/m/i"), KT_LINK_MAX);
+	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/q", 0), KT_EMLINK);
+	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/p1", 0), KT_EEXISTS);
+	assert_int_equal(set_op(c, OP_DELETE, "/m/p3", NULL, 0), 0);
+	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/q", 0), 0);
+	check_all(c);
+	ctx_free(c);
+}
+
 static int model_teardown(void **state)
 {
 	if (live_ctx != NULL)
@@ -632,6 +838,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_model__link_hops,
+						kt_test_setup, model_teardown),
+		cmocka_unit_test_setup_teardown(test_model__aliases,
+						kt_test_setup, model_teardown),
+		cmocka_unit_test_setup_teardown(test_model__link_max,
 						kt_test_setup, model_teardown),
 		cmocka_unit_test_setup_teardown(test_model__random_ops,
 						kt_test_setup, model_teardown),
