@@ -1141,7 +1141,17 @@ static void test_alias__multi_path_item_cannot_gain_children(void **state)
 			   KT_ENOTDIR, "/a");
 	kt_assert_rejected(s, kt_mkdir(s, "/a", NULL), KT_EPERM, "/a");
 	kt_assert_rejected(s, kt_mkdir(s, "/b", NULL), KT_EPERM, "/b");
-	kt_assert_rejected(s, kt_mkdir(s, "/a/sub", NULL), KT_EPERM, "/a");
+	/* kt_mkdir makes an item a directory only with
+	 * KT_CREATE_PARENTS (without, an item parent is KT_ENOTDIR). */
+	{
+		kt_create_options po = KT_CREATE_OPTIONS_INIT;
+		po.flags = KT_CREATE_PARENTS;
+		kt_assert_rejected(s, kt_mkdir(s, "/a/sub", &po), KT_EPERM,
+				   "/a");
+		kt_assert_rejected(s, kt_mkdir(s, "/b", &po), KT_EPERM, "/b");
+		kt_assert_rejected(s, kt_mkdir(s, "/b/s/t", &po), KT_EPERM,
+				   "/b");
+	}
 	kt_assert_rejected(s, kt_symlink(s, "/b/l", "/x", NULL), KT_EPERM,
 			   "/b");
 	kt_assert_rejected(s, kt_mknod(s, "/a/f", KT_TYPE_FIFO, 0, NULL),
