@@ -292,6 +292,14 @@ static uint64_t id_of(kt_store *s, const char *path)
 	return sb.id;
 }
 
+static uint32_t lstat_nlink(kt_store *s, const char *path)
+{
+	kt_statbuf sb;
+
+	ok(kt_lstat(&sb, s, path));
+	return sb.nlink;
+}
+
 static void assert_value(kt_store *s, const char *path, const char *want)
 {
 	void *v = NULL;
@@ -1798,6 +1806,286 @@ static void test_format__node_over_limits(void **state)
 	free(deep);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Nodes with several paths (format 4, docs/FORMAT.md "Aliases"). */
+
+/* The key of the alias row of @p path, one of node @p id's paths:
+ * "/alias/<16 hex>" 0x00 E(path). */
+static rkey alias_key(uint64_t id, const char *path)
+{
+	rkey k = {{0}, 0};
+	char part[40];
+
+	snprintf(part, sizeof(part), "/alias/%016llx", (unsigned long long)id);
+	rkey_add(&k, part, strlen(part) + 1);
+	rkey_enc(&k, path);
+	return k;
+}
+
+/* /a (value "v") with a second path /d/b. */
+static uint64_t make_pair(kt_store *s)
+{
+	put_str(s, "/a", "v");
+	ok(kt_link(s, "/a", "/d/b"));
+	return id_of(s, "/a");
+}
+
+static void test_format__alias_rows_as_documented(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	rkey ka = node_key("/a"), kb = node_key("/d/b"), k;
+	unsigned char *va, *vb, *v;
+	size_t la, lb, vl;
+	uint64_t id;
+	leveldb_t *db;
+
+	populate(f->store);
+	id = make_pair(f->store);
+	db = raw_begin(f);
+	/* Each path has the same node row: layout 2, link count after the
+	 * 74-byte header, then the inline value. */
+	va = ldb_get(db, &ka, &la);
+	vb = ldb_get(db, &kb, &lb);
+	assert_non_null(va);
+	assert_non_null(vb);
+	assert_int_equal(la, 78 + 1);
+	assert_int_equal(va[0], 2);
+	assert_int_equal(va[1], KT_KIND_ITEM);
+	assert_int_equal(le64(va + 2), id);
+	assert_int_equal(le32(va + 74), 2);
+	assert_int_equal(va[78], 'v');
+	assert_int_equal(lb, la);
+	assert_memory_equal(va, vb, la);
+	leveldb_free(va);
+	leveldb_free(vb);
+	/* The index row of the new path is an ordinary one. */
+	k = index_key("/d/b");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 9);
+	assert_int_equal(v[0], KT_KIND_ITEM);
+	assert_int_equal(le64(v + 1), id);
+	leveldb_free(v);
+	/* The id row names the first path, the alias row the second. */
+	k = id_key(id);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, DLEN + 1);
+	assert_memory_equal(v, D "a", vl);
+	leveldb_free(v);
+	k = alias_key(id, "/d/b");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 0);
+	leveldb_free(v);
+	k = alias_key(id, "/a");
+	assert_null(ldb_get(db, &k, &vl));
+	raw_end(f, db);
+
+	/* The first path goes: the second takes the id row, the alias row
+	 * goes, and its node row is a plain one again. */
+	ok(kt_delete(f->store, "/a", 0));
+	db = raw_begin(f);
+	assert_null(ldb_get(db, &ka, &la));
+	vb = ldb_get(db, &kb, &lb);
+	assert_non_null(vb);
+	assert_int_equal(lb, 74 + 1);
+	assert_int_equal(vb[0], 1);
+	leveldb_free(vb);
+	k = id_key(id);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 2 * DLEN + 2);
+	assert_memory_equal(v, D "d" D "b", vl);
+	leveldb_free(v);
+	k = alias_key(id, "/d/b");
+	assert_null(ldb_get(db, &k, &vl));
+	raw_end(f, db);
+	assert_clean(f->store);
+}
+
+/* The two copies of one node's row disagree (one lost a write). */
+static void test_format__alias_copies_disagree(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_statbuf a, b;
+	size_t nfix;
+	leveldb_t *db;
+
+	populate(f->store);
+	make_pair(f->store);
+	db = raw_begin(f);
+	node_patch32(db, "/d/b", 10, 0600); /* the mode */
+	raw_end(f, db);
+	assert_check_finds(f->store, "'/a'", "'", "disagree", NULL);
+	nfix = repair_and_check(f->store);
+	ok(kt_lstat(&a, f->store, "/a"));
+	ok(kt_lstat(&b, f->store, "/d/b"));
+	assert_int_equal(a.nlink, 2);
+	assert_memory_equal(&a, &b, sizeof(a));
+	assert_value(f->store, "/d/b", "v");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* A path of a node with several is recorded nowhere. */
+static void test_format__alias_row_missing(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	kt_statbuf sb;
+	uint64_t id;
+	size_t nfix;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	id = make_pair(f->store);
+	db = raw_begin(f);
+	k = alias_key(id, "/d/b");
+	ldb_del(db, &k);
+	raw_end(f, db);
+	assert_check_finds(f->store, "'/d/b'", "neither its id row nor an "
+			   "alias row names it", NULL);
+	assert_check_finds(f->store, "'/a'", "link count 2, but 1 paths",
+			   NULL);
+	nfix = repair_and_check(f->store);
+	ok(kt_lstat(&sb, f->store, "/d/b"));
+	assert_int_equal(sb.nlink, 2);
+	/* A change through one path reaches the other again. */
+	put_str(f->store, "/a", "new");
+	assert_value(f->store, "/d/b", "new");
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* An alias row names a node of another id, and one names nothing. */
+static void test_format__alias_row_to_nothing(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	uint64_t id;
+	size_t nfix;
+	leveldb_t *db;
+	rkey k, k2;
+
+	populate(f->store);
+	id = make_pair(f->store);
+	db = raw_begin(f);
+	k = alias_key(id, "/keep");
+	ldb_put(db, &k, "", 0);
+	k2 = alias_key(4242, "/nothing");
+	ldb_put(db, &k2, "", 0);
+	raw_end(f, db);
+	assert_check_finds(f->store, "alias row of id", "'" D "keep'",
+			   "not a path of that node", NULL);
+	assert_check_finds(f->store, "alias row of id 4242", NULL);
+	nfix = repair_and_check(f->store);
+	db = raw_begin(f);
+	assert_null(ldb_get(db, &k, &nfix));
+	assert_null(ldb_get(db, &k2, &nfix));
+	raw_end(f, db);
+	assert_int_equal(lstat_nlink(f->store, "/a"), 2);
+	assert_survivors(f->store);
+}
+
+/* Both copies claim three paths where two are recorded. */
+static void test_format__alias_link_count_wrong(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	rkey ka = node_key("/a"), kb = node_key("/d/b");
+	unsigned char *v;
+	size_t vl, nfix;
+	leveldb_t *db;
+
+	populate(f->store);
+	make_pair(f->store);
+	db = raw_begin(f);
+	v = ldb_get(db, &ka, &vl);
+	assert_non_null(v);
+	put_le32(v + 74, 3);
+	ldb_put(db, &ka, v, vl);
+	ldb_put(db, &kb, v, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+	assert_check_finds(f->store, "'/a'", "link count 3, but 2 paths",
+			   NULL);
+	nfix = repair_and_check(f->store);
+	assert_int_equal(lstat_nlink(f->store, "/a"), 2);
+	assert_int_equal(lstat_nlink(f->store, "/d/b"), 2);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* A link count of 1 in the layout for several paths is not an encoding
+ * (each node has one), nor is a directory with several. */
+static void test_format__alias_layout_damaged(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	rkey ka = node_key("/a");
+	unsigned char *v;
+	size_t vl;
+	leveldb_t *db;
+
+	populate(f->store);
+	make_pair(f->store);
+	db = raw_begin(f);
+	v = ldb_get(db, &ka, &vl);
+	assert_non_null(v);
+	put_le32(v + 74, 1);
+	ldb_put(db, &ka, v, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+	assert_check_finds(f->store, "'/a'", "does not decode",
+			   "link count 1", NULL);
+	repair_and_check(f->store);
+	/* The damaged copy went; the other path is the node now. */
+	assert_int_equal(lstat_nlink(f->store, "/d/b"), 1);
+	assert_value(f->store, "/d/b", "v");
+	assert_survivors(f->store);
+}
+
+/* Format 4 only added nodes with several paths: a format 3 store's rows
+ * are format 4 rows, and a writable open rewrites the header only. */
+static void test_format__format_3_upgraded(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	rkey k = meta_key("header");
+	unsigned char *v;
+	char *before, *raw_before, *raw_after, *p;
+	leveldb_t *db;
+	size_t vl;
+
+	populate(f->store);
+	before = kt_test_digest(f->store);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(le32(v + 8), 4);
+	put_le32(v + 8, 3);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_before = ldb_dump(db);
+	raw_end(f, db);  /* reopens writable: upgrades */
+	assert_clean(f->store);
+	p = kt_test_digest(f->store);
+	assert_string_equal(before, p);
+	free(p);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(le32(v + 8), 4);
+	put_le32(v + 8, 3);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_after = ldb_dump(db);
+	assert_string_equal(raw_before, raw_after);
+	raw_end(f, db);
+	ok(kt_link(f->store, "/keep", "/keep2"));
+	assert_clean(f->store);
+	free(before);
+	free(raw_before);
+	free(raw_after);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1837,6 +2125,13 @@ int main(void)
 		T(special_with_children_or_blocks),
 		T(healthy_store_untouched_by_repair),
 		T(node_over_limits),
+		T(alias_rows_as_documented),
+		T(alias_copies_disagree),
+		T(alias_row_missing),
+		T(alias_row_to_nothing),
+		T(alias_link_count_wrong),
+		T(alias_layout_damaged),
+		T(format_3_upgraded),
 #undef T
 	};
 

@@ -483,6 +483,52 @@ static void test_errors__put_below_special(void **state)
 	       "'/fifo' is not a directory");
 }
 
+/* ------------------------------------------------------------------------ */
+/* Aliases (several paths of one node) */
+
+static void test_errors__link_of_directory(void **state)
+{
+	REJECT(kt_link(ST, "/d", "/d2"), KT_EPERM,
+	       "link '/d': a directory cannot have a second path");
+}
+
+static void test_errors__link_of_root(void **state)
+{
+	REJECT(kt_link(ST, "/", "/r"), KT_EPERM,
+	       "link '/': the root cannot have a second path");
+}
+
+static void test_errors__link_onto_existing(void **state)
+{
+	REJECT(kt_link(ST, "/item", "/empty"), KT_EEXISTS,
+	       "link '/item' to '/empty': a directory already exists there");
+}
+
+static void test_errors__link_of_missing(void **state)
+{
+	REJECT(kt_link(ST, "/nope", "/x"), KT_ENOTFOUND,
+	       "link '/nope': no such node");
+}
+
+static void test_errors__child_of_item_with_two_paths(void **state)
+{
+	assert_int_equal(kt_link(ST, "/item", "/item2"), 0);
+	REJECT(kt_put(ST, "/item2/x", "v", 1, NULL), KT_EPERM,
+	       "'/item2' is an item with 2 paths, which cannot have children");
+	REJECT(kt_mkdir(ST, "/item", NULL), KT_EPERM,
+	       "'/item' is an item with 2 paths");
+}
+
+static void test_errors__detach_item_with_two_paths(void **state)
+{
+	uint64_t id = 1;
+
+	assert_int_equal(kt_link(ST, "/item", "/item2"), 0);
+	REJECT(kt_orphan_detach(&id, ST, "/item"), KT_EPERM,
+	       "orphan_detach '/item': the item has 2 paths");
+	assert_int_equal(id, 0);
+}
+
 static void test_errors__batch_failing_op_commits_nothing(void **state)
 {
 	kt_batch *b = NULL;
@@ -862,6 +908,12 @@ int main(void)
 		T(test_errors__write_to_special),
 		T(test_errors__mkdir_over_special),
 		T(test_errors__put_below_special),
+		T(test_errors__link_of_directory),
+		T(test_errors__link_of_root),
+		T(test_errors__link_onto_existing),
+		T(test_errors__link_of_missing),
+		T(test_errors__child_of_item_with_two_paths),
+		T(test_errors__detach_item_with_two_paths),
 		T(test_errors__batch_failing_op_commits_nothing),
 		T(test_errors__batch_commit_twice),
 		T(test_errors__batch_records_bad_path),

@@ -237,7 +237,9 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 		fixed(f, "removed node '%s': its parent is %s", path.p,
 		      rc == 0 ? "not a directory" : "missing");
 		rc = kt__tx_del(&f->tx, kt__slb(part), kt__sl("", 0));
-		if (rc == 0)
+		/* Of a node with several paths, the others may hold on to
+		 * its data; what no path holds goes in fix_orphans. */
+		if (rc == 0 && n.nlink <= 1)
 			rc = kt__node_drop_data(&f->tx, &n);
 		goto out;
 	}
@@ -257,7 +259,8 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 		      rc == 0 ? "rewrote" : "restored", path.p);
 		rc = kt__index_put(&f->tx, path.p, path.len, &n);
 	}
-	if (rc == 0)
+	/* The paths of a node with several are settled in fix_aliases. */
+	if (rc == 0 && n.nlink <= 1)
 		rc = fix_id_row(f, &n, part, path.p);
 out:
 	kt__node_free(&n);
@@ -285,6 +288,228 @@ static int fix_index(fixer *f, const kt__buf *part, const kt__buf *sort)
 	}
 	kt__buf_free(&np);
 	kt__buf_free(&nv);
+	return rc;
+}
+
+/* One surviving node row that is not a directory, for fix_aliases. */
+typedef struct pathref {
+	uint64_t id, version;
+	uint32_t nlink;
+	size_t row; /* index into the loaded rows */
+} pathref;
+
+static int pathref_cmp(const void *a, const void *b)
+{
+	const pathref *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static int part_in(const rows *r, const pathref *g, size_t ng, kt__slice p)
+{
+	size_t i;
+
+	for (i = 0; i < ng; i++) {
+		const kt__buf *q = &r->part[g[i].row];
+		if (q->len == p.len && (p.len == 0 ||
+					memcmp(q->p, p.p, p.len) == 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* Make the node rows @p g[0..ng) that share one id the paths of one node:
+ * the newest copy wins and is written, with the link count ng, under every
+ * path whose row differs; the id row names one of them and an alias row
+ * each other. */
+static int fix_group(fixer *f, const rows *r, const pathref *g, size_t ng)
+{
+	kt_store *st = f->tx.st;
+	kt__rd *rd = &f->rd;
+	kt__buf prim = {0}, enc = {0}, cur = {0}, path = {0};
+	kt__node n = {0};
+	char ap[32], a[KT__SHOWSZ];
+	const pathref *best = &g[0];
+	kt__slice pp;
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	size_t i;
+	int rc;
+
+	for (i = 1; i < ng; i++)
+		if (g[i].version > best->version)
+			best = &g[i];
+	rc = kt__node_get_enc(&n, rd, kt__slb(&r->part[best->row]));
+	if (rc != 0)
+		goto out;
+	n.nlink = (uint32_t)ng;
+	if ((rc = kt__node_encode(&enc, &n)) != 0)
+		goto out;
+	/* The id row names one of the paths. */
+	rc = kt__id_get(&prim, rd, n.id);
+	if (rc != 0 && rc != KT_ENOTFOUND)
+		goto out;
+	if (rc == KT_ENOTFOUND ||
+	    !part_in(r, g, ng, kt__slb(&prim))) {
+		const kt__buf *p0 = &r->part[g[0].row];
+		fixed(f, "%s the id row of id %llu to name one of its paths",
+		      rc == 0 ? "rewrote" : "restored",
+		      (unsigned long long)n.id);
+		if ((rc = kt__id_put_enc(&f->tx, n.id, p0->p ? p0->p : "",
+					 p0->len)) != 0)
+			goto out;
+		prim.len = 0;
+		if ((rc = kt__buf_set(&prim, p0->p ? p0->p : "", p0->len)) != 0)
+			goto out;
+	}
+	rc = 0;
+	pp = kt__slb(&prim);
+	/* Alias rows: exactly the other paths. */
+	kt__part_alias(ap, n.id);
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(ap, strlen(ap));
+	if ((rc = kt__rd_scan(&c, rd, &how)) != 0)
+		goto out;
+	while ((rc = kt__mcur_next(c, &row)) == 0) {
+		int keep = part_in(r, g, ng, row.sort) &&
+			   !(row.sort.len == pp.len &&
+			     memcmp(row.sort.p, pp.p, pp.len) == 0);
+		if (keep)
+			continue;
+		fixed(f, "removed an alias row of id %llu naming '%s', not "
+		      "another path of it", (unsigned long long)n.id,
+		      kt__show(a, sizeof(a), row.sort.p, row.sort.len));
+		cur.len = 0;
+		if ((rc = kt__buf_set(&cur, row.sort.p, row.sort.len)) != 0 ||
+		    (rc = kt__tx_del(&f->tx, how.part, kt__slb(&cur))) != 0)
+			break;
+	}
+	kt__mcur_free(c);
+	if (rc != KT_ITEROVER && rc != 0)
+		goto out;
+	rc = 0;
+	for (i = 0; i < ng && rc == 0; i++) {
+		const kt__buf *p = &r->part[g[i].row];
+		path.len = 0;
+		if ((rc = kt__dec_node(&path, &st->delim, p->p, p->len)) != 0)
+			break;
+		if (!(p->len == pp.len &&
+		      (p->len == 0 || memcmp(p->p, pp.p, pp.len) == 0))) {
+			cur.len = 0;
+			rc = kt__rd_get(rd, how.part, kt__slb(p), &cur);
+			if (rc == KT_ENOTFOUND) {
+				fixed(f, "restored the alias row of '%s'",
+				      path.p);
+				rc = kt__alias_add(&f->tx, n.id, kt__slb(p));
+			}
+			if (rc != 0)
+				break;
+		}
+		cur.len = 0;
+		if ((rc = kt__rd_get(rd, kt__slb(p), kt__sl("", 0), &cur)) != 0)
+			break;
+		if (cur.len == enc.len && memcmp(cur.p, enc.p, enc.len) == 0)
+			continue;
+		fixed(f, "rewrote node '%s' as path %zu of %zu of id %llu (the "
+		      "newest copy)", path.p, i + 1, ng,
+		      (unsigned long long)n.id);
+		rc = kt__tx_put(&f->tx, kt__slb(p), kt__sl("", 0),
+				kt__slb(&enc));
+		if (rc == 0)
+			rc = kt__index_put(&f->tx, path.p, path.len, &n);
+	}
+out:
+	kt__node_free(&n);
+	kt__buf_free(&prim);
+	kt__buf_free(&enc);
+	kt__buf_free(&cur);
+	kt__buf_free(&path);
+	return rc;
+}
+
+/* Nodes with several paths: every group of surviving node rows that share
+ * an id (none of them a directory) becomes the paths of one node, and
+ * alias rows of ids that have no such group go. */
+static int fix_aliases(fixer *f, const rows *r)
+{
+	pathref *v = NULL;
+	size_t i, j, n = 0, cap = 0, al = strlen(KT__PART_ALIAS);
+	int rc = 0;
+
+	for (i = 0; i < r->n && rc == 0; i++) {
+		const kt__buf *p = &r->part[i];
+		kt__buf val = {0};
+		kt__node nd = {0};
+		if (p->len == 0 || p->p[0] == '/' || r->sort[i].len != 0)
+			continue;
+		rc = kt__rd_get(&f->rd, kt__slb(p), kt__sl("", 0), &val);
+		if (rc == KT_ENOTFOUND) {
+			rc = 0; /* removed above */
+		} else if (rc == 0 &&
+			   kt__node_decode_hdr(&nd, val.p, val.len) == 0 &&
+			   !(nd.kind & KT_KIND_DIR)) {
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				pathref *nv = realloc(v, nc * sizeof(*nv));
+				if (nv == NULL)
+					rc = kt__err(KT_ENOMEM, "out of memory");
+				else
+					v = nv, cap = nc;
+			}
+			if (rc == 0) {
+				v[n].id = nd.id;
+				v[n].version = nd.version;
+				v[n].nlink = nd.nlink;
+				v[n].row = i;
+				n++;
+			}
+		}
+		kt__buf_free(&val);
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), pathref_cmp);
+	for (i = 0; i < n && rc == 0; i = j) {
+		int multi = v[i].nlink > 1;
+		for (j = i + 1; j < n && v[j].id == v[i].id; j++)
+			multi = 1;
+		if (multi)
+			rc = fix_group(f, r, v + i, j - i);
+	}
+	/* Alias rows of ids with no node of several paths. */
+	for (i = 0; i < r->n && rc == 0; i++) {
+		const kt__buf *p = &r->part[i];
+		pathref key, *hit;
+		char hex[17];
+		if (p->len < al || memcmp(p->p, KT__PART_ALIAS, al) != 0)
+			continue;
+		hit = NULL;
+		if (p->len == al + 16) {
+			memcpy(hex, p->p + al, 16);
+			hex[16] = '\0';
+			key.id = strtoull(hex, NULL, 16);
+			/* The first row of the id's group (v is sorted). */
+			size_t lo = 0, hi = n;
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (v[mid].id < key.id)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < n && v[lo].id == key.id &&
+			    (v[lo].nlink > 1 ||
+			     (lo + 1 < n && v[lo + 1].id == key.id)))
+				hit = &v[lo];
+		}
+		if (hit != NULL)
+			continue; /* its group was settled above */
+		fixed(f, "removed an alias row of no node with several paths");
+		rc = drop(f, p, &r->sort[i]);
+	}
+	free(v);
 	return rc;
 }
 
@@ -526,6 +751,8 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 			continue;
 		rc = fix_index(&f, p, &r.sort[i]);
 	}
+	if (rc == 0)
+		rc = fix_aliases(&f, &r);
 	for (i = 0; i < r.n && rc == 0; i++) {
 		const kt__buf *p = &r.part[i];
 		if ((p->len == 0 || p->p[0] != '/') && r.sort[i].len == 0)
