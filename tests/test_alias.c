@@ -1512,6 +1512,247 @@ static void test_alias__id_read_and_id_lstat(void **state)
 	free(big);
 }
 
+/* ------------------------------------------------------------------------ */
+/* More edges */
+
+/* kt_link does not follow a link in the last component even when it
+ * points at a directory: the symbolic link gets the path, the directory
+ * is untouched. */
+static void test_alias__link_of_symlink_to_directory(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const lp[] = {"/ld", "/ld2"};
+	kt_statbuf dir, sb;
+
+	ok(kt_mkdir(s, "/d", NULL));
+	put_str(s, "/d/x", "dx");
+	ok(kt_symlink(s, "/ld", "/d", NULL));
+	dir = lstat_of(s, "/d");
+	ok(kt_link(s, "/ld", "/ld2"));
+	sb = assert_one_node(s, lp, N(lp));
+	assert_int_equal(sb.kind, KT_KIND_LINK);
+	assert_value(s, "/ld2/x", "dx");
+	sb = lstat_of(s, "/d");
+	assert_int_equal(sb.nlink, 1);
+	assert_int_equal(sb.version, dir.version);
+	/* Writing below the linked link lands in the directory. */
+	put_str(s, "/ld2/y", "dy");
+	assert_value(s, "/d/y", "dy");
+	assert_clean(s);
+}
+
+/* The parent of the new path gains a child: its mtime and ctime move;
+ * unlinking one path moves those of that path's parent. */
+static void test_alias__link_and_unlink_touch_the_parent(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf p0, p1, other;
+
+	put_str(s, "/a", "v");
+	ok(kt_mkdir(s, "/d", NULL));
+	ok(kt_mkdir(s, "/o", NULL));
+	p0 = lstat_of(s, "/d");
+	other = lstat_of(s, "/o");
+	tick();
+	ok(kt_link(s, "/a", "/d/b"));
+	p1 = lstat_of(s, "/d");
+	assert_true(p1.mtime_ns > p0.mtime_ns);
+	assert_true(p1.ctime_ns > p0.ctime_ns);
+	assert_int_equal(lstat_of(s, "/o").version, other.version);
+	tick();
+	ok(kt_delete(s, "/d/b", 0));
+	p0 = lstat_of(s, "/d");
+	assert_true(p0.mtime_ns > p1.mtime_ns);
+	assert_int_equal(lstat_of(s, "/a").nlink, 1);
+}
+
+/* A conditional put sees the node's one version through any path. */
+static void test_alias__if_version_through_other_path(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_create_options o = KT_CREATE_OPTIONS_INIT;
+	kt_statbuf sb;
+
+	make_three(s, "v1", 2);
+	sb = lstat_of(s, "/a");
+	o.flags = KT_CREATE_IF_VERSION;
+	o.if_version = sb.version;
+	ok(kt_put(s, "/e/f/c", "v2", 2, &o));
+	assert_one_node(s, three, N(three));
+	/* The old version is stale through every path now. */
+	kt_assert_rejected(s, kt_put(s, "/d/b", "v3", 2, &o), KT_ECONFLICT,
+			   "/d/b");
+	o.flags = KT_CREATE_EXCL;
+	kt_assert_rejected(s, kt_put(s, "/d/b", "v3", 2, &o), KT_EEXISTS,
+			   "/d/b");
+	assert_value(s, "/a", "v2");
+}
+
+/* KT_DELETE_ITEM on an item (not a directory) with several paths removes
+ * that path only, as a plain delete does. */
+static void test_alias__delete_item_flag_removes_one_path(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const rest[] = {"/a", "/e/f/c"};
+
+	make_three(s, "v", 1);
+	ok(kt_delete(s, "/d/b", KT_DELETE_ITEM));
+	assert_absent(s, "/d/b");
+	assert_one_node(s, rest, N(rest));
+	assert_value(s, "/a", "v");
+	/* Recursive and prune on a path with others: the same, and the
+	 * emptied parents go. */
+	ok(kt_delete(s, "/e/f/c", KT_DELETE_RECURSIVE | KT_DELETE_PRUNE));
+	assert_absent(s, "/e");
+	assert_int_equal(lstat_of(s, "/a").nlink, 1);
+	assert_value(s, "/a", "v");
+	assert_clean(s);
+}
+
+/* KT_DELETE_ALL_PATHS with KT_DELETE_PRUNE: the parents of the path
+ * given are pruned; the node is gone under every path. */
+static void test_alias__delete_all_paths_with_prune(void **state)
+{
+	kt_store *s = store_of(state);
+
+	make_three(s, "v", 1);
+	ok(kt_delete(s, "/e/f/c", KT_DELETE_ALL_PATHS | KT_DELETE_PRUNE));
+	assert_absent(s, "/a");
+	assert_absent(s, "/d/b");
+	assert_absent(s, "/e/f/c");
+	assert_absent(s, "/e");
+	assert_clean(s);
+}
+
+/* A directory holding two paths of one node moves with both. */
+static void test_alias__rename_dir_holding_two_paths(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const now[] = {"/n/x", "/n/s/y", "/out"};
+	kt_statbuf sb;
+
+	put_str(s, "/d/x", "v");
+	ok(kt_link(s, "/d/x", "/d/s/y"));
+	ok(kt_link(s, "/d/s/y", "/out"));
+	ok(kt_rename(s, "/d", "/n", 0));
+	assert_absent(s, "/d");
+	sb = assert_one_node(s, now, N(now));
+	assert_id_path_in(s, sb.id, now, N(now));
+	assert_clean(s);
+	ok(kt_delete(s, "/n/x", 0));
+	ok(kt_delete(s, "/n/s/y", 0));
+	assert_int_equal(lstat_of(s, "/out").nlink, 1);
+	assert_id_path_in(s, sb.id, &now[2], 1);
+	assert_clean(s);
+}
+
+/* Exchanging two directories that each hold a path of the same node. */
+static void test_alias__exchange_dirs_holding_paths_of_one_node(
+	void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const now[] = {"/x/one", "/y/two"};
+	kt_statbuf sb;
+
+	put_str(s, "/x/one", "v");
+	ok(kt_link(s, "/x/one", "/y/two"));
+	put_str(s, "/y/plain", "p");
+	ok(kt_rename(s, "/x", "/y", KT_RENAME_EXCHANGE));
+	assert_absent(s, "/x/one");
+	assert_absent(s, "/y/two");
+	assert_absent(s, "/y/plain");
+	assert_value(s, "/x/plain", "p");
+	{
+		static const char *const swapped[] = {"/y/one", "/x/two"};
+		sb = assert_one_node(s, swapped, N(swapped));
+		assert_id_path_in(s, sb.id, swapped, N(swapped));
+	}
+	assert_clean(s);
+	ok(kt_rename(s, "/x", "/y", KT_RENAME_EXCHANGE));
+	assert_one_node(s, now, N(now));
+	assert_id_path_in(s, sb.id, now, N(now));
+	assert_clean(s);
+}
+
+/* Recursive delete of a directory holding the only path of a node and
+ * one of another's, in one batch with a link that gives the second node a
+ * new path first. */
+static void test_alias__batch_link_rename_delete(void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const now[] = {"/keep", "/moved"};
+	kt_batch *b = NULL;
+	kt_statbuf sb;
+
+	put_str(s, "/d/x", "x");
+	put_str(s, "/d/y", "y");
+	ok(kt_batch_new(&b, s));
+	ok(kt_batch_link(b, "/d/y", "/keep"));
+	ok(kt_batch_link(b, "/keep", "/tmp"));
+	ok(kt_batch_rename(b, "/tmp", "/moved", 0));
+	ok(kt_batch_delete(b, "/d", KT_DELETE_RECURSIVE));
+	ok(kt_batch_commit(b));
+	kt_batch_free(b);
+	assert_absent(s, "/d");
+	assert_absent(s, "/tmp");
+	sb = assert_one_node(s, now, N(now));
+	assert_value(s, "/moved", "y");
+	assert_id_path_in(s, sb.id, now, N(now));
+	assert_clean(s);
+
+	/* Delete of every path in a batch, one by one, then a new node at
+	 * one of them: a new id. */
+	ok(kt_batch_new(&b, s));
+	ok(kt_batch_delete(b, "/keep", 0));
+	ok(kt_batch_delete(b, "/moved", 0));
+	ok(kt_batch_put(b, "/keep", "new", 3, NULL));
+	ok(kt_batch_commit(b));
+	kt_batch_free(b);
+	assert_absent(s, "/moved");
+	assert_int_equal(lstat_of(s, "/keep").nlink, 1);
+	assert_true(lstat_of(s, "/keep").id != sb.id);
+	assert_id_path_in(s, sb.id, NULL, 0);
+	assert_clean(s);
+}
+
+/* An orphan given a path onto an existing path of a node with several is
+ * refused. */
+static void test_alias__orphan_link_onto_alias_path_is_eexists(void **state)
+{
+	kt_store *s = store_of(state);
+	uint64_t id = 0;
+
+	make_three(s, "v", 1);
+	ok(kt_orphan_new(&id, s, NULL));
+	kt_assert_rejected(s, kt_orphan_link(s, id, "/d/b"), KT_EEXISTS,
+			   "/d/b");
+	ok(kt_orphan_link(s, id, "/fresh"));
+	ok(kt_link(s, "/fresh", "/fresh2"));
+	assert_one_node(s, (const char *const[]){"/fresh", "/fresh2"}, 2);
+	assert_int_equal(lstat_of(s, "/fresh2").id, id);
+}
+
+/* kt_repair finds nothing to repair in a store with aliases made through
+ * the API, and changes nothing. */
+static void test_alias__repair_of_clean_store_changes_nothing(void **state)
+{
+	kt_store *s = store_of(state);
+	size_t fixed = 99;
+	char *before, *after;
+
+	make_three(s, "v", 1);
+	ok(kt_symlink(s, "/sl", "/a", NULL));
+	ok(kt_link(s, "/sl", "/sl2"));
+	ok(kt_delete(s, "/a", 0));
+	before = kt_test_digest(s);
+	ok(kt_repair(&fixed, s, NULL, NULL));
+	assert_int_equal(fixed, 0);
+	after = kt_test_digest(s);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, kt_test_setup, \
@@ -1556,6 +1797,16 @@ int main(void)
 		T(test_alias__survives_reopen),
 		T(test_alias__stats_count_node_once),
 		T(test_alias__id_read_and_id_lstat),
+		T(test_alias__link_of_symlink_to_directory),
+		T(test_alias__link_and_unlink_touch_the_parent),
+		T(test_alias__if_version_through_other_path),
+		T(test_alias__delete_item_flag_removes_one_path),
+		T(test_alias__delete_all_paths_with_prune),
+		T(test_alias__rename_dir_holding_two_paths),
+		T(test_alias__exchange_dirs_holding_paths_of_one_node),
+		T(test_alias__batch_link_rename_delete),
+		T(test_alias__orphan_link_onto_alias_path_is_eexists),
+		T(test_alias__repair_of_clean_store_changes_nothing),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
