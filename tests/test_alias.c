@@ -11,6 +11,7 @@
 #include "kt_test.h"
 #include "kt_helpers.h"
 
+#include <pthread.h>
 #include <time.h>
 
 /* Values above this many bytes live in block rows (KT inline limit). */
@@ -1753,6 +1754,94 @@ static void test_alias__repair_of_clean_store_changes_nothing(void **state)
 	free(after);
 }
 
+/* Up to KT_LINK_MAX paths in one batch; one more in the same batch fails
+ * it whole. */
+static void test_alias__link_max_in_one_batch(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_batch *b = NULL;
+	char path[64];
+	int i;
+
+	ok(kt_batch_new(&b, s));
+	ok(kt_batch_put(b, "/n0", "v", 1, NULL));
+	for (i = 1; i <= KT_LINK_MAX; i++) {
+		snprintf(path, sizeof(path), "/d/n%d", i);
+		ok(kt_batch_link(b, "/n0", path));
+	}
+	kt_assert_rejected(s, kt_batch_commit(b), KT_EMLINK, "/n0");
+	kt_batch_free(b);
+	assert_absent(s, "/n0");
+	assert_absent(s, "/d");
+
+	ok(kt_batch_new(&b, s));
+	ok(kt_batch_put(b, "/n0", "v", 1, NULL));
+	for (i = 1; i < KT_LINK_MAX; i++) {
+		snprintf(path, sizeof(path), "/d/n%d", i);
+		ok(kt_batch_link(b, "/n0", path));
+	}
+	ok(kt_batch_commit(b));
+	kt_batch_free(b);
+	assert_int_equal(lstat_of(s, "/n0").nlink, KT_LINK_MAX);
+	assert_int_equal(lstat_of(s, "/d/n1023").nlink, KT_LINK_MAX);
+	assert_int_equal(lstat_of(s, "/d/n1023").version,
+			 lstat_of(s, "/n0").version);
+	kt_assert_rejected(s, kt_link(s, "/d/n9", "/d/more"), KT_EMLINK,
+			   "/d/n9");
+}
+
+struct appender {
+	kt_store *s;
+	const char *path;
+	char byte;
+	int rc;
+};
+
+static void *append_loop(void *arg)
+{
+	struct appender *a = arg;
+	int i;
+
+	for (i = 0; i < 200 && a->rc == 0; i++)
+		a->rc = kt_write(a->s, a->path, &a->byte, 1, KT_APPEND);
+	return NULL;
+}
+
+/* Appends through different paths at the same time never overwrite each
+ * other: there is one value and one end. */
+static void test_alias__concurrent_appends_through_two_paths(void **state)
+{
+	kt_store *s = store_of(state);
+	struct appender a[3] = {{s, "/a", 'a', 0}, {s, "/d/b", 'b', 0},
+				{s, "/e/f/c", 'c', 0}};
+	pthread_t t[3];
+	void *v = NULL;
+	size_t len = 0, i, count[3] = {0, 0, 0};
+
+	make_three(s, "", 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, append_loop,
+						&a[i]), 0);
+	for (i = 0; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		if (a[i].rc != 0)
+			fail_msg("append through %s: %d", a[i].path, a[i].rc);
+	}
+	assert_one_node(s, three, N(three));
+	ok(kt_get(&v, &len, s, "/d/b"));
+	assert_int_equal(len, 600);
+	for (i = 0; i < len; i++) {
+		char c = ((char *)v)[i];
+		assert_true(c >= 'a' && c <= 'c');
+		count[c - 'a']++;
+	}
+	assert_int_equal(count[0], 200);
+	assert_int_equal(count[1], 200);
+	assert_int_equal(count[2], 200);
+	kt_free(v);
+	assert_clean(s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, kt_test_setup, \
@@ -1807,6 +1896,8 @@ int main(void)
 		T(test_alias__batch_link_rename_delete),
 		T(test_alias__orphan_link_onto_alias_path_is_eexists),
 		T(test_alias__repair_of_clean_store_changes_nothing),
+		T(test_alias__link_max_in_one_batch),
+		T(test_alias__concurrent_appends_through_two_paths),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
