@@ -1842,6 +1842,90 @@ static void test_alias__concurrent_appends_through_two_paths(void **state)
 	assert_clean(s);
 }
 
+/* A plain item on the way to the new path becomes an item and directory,
+ * as kt_put makes it. */
+static void test_alias__link_through_plain_item_ancestor(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf sb;
+
+	put_str(s, "/a", "v");
+	put_str(s, "/plain", "p");
+	ok(kt_link(s, "/a", "/plain/x"));
+	sb = lstat_of(s, "/plain");
+	assert_int_equal(sb.kind, KT_KIND_ITEM | KT_KIND_DIR);
+	assert_value(s, "/plain", "p");
+	assert_one_node(s, (const char *const[]){"/a", "/plain/x"}, 2);
+	assert_clean(s);
+}
+
+/* KT_DELETE_ALL_PATHS on a symbolic link with two paths removes both
+ * links, not the target. */
+static void test_alias__delete_all_paths_of_symlink(void **state)
+{
+	kt_store *s = store_of(state);
+
+	put_str(s, "/t", "tv");
+	ok(kt_symlink(s, "/l1", "/t", NULL));
+	ok(kt_link(s, "/l1", "/d/l2"));
+	ok(kt_delete(s, "/d/l2", KT_DELETE_ALL_PATHS));
+	assert_absent(s, "/l1");
+	assert_absent(s, "/d/l2");
+	assert_value(s, "/t", "tv");
+	assert_int_equal(lstat_of(s, "/t").nlink, 1);
+	assert_clean(s);
+}
+
+/* Exchanging one path of a node with a directory holding another path of
+ * the same node. */
+static void test_alias__exchange_path_with_dir_holding_other_path(
+	void **state)
+{
+	kt_store *s = store_of(state);
+	static const char *const now[] = {"/a/b", "/dir"};
+	kt_statbuf before, sb;
+
+	put_str(s, "/a", "v");
+	ok(kt_mkdir(s, "/dir", NULL));
+	ok(kt_link(s, "/a", "/dir/b"));
+	before = lstat_of(s, "/a");
+	ok(kt_rename(s, "/a", "/dir", KT_RENAME_EXCHANGE));
+	sb = assert_one_node(s, now, N(now));
+	assert_int_equal(sb.id, before.id);
+	assert_int_equal(lstat_of(s, "/a").kind, KT_KIND_DIR);
+	assert_id_path_in(s, sb.id, now, N(now));
+	assert_clean(s);
+	/* And back. */
+	ok(kt_rename(s, "/dir", "/a", KT_RENAME_EXCHANGE));
+	assert_one_node(s, (const char *const[]){"/a", "/dir/b"}, 2);
+	assert_int_equal(lstat_of(s, "/dir").kind, KT_KIND_DIR);
+	assert_clean(s);
+	/* A plain rename of the directory moves the path below it. */
+	ok(kt_rename(s, "/dir", "/a2", 0));
+	assert_one_node(s, (const char *const[]){"/a", "/a2/b"}, 2);
+	assert_clean(s);
+}
+
+/* KT_FIND_SUBTREE at one path of a node finds that path alone. */
+static void test_alias__find_subtree_at_alias_path(void **state)
+{
+	kt_store *s = store_of(state);
+	const kt_entry *e;
+	kt_iter *it = NULL;
+	int rc, n = 0;
+
+	make_three(s, "v", 1);
+	ok(kt_find_new(&it, s, "/d/b", KT_FIND_SUBTREE));
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		assert_string_equal(e->name, "/d/b");
+		assert_int_equal(e->id, lstat_of(s, "/a").id);
+		n++;
+	}
+	expect_rc(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	assert_int_equal(n, 1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, kt_test_setup, \
@@ -1898,6 +1982,10 @@ int main(void)
 		T(test_alias__repair_of_clean_store_changes_nothing),
 		T(test_alias__link_max_in_one_batch),
 		T(test_alias__concurrent_appends_through_two_paths),
+		T(test_alias__link_through_plain_item_ancestor),
+		T(test_alias__delete_all_paths_of_symlink),
+		T(test_alias__exchange_path_with_dir_holding_other_path),
+		T(test_alias__find_subtree_at_alias_path),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
