@@ -14,6 +14,10 @@
  *   id + 16      after the child whose node id is id (children's ids are
  *                above 1, the root's, and far below 2^62, so this never
  *                meets the others or overflows off_t)
+ *   2^62 + hash  after the child of that name whose node has several
+ *                paths (hard links): two of them may be in one directory,
+ *                and their id would not tell them apart.  The hash is 62
+ *                bits of FNV-1a of the name.
  *
  * The handle remembers the names of its last reply's entries (its last
  * name is where sequential reading continues), so sequential reading, and a kernel that used
@@ -22,10 +26,14 @@
  * telldir) is resolved with kt_id_path(): if the child is still in this
  * directory, the listing continues after its current name; if it was
  * removed or moved out, the position is gone and the reply is EINVAL.
+ * A hashed offset that is not in the last reply is looked for among the
+ * directory's names (a walk of the directory, only for such a seekdir).
  *
  * Every entry carries d_type.  READDIRPLUS gives each child's full
  * attributes and an entry with the mount's timeouts, so `ls -l` costs no
- * LOOKUP or GETATTR per entry.  The kernel counts lookups for those
+ * LOOKUP or GETATTR per entry.  Plain READDIR (which this mount's kernel
+ * is not asked to use) reads each non-directory's node row too, for the
+ * link count its offset depends on.  The kernel counts lookups for those
  * entries; FORGET is a no-op here, since nothing is kept per inode.
  */
 
@@ -39,6 +47,7 @@
 #define DIR_OFF_DOTDOT 2
 #define DIR_OFF_VALUE 3
 #define DIR_OFF_BASE 16
+#define DIR_OFF_NAMED ((off_t)1 << 62)
 
 /* An entry of the last reply: its offset and name. */
 struct recent {
@@ -65,9 +74,43 @@ static struct ktfs_dir *dir_of(const struct fuse_file_info *fi)
 	return (struct ktfs_dir *)(uintptr_t)fi->fh;
 }
 
-static off_t child_off(uint64_t id)
+/* The offset of the hashed form for @name. */
+static off_t name_off(const char *name)
 {
-	return (off_t)(id + DIR_OFF_BASE);
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	return DIR_OFF_NAMED | (off_t)(h & ((UINT64_C(1) << 62) - 1));
+}
+
+/* The offset after the child @name, node @id with @nlink paths. */
+static off_t child_off(uint64_t id, uint32_t nlink, const char *name)
+{
+	return nlink > 1 ? name_off(name) : (off_t)(id + DIR_OFF_BASE);
+}
+
+/* The name in @dir whose hashed offset is @off, into @after (malloc'd);
+ * -EINVAL when no child has it now. */
+static int named_start(char **after, struct ktfs *fs,
+		       const struct ktfs_node *dir, off_t off)
+{
+	kt_list_options lo = KT_LIST_OPTIONS_INIT;
+	const kt_entry *e;
+	kt_iter *it = NULL;
+	int rc;
+
+	if ((rc = kt_iter_new(&it, fs->store, dir->path, &lo)) < 0)
+		return ktfs_errno(rc);
+	while ((rc = kt_iter_next(&e, it)) == 0)
+		if (name_off(e->name) == off)
+			break;
+	if (rc == 0)
+		rc = (*after = strdup(e->name)) ? 0 : -ENOMEM;
+	else
+		rc = rc == KT_ITEROVER ? -EINVAL : ktfs_errno(rc);
+	kt_iter_free(it);
+	return rc;
 }
 
 static void recent_clear(struct ktfs_dir *d)
@@ -117,6 +160,8 @@ static int dir_start(struct start *s, struct ktfs *fs, struct ktfs_dir *d,
 		if (d->recent[i].off == off)
 			return (s->after = strdup(d->recent[i].name)) ? 0
 								   : -ENOMEM;
+	if (off >= DIR_OFF_NAMED)
+		return named_start(&s->after, fs, dir, off);
 	rc = kt_id_path(&path, &len, fs->store, (uint64_t)off - DIR_OFF_BASE);
 	if (rc < 0)
 		return rc == KT_ENOTFOUND ? -EINVAL : ktfs_errno(rc);
@@ -229,16 +274,32 @@ static int fill_special(struct fill *f, const struct ktfs_node *dir,
 	return 0;
 }
 
-/* The stat of child @e of @dir: full attributes with plus, else the
- * inode number and type.  1: it is gone. */
-static int child_stat(struct stat *st, struct fill *f,
+/* The stat of child @e of @dir and the offset after it: full attributes
+ * with plus, else the inode number and type (and, for a non-directory,
+ * its link count, which decides the offset: one lookup).  1: it is
+ * gone. */
+static int child_stat(struct stat *st, off_t *off, struct fill *f,
 		      const struct ktfs_node *dir, const kt_entry *e)
 {
 	kt_statbuf ks;
 	char *p;
-	int rc;
+	int rc = 0;
 
 	memset(st, 0, sizeof(*st));
+	memset(&ks, 0, sizeof(ks));
+	ks.nlink = 1;
+	if (f->plus || !(e->kind & KT_KIND_DIR)) {
+		if (!(p = ktfs_child_path(dir->path, dir->path_len, e->name)))
+			return -ENOMEM;
+		rc = kt_lstat(&ks, f->fs->store, p);
+		if (rc == 0 && f->plus)
+			ktfs_fill_stat(st, f->fs, p, &ks, 0);
+		free(p);
+		if (rc < 0)
+			return rc == KT_ENOTFOUND ? 1 : ktfs_errno(rc);
+	}
+	*off = child_off(e->id, (ks.kind & KT_KIND_DIR) ? 1 : ks.nlink,
+			 e->name);
 	if (!f->plus) {
 		st->st_ino = e->id;
 		if (e->kind == KT_KIND_SPECIAL) /* the index row's type */
@@ -247,15 +308,8 @@ static int child_stat(struct stat *st, struct fill *f,
 			st->st_mode = (e->kind & KT_KIND_LINK)  ? S_IFLNK
 				      : (e->kind & KT_KIND_DIR) ? S_IFDIR
 								: S_IFREG;
-		return 0;
 	}
-	if (!(p = ktfs_child_path(dir->path, dir->path_len, e->name)))
-		return -ENOMEM;
-	rc = kt_lstat(&ks, f->fs->store, p);
-	if (rc == 0)
-		ktfs_fill_stat(st, f->fs, p, &ks, 0);
-	free(p);
-	return rc == KT_ENOTFOUND ? 1 : ktfs_errno(rc);
+	return 0;
 }
 
 /* The children of @dir after @after, until the reply is full. */
@@ -266,6 +320,7 @@ static int fill_children(struct fill *f, const struct ktfs_node *dir,
 	const kt_entry *e;
 	kt_iter *it = NULL;
 	struct stat st;
+	off_t off = 0;
 	int rc;
 
 	lo.after = after;
@@ -277,15 +332,15 @@ static int fill_children(struct fill *f, const struct ktfs_node *dir,
 			rc = rc == KT_ITEROVER ? 0 : ktfs_errno(rc);
 			break;
 		}
-		if ((rc = child_stat(&st, f, dir, e)) < 0)
+		if ((rc = child_stat(&st, &off, f, dir, e)) < 0)
 			break;
 		if (rc == 1)
 			continue; /* gone since the snapshot */
-		if (fill_add(f, e->name, &st, child_off(e->id))) {
+		if (fill_add(f, e->name, &st, off)) {
 			rc = 0; /* full */
 			break;
 		}
-		if ((rc = recent_add(f->d, child_off(e->id), e->name)) < 0)
+		if ((rc = recent_add(f->d, off, e->name)) < 0)
 			break;
 	}
 	kt_iter_free(it);

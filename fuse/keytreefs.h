@@ -206,8 +206,9 @@ struct ktfs_open *ktfs_open_tmpfile(struct ktfs *fs, uint64_t id);
 
 /** Give the unnamed file (O_TMPFILE) of inode @p ino the store path
  * @p path (linkat): it is an ordinary file from then on.  -EPERM for any
- * other inode (keytree has no hard links), or the negative errno of
- * kt_orphan_link(). */
+ * other orphan (the kernel links no other unlinked file), or the negative
+ * errno of kt_orphan_link().  A named file's further names are kt_link()
+ * (ns.c). */
 int ktfs_open_link(struct ktfs *fs, uint64_t ino, const char *path);
 
 /** Count one handle of @p o less; the last one of an orphaned inode drops
@@ -249,13 +250,14 @@ void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino);
  * name now (a value file replaced by a rename).  The table must be held. */
 void ktfs_open_setaside(struct ktfs *fs, uint64_t ino);
 
-/** Take the file @p path (inode @p ino, a value file if @p value) out of
- * the tree: an orphan for its handles if it has any, else deleted if
- * @p or_delete, else left alone (returning 1).  The value of an item+dir
- * is copied into its orphan, since it cannot be detached without its
- * directory.  Call with ns_lock held exclusively. */
+/** Take the file @p path (inode @p ino, a value file if @p value, with
+ * @p nlink paths) out of the tree: an orphan for its handles if it has
+ * any and this is its last path, else deleted if @p or_delete, else left
+ * alone (returning 1).  The value of an item+dir is copied into its
+ * orphan, since it cannot be detached without its directory.  Call with
+ * ns_lock held exclusively. */
 int ktfs_unlink_file(struct ktfs *fs, const char *path, uint64_t ino,
-		     int value, int or_delete);
+		     int value, uint32_t nlink, int or_delete);
 /**@}*/
 
 /** @name Handlers (file.c, ns.c, dir.c, attr.c) */

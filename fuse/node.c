@@ -187,6 +187,10 @@ void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
 	} else {
 		st->st_mode = S_IFREG | (ks->mode & 07777);
 	}
+	/* Every path of a node (kt_link) is one of its hard links; a value
+	 * file is one name of its own. */
+	if (!value && !(ks->kind & KT_KIND_DIR))
+		st->st_nlink = ks->nlink;
 	st->st_blksize = 128 * 1024;
 	/* What the value takes in the store, so du and cp --sparse see the
 	 * holes of a sparse file; a directory or link takes its row. */

@@ -235,8 +235,30 @@ void ktfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_reply_err(req, rc);
 }
 
-/* keytree has no hard links (EPERM), but linkat(2) of a file opened with
- * O_TMPFILE gives the unnamed file its first name (open.c). */
+/* link(2): the node of @ino gets the further path newparent/newname
+ * (kt_link), so both names are one inode: same number, value, attributes
+ * and times, link count from the node.  A directory, an item+dir and its
+ * value file cannot be linked (EPERM).  linkat(2) of a file opened with
+ * O_TMPFILE gives the unnamed file its first name instead (open.c).
+ * Adding a path makes no path name another node, so ns_lock is shared. */
+static int link_node(struct ktfs *fs, uint64_t ino, const char *newpath)
+{
+	struct ktfs_node n;
+	uint64_t oid;
+	int rc;
+
+	if (ktfs_open_orphan(fs, NULL, ino, &oid))
+		return ktfs_open_link(fs, ino, newpath);
+	if ((rc = ktfs_node_get(&n, fs, ino, NULL)) < 0)
+		return rc;
+	if (n.value || n.orphan || (n.st.kind & KT_KIND_DIR))
+		rc = -EPERM;
+	else
+		rc = ktfs_errno(kt_link(fs->store, n.path, newpath));
+	ktfs_node_free(&n);
+	return rc;
+}
+
 void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	       const char *newname)
 {
@@ -252,7 +274,7 @@ void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		stripe = ktfs_name_lock(fs, c.dir.st.id, newname);
 		if (c.value || kt_lstat(&ks, fs->store, c.path) == 0)
 			rc = -EEXIST;
-		else if ((rc = ktfs_open_link(fs, ino, c.path)) == 0)
+		else if ((rc = link_node(fs, ino, c.path)) == 0)
 			rc = made_stat(&st, fs, c.path);
 		pthread_mutex_unlock(stripe);
 		child_free(&c);
@@ -266,7 +288,8 @@ void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 
 /* Unlink: a file with open handles becomes an orphan for them (open.c),
  * so its name is gone at once and its content lives until the last
- * close. */
+ * close.  A file with further paths (hard links) only loses this one: its
+ * handles keep reaching it by id through the others. */
 void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct ktfs *fs = ktfs_of(req);
@@ -284,7 +307,8 @@ void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 			rc = ktfs_unlink_file(fs, c.path,
 					      c.value ? (ks.id | KTFS_VALUE_BIT)
 						      : ks.id,
-					      c.value, 1);
+					      c.value, c.value ? 1 : ks.nlink,
+					      1);
 		child_free(&c);
 	}
 	ktfs_ns_unlock(fs);
@@ -463,7 +487,8 @@ static int plain_rename(struct ktfs *fs, const char *from, const char *to,
 
 /* A plain rename over a file with open handles: the target becomes an
  * orphan for them first (its content stays readable through them), then
- * the source moves.  1: the target is not open, nothing was done.  Only
+ * the source moves.  1: the target is not open or keeps other paths,
+ * nothing was done.  Only
  * when the rename can replace it: the source exists and is a file. */
 static int rename_over_open(uint64_t *ino, struct ktfs *fs,
 			    const struct child *from, const struct child *to)
@@ -477,8 +502,11 @@ static int rename_over_open(uint64_t *ino, struct ktfs *fs,
 	    (!from->value && !to->value && fs_.id == ts.id))
 		return 1;
 	*ino = to->value ? (ts.id | KTFS_VALUE_BIT) : ts.id;
-	/* A value target is copied, and then replaced by the rename. */
-	return ktfs_unlink_file(fs, to->path, *ino, to->value, 0);
+	/* A value target is copied, and then replaced by the rename; a
+	 * target with further paths loses only this one, so its handles
+	 * need no orphan. */
+	return ktfs_unlink_file(fs, to->path, *ino, to->value,
+				to->value ? 1 : ts.nlink, 0);
 }
 
 void ktfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,

@@ -6,14 +6,16 @@
  * set for the value file of an item+dir); each handle points at its
  * inode's entry.  With the low-level API the kernel sends UNLINK (or
  * RENAME over the file) at once and RELEASE at the last close; when the
- * name of an inode with handles goes away, ns.c makes it a library orphan
- * here: a plain item is detached as it is (kt_orphan_detach, one atomic
- * step that keeps its id, value and attributes); the value of an item+dir
- * cannot be detached without its directory, so it is copied into a
- * temporary item that is detached at once.  Requests on the inode, with or
- * without a handle, are then served by the orphan's id (node.c), and the
- * last release drops the orphan (kt_orphan_release).  Orphans of a daemon
- * that died are dropped by the library at the next kt_open.
+ * last name of an inode with handles goes away, ns.c makes it a library
+ * orphan here: a plain item is detached as it is (kt_orphan_detach, one
+ * atomic step that keeps its id, value and attributes); the value of an
+ * item+dir cannot be detached without its directory, so it is copied into
+ * a temporary item that is detached at once.  Requests on the inode, with
+ * or without a handle, are then served by the orphan's id (node.c), and
+ * the last release drops the orphan (kt_orphan_release).  An item with
+ * further paths (hard links, kt_link) just loses the one unlinked: it is
+ * still in the tree, and its handles reach it by id as before.  Orphans of
+ * a daemon that died are dropped by the library at the next kt_open.
  */
 
 #include <errno.h>
@@ -243,12 +245,14 @@ void ktfs_open_setaside(struct ktfs *fs, uint64_t ino)
 }
 
 int ktfs_unlink_file(struct ktfs *fs, const char *path, uint64_t ino,
-		     int value, int or_delete)
+		     int value, uint32_t nlink, int or_delete)
 {
 	int rc;
 
 	ktfs_open_lock(fs);
-	if (ktfs_open_busy(fs, ino) == 0) {
+	/* With other paths left the item stays in the tree, and its handles
+	 * reach it by id (kt_id_lstat gives one of those paths). */
+	if (ktfs_open_busy(fs, ino) == 0 || (!value && nlink > 1)) {
 		rc = or_delete ? ktfs_errno(kt_delete(fs->store, path,
 						      value ? KT_DELETE_ITEM
 							    : 0))

@@ -100,7 +100,8 @@ static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
 		else
 			snprintf(size, sizeof(size), "%llu",
 				 (unsigned long long)sb.size);
-		printf("%s %10s %s ", m, size, t);
+		/* The link count (paths of the node) as ls -l shows it. */
+		printf("%s %2u %10s %s ", m, (unsigned)sb.nlink, size, t);
 		cli_put_name(stdout, name, name_len);
 		if (target != NULL) {
 			fputs(" -> ", stdout);

@@ -143,12 +143,56 @@ int cmd_mkdir(int argc, char **argv)
 	return rc;
 }
 
+/* Report a failed kt_link(@p existing, @p newpath) in the user's terms:
+ * which of the two paths is at fault and why. */
+static int ln_fail(kt_store *st, const char *existing, const char *newpath,
+		   int code)
+{
+	kt_statbuf sb;
+	int have = kt_lstat(&sb, st, existing) == 0;
+
+	switch (code) {
+	case KT_EPERM:
+		if (!have)
+			break;
+		if (strcmp(existing, "/") == 0)
+			return cli_fail_msg(existing,
+					    "the root cannot have a second "
+					    "path");
+		if (sb.kind & KT_KIND_DIR)
+			return cli_fail_msg(
+				existing,
+				"is a%s directory; a directory cannot have "
+				"a second path (use ln -s for a symbolic "
+				"link to it)",
+				sb.kind & KT_KIND_ITEM ? "n item that is also a"
+						       : "");
+		break;
+	case KT_EEXISTS:
+		return cli_fail_msg(newpath,
+				    "already exists; ln makes a new path and "
+				    "never replaces a node");
+	case KT_EMLINK:
+		return cli_fail_msg(existing,
+				    "already has %u paths, the most a node "
+				    "can have",
+				    (unsigned)KT_LINK_MAX);
+	case KT_ENOTFOUND:
+		if (!have)
+			return cli_fail(existing, code);
+		break;
+	default:
+		break;
+	}
+	return cli_fail(have ? newpath : existing, code);
+}
+
 int cmd_ln(int argc, char **argv)
 {
 	static const struct option o[] = {
 		{"symbolic", no_argument, NULL, 's'}, OPT_HELP, OPT_END};
 	kt_store *st = NULL;
-	char *link;
+	char *name, *target = NULL;
 	int c, rc, sym = 0;
 
 	while ((c = getopt_long(argc, argv, ":sh", o, NULL)) != -1) {
@@ -157,18 +201,23 @@ int cmd_ln(int argc, char **argv)
 		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
 			return rc;
 	}
-	if (!sym)
-		return cli_usage(argv[0], "only symbolic links exist in a "
-					  "store: use 'ln -s TARGET LINK'");
 	if ((rc = operands(argc, argv, 2, 2)) >= 0)
 		return rc;
 	if ((rc = cli_open(&st, 1)) != CLI_OK)
 		return rc;
-	link = cli_path(argv[optind + 1]);
-	rc = kt_symlink(st, link, argv[optind], NULL);
-	rc = rc < 0 ? cli_fail(link, rc) : CLI_OK;
+	name = cli_path(argv[optind + 1]);
+	if (sym) {
+		/* A symbolic link's target is stored verbatim. */
+		rc = kt_symlink(st, name, argv[optind], NULL);
+		rc = rc < 0 ? cli_fail(name, rc) : CLI_OK;
+	} else {
+		target = cli_path(argv[optind]);
+		rc = kt_link(st, target, name);
+		rc = rc < 0 ? ln_fail(st, target, name, rc) : CLI_OK;
+	}
 	kt_close(st);
-	free(link);
+	free(target);
+	free(name);
 	return rc;
 }
 
@@ -311,18 +360,22 @@ int cmd_path(int argc, char **argv)
 
 int cmd_rm(int argc, char **argv)
 {
-	static const struct option o[] = {{"recursive", no_argument, NULL, 'r'},
-					  {"prune", no_argument, NULL, 'P'},
-					  OPT_HELP,
-					  OPT_END};
+	static const struct option o[] = {
+		{"recursive", no_argument, NULL, 'r'},
+		{"prune", no_argument, NULL, 'P'},
+		{"all-paths", no_argument, NULL, 'a'},
+		OPT_HELP,
+		OPT_END};
 	kt_store *st = NULL;
 	unsigned int flags = 0;
 	char *path;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, ":rRh", o, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":rRah", o, NULL)) != -1) {
 		if (c == 'r' || c == 'R')
 			flags |= KT_DELETE_RECURSIVE;
+		else if (c == 'a')
+			flags |= KT_DELETE_ALL_PATHS;
 		else if (c == 'P')
 			flags |= KT_DELETE_PRUNE;
 		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
@@ -490,8 +543,8 @@ static void stat_text(const char *path, const kt_statbuf *s, const char *target,
 		cli_put_name(stdout, target, tlen);
 		putchar('\n');
 	}
-	printf("id: %llu\nsize: %llu\n", (unsigned long long)s->id,
-	       (unsigned long long)s->size);
+	printf("id: %llu\nlinks: %u\nsize: %llu\n", (unsigned long long)s->id,
+	       (unsigned)s->nlink, (unsigned long long)s->size);
 	if (s->kind & KT_KIND_ITEM)
 		printf("stored: %llu\n", (unsigned long long)s->stored);
 	printf("mode: %04o (%s)\nuid: %u\ngid: %u\n", (unsigned)s->mode, m,

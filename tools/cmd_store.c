@@ -161,20 +161,22 @@ int cmd_stats(int argc, char **argv)
 		return cli_fail(cli_store_dir(), rc);
 	if (json) {
 		cli_json_print(json_pack(
-			"{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "items",
+			"{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "items",
 			(json_int_t)s.items, "dirs", (json_int_t)s.dirs,
 			"links", (json_int_t)s.links, "bytes",
 			(json_int_t)s.value_bytes, "attrs", (json_int_t)s.attrs,
 			"rows", (json_int_t)s.rows, "row_bytes",
 			(json_int_t)s.row_bytes, "specials",
-			(json_int_t)s.specials));
+			(json_int_t)s.specials, "aliases",
+			(json_int_t)s.aliases));
 		return CLI_OK;
 	}
 	printf("items: %llu\ndirectories: %llu\nlinks: %llu\n"
-	       "special files: %llu\nbytes: %llu\n"
+	       "special files: %llu\naliases: %llu\nbytes: %llu\n"
 	       "attributes: %llu\nrows: %llu\nrow bytes: %llu\n",
 	       (unsigned long long)s.items, (unsigned long long)s.dirs,
 	       (unsigned long long)s.links, (unsigned long long)s.specials,
+	       (unsigned long long)s.aliases,
 	       (unsigned long long)s.value_bytes, (unsigned long long)s.attrs,
 	       (unsigned long long)s.rows, (unsigned long long)s.row_bytes);
 	return CLI_OK;

@@ -14,6 +14,13 @@
  * skipped, and the command then exits 1.  export makes special files with
  * mknod(2); a device node needs privilege (CAP_MKNOD), and one it cannot
  * make is reported the same way.
+ *
+ * Hard links survive both ways.  import remembers the first path it gave
+ * each file whose link count is above 1, by (st_dev, st_ino), and gives
+ * every further name of that file the same node with kt_batch_link (the
+ * first path is in the same batch or an earlier, committed one).  export
+ * remembers the real path it wrote for each node with several paths, by
+ * node id, and makes each further path a link(2) to it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -49,6 +56,9 @@ typedef struct copier {
 	uint64_t done;
 	int bad;   /* something was skipped: exit 1 at the end */
 	int fatal; /* a commit failed: stop */
+	/* Hard links: import maps "dev:ino" to [first path, paths made],
+	 * export maps a node id to the real path of its first copy. */
+	json_t *firsts;
 } copier;
 
 static char *real_join(const char *dir, const char *name)
@@ -174,12 +184,52 @@ static unsigned int special_type(mode_t mode)
 	return 0;
 }
 
+/* A further name of a file already imported (@p key: its st_dev and
+ * st_ino): give its node the path @p path too.  Returns 1
+ * when done (or failed: reported), 0 when the file must be copied as a new
+ * node, which becomes the first of its later names. */
+static int imp_hardlink(copier *c, const char *path, const char *key)
+{
+	json_t *seen = json_object_get(c->firsts, key);
+	json_int_t n;
+
+	if (seen == NULL)
+		return 0;
+	n = json_integer_value(json_array_get(seen, 1));
+	if (n >= KT_LINK_MAX) {
+		cli_fail_msg(path,
+			     "a node can have at most %u paths: copied as a "
+			     "separate item instead of a hard link",
+			     (unsigned)KT_LINK_MAX);
+		c->bad = 1;
+		json_object_del(c->firsts, key);
+		return 0;
+	}
+	imp_added(c,
+		  kt_batch_link(c->b,
+				json_string_value(json_array_get(seen, 0)),
+				path),
+		  path, 0);
+	json_array_set_new(seen, 1, json_integer(n + 1));
+	cli_progress_update(&c->pr, ++c->done);
+	return 1;
+}
+
+/* Remember @p path as the first path of the file @p key names. */
+static void imp_first(copier *c, const char *key, const char *path)
+{
+	json_object_set_new(c->firsts, key,
+			    json_pack("[o,i]",
+				      json_stringn_nocheck(path, strlen(path)),
+				      1));
+}
+
 /* Copy one entry of a real directory. */
 static int imp_entry(copier *c, const char *real, const char *path)
 {
 	kt_create_options parents = KT_CREATE_OPTIONS_INIT;
 	struct stat sb;
-	char *data = NULL, target[4097];
+	char *data = NULL, target[4097], key[64] = "";
 	size_t len = 0;
 	ssize_t tl;
 	int fd, rc = 0;
@@ -188,6 +238,12 @@ static int imp_entry(copier *c, const char *real, const char *path)
 		c->bad = 1;
 		cli_fail_errno(real, NULL);
 		return 0; /* reported; go on with the rest */
+	}
+	if (sb.st_nlink > 1 && !S_ISDIR(sb.st_mode)) {
+		snprintf(key, sizeof(key), "%ju:%ju", (uintmax_t)sb.st_dev,
+			 (uintmax_t)sb.st_ino);
+		if (imp_hardlink(c, path, key))
+			return c->fatal ? -1 : 0;
 	}
 	if (S_ISREG(sb.st_mode)) {
 		fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -220,6 +276,8 @@ static int imp_entry(copier *c, const char *real, const char *path)
 			       path, (size_t)tl);
 		if (rc == 0)
 			rc = imp_meta(c, &sb, path, KT_NOFOLLOW);
+		if (rc == 0 && key[0] != '\0')
+			imp_first(c, key, path);
 		cli_progress_update(&c->pr, ++c->done);
 		return c->fatal ? -1 : 0;
 	} else if (special_type(sb.st_mode) != 0) {
@@ -242,6 +300,8 @@ static int imp_entry(copier *c, const char *real, const char *path)
 		imp_xattrs(c, real, path);
 	if (rc == 0 && !c->fatal)
 		rc = imp_meta(c, &sb, path, 0);
+	if (rc == 0 && !c->fatal && key[0] != '\0')
+		imp_first(c, key, path);
 	cli_progress_update(&c->pr, ++c->done);
 	return c->fatal ? -1 : 0;
 }
@@ -329,6 +389,7 @@ int cmd_import(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	if ((rc = cli_open(&c.st, 1)) != CLI_OK)
 		return rc;
+	c.firsts = json_object();
 	c.delim = kt_delimiter(c.st, NULL);
 	path = cli_path(argc - optind > 1 ? argv[optind + 1] : "/");
 	cli_progress_start(&c.pr, "import", "files", 0);
@@ -349,6 +410,7 @@ int cmd_import(int argc, char **argv)
 	if (rc == 0 && !c.fatal)
 		rc = imp_flush(&c);
 	cli_progress_end(&c.pr);
+	json_decref(c.firsts);
 	kt_batch_free(c.b);
 	kt_close(c.st);
 	free(path);
@@ -464,15 +526,41 @@ static int exp_special(copier *c, const char *path, const kt_statbuf *sb,
 	return 0;
 }
 
+/* A further path of a node with several, already copied: make @p real a
+ * hard link to its first copy.  1 when done, 0 when the node is to be
+ * copied (the first of its paths here, or link(2) failed: reported). */
+static int exp_hardlink(copier *c, const kt_statbuf *sb, const char *real,
+			char *key, size_t keysz)
+{
+	const json_t *first;
+
+	snprintf(key, keysz, "%llu", (unsigned long long)sb->id);
+	first = json_object_get(c->firsts, key);
+	if (first == NULL)
+		return 0;
+	/* linkat without AT_SYMLINK_FOLLOW links a symbolic link itself. */
+	if (linkat(AT_FDCWD, json_string_value(first), AT_FDCWD, real, 0) ==
+	    0) {
+		cli_progress_update(&c->pr, ++c->done);
+		return 1;
+	}
+	cli_fail_errno(real, "hard link failed, copied instead");
+	c->bad = 1;
+	return 0;
+}
+
 /* Copy the node at @p path to the real path @p real (which is absent). */
 static int exp_node(copier *c, const char *path, const char *real)
 {
 	kt_statbuf sb;
-	char *target = NULL;
+	char *target = NULL, key[32] = "";
 	int rc;
 
 	if ((rc = kt_lstat(&sb, c->st, path)) < 0)
 		return cli_fail(path, rc);
+	if (sb.nlink > 1 && !(sb.kind & KT_KIND_DIR) &&
+	    exp_hardlink(c, &sb, real, key, sizeof(key)))
+		return 0;
 	if (sb.kind == KT_KIND_LINK) {
 		if ((rc = kt_readlink(&target, NULL, c->st, path)) < 0)
 			return cli_fail(path, rc);
@@ -506,6 +594,9 @@ static int exp_node(copier *c, const char *path, const char *real)
 	/* Last, when the children are in place: chmod could make the
 	 * directory unwritable, and writing children changes mtime. */
 	exp_meta(c, &sb, real);
+	if (key[0] != '\0' && json_object_get(c->firsts, key) == NULL)
+		json_object_set_new(c->firsts, key,
+				    json_stringn_nocheck(real, strlen(real)));
 	cli_progress_update(&c->pr, ++c->done);
 	return 0;
 }
@@ -597,6 +688,7 @@ int cmd_export(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	if ((rc = cli_open(&c.st, 0)) != CLI_OK)
 		return rc;
+	c.firsts = json_object();
 	path = cli_path(argv[optind]);
 	if ((rc = kt_stat(&sb, c.st, path)) < 0) {
 		rc = cli_fail(path, rc);
@@ -619,6 +711,7 @@ int cmd_export(int argc, char **argv)
 	cli_progress_end(&c.pr);
 	rc = rc != 0 || c.bad ? CLI_FAIL : CLI_OK;
 out:
+	json_decref(c.firsts);
 	kt_close(c.st);
 	free(path);
 	return rc;

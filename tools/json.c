@@ -9,6 +9,12 @@
  * truncated dump is rejected with its line number and nothing of it is
  * applied.  Modes, owners and times are set last, after every node exists,
  * because adding a child changes its parent's mtime.
+ *
+ * A node with several paths (kt_link) is dumped once, at the first of its
+ * paths the dump meets, and each further path as an alias record naming
+ * that first path; load recreates them with kt_batch_link in the same
+ * batch.  Since a dump's records come in one fixed order, the first path
+ * always precedes its aliases and a reload meets them in the same order.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -63,11 +69,32 @@ static json_t *dump_attrs(kt_store *st, const char *path, int *rc)
 	return arr;
 }
 
-/* One record: the node at @p path. */
-static int dump_node(kt_store *st, const char *path, size_t plen)
+/* For a node with several paths: 1 if an earlier record of this dump holds
+ * it, with @p first set to that record's path (borrowed from @p firsts);
+ * else 0, and @p path is remembered as the node's first.  @p firsts maps
+ * node ids (decimal) to first paths. */
+static int dump_seen(json_t *firsts, const kt_statbuf *sb, const char *path,
+		     size_t plen, const json_t **first)
+{
+	char id[32];
+
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)sb->id);
+	*first = json_object_get(firsts, id);
+	if (*first != NULL)
+		return 1;
+	/* A path holds no NUL but need not be UTF-8: store it unchecked. */
+	json_object_set_new(firsts, id, json_stringn_nocheck(path, plen));
+	return 0;
+}
+
+/* One record: the node at @p path, or an alias record when @p firsts says
+ * an earlier record holds the node. */
+static int dump_node(kt_store *st, json_t *firsts, const char *path,
+		     size_t plen)
 {
 	kt_statbuf sb;
 	json_t *rec, *attrs = NULL;
+	const json_t *first;
 	void *value = NULL;
 	char *target = NULL;
 	size_t len = 0;
@@ -75,6 +102,15 @@ static int dump_node(kt_store *st, const char *path, size_t plen)
 
 	if ((rc = kt_lstat(&sb, st, path)) < 0)
 		return rc;
+	if (sb.nlink > 1 && !(sb.kind & KT_KIND_DIR) &&
+	    dump_seen(firsts, &sb, path, plen, &first)) {
+		cli_json_print(json_pack(
+			"{s:o,s:s,s:o}", "path", cli_json_bytes(path, plen),
+			"kind", "alias", "of",
+			cli_json_bytes(json_string_value(first),
+				       json_string_length(first))));
+		return 0;
+	}
 	rec = json_object();
 	json_object_set_new(rec, "path", cli_json_bytes(path, plen));
 	json_object_set_new(rec, "kind", json_string(cli_kind_name(sb.kind)));
@@ -141,6 +177,7 @@ int cmd_dump(int argc, char **argv)
 	const kt_entry *e;
 	cli_progress pr;
 	kt_statbuf sb;
+	json_t *firsts = json_object();
 	char *path, *cur = NULL;
 	uint64_t n = 0;
 	int c, rc, root;
@@ -171,7 +208,7 @@ int cmd_dump(int argc, char **argv)
 	}
 	cli_json_print(json_pack("{s:s,s:i}", "keytree", "dump", "format",
 				 DUMP_FORMAT));
-	if (root && (rc = dump_node(st, "/", 1)) < 0) {
+	if (root && (rc = dump_node(st, firsts, "/", 1)) < 0) {
 		rc = cli_fail("/", rc);
 		goto out;
 	}
@@ -186,7 +223,7 @@ int cmd_dump(int argc, char **argv)
 			break;
 		}
 		cli_progress_clear(&pr);
-		if ((rc = dump_node(st, cur, strlen(cur))) < 0)
+		if ((rc = dump_node(st, firsts, cur, strlen(cur))) < 0)
 			break;
 		cli_progress_update(&pr, ++n);
 	}
@@ -202,6 +239,7 @@ int cmd_dump(int argc, char **argv)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = cli_fail_errno("stdout", "write");
 out:
+	json_decref(firsts);
 	free(cur);
 	kt_iter_free(it);
 	kt_close(st);
@@ -222,7 +260,9 @@ typedef struct meta {
 } meta;
 
 typedef struct loader {
+	kt_store *st;
 	kt_batch *b;
+	json_t *seen; /* path of each record so far -> its kind (integer) */
 	size_t *line_of; /* operation index (from 0) -> line */
 	size_t nops, cap;
 	meta *meta; /* deferred setattr, one per record */
@@ -338,7 +378,100 @@ static int record_attrs(loader *l, const char *path, const json_t *attrs,
 
 static const char *const rec_keys[] = {
 	"path",	 "kind",  "type",  "rdev",   "mode",  "uid", "gid",
-	"atime", "mtime", "value", "target", "attrs", NULL};
+	"atime", "mtime", "value", "target", "attrs", "of",  NULL};
+
+/* A path from the input as the tool shows names (escaped), cut to fit
+ * @p outsz bytes, for a message. */
+static void shown(char *out, size_t outsz, const char *path)
+{
+	FILE *f = fmemopen(out, outsz, "w");
+
+	out[0] = '\0';
+	if (f == NULL)
+		return;
+	setvbuf(f, NULL, _IONBF, 0);
+	cli_put_name(f, path, strlen(path));
+	fclose(f);
+	out[outsz - 1] = '\0';
+}
+
+/* Validate an alias record ({"path", "kind":"alias", "of"}) at canonical
+ * @p path and record its kt_batch_link.  The node it names must have an
+ * earlier record in the dump (its first path comes first) and must not be
+ * a directory.  0, or -1 with @p err (ERRSZ bytes) saying what is wrong. */
+static int record_alias(loader *l, const json_t *rec, const char *path,
+			size_t line, char *err)
+{
+	kt_statbuf a, b;
+	const json_t *kind;
+	char *of = NULL, *canon = NULL, s[300];
+	size_t olen;
+	int rc = -1;
+
+	if (cli_json_to_bytes(&of, &olen, json_object_get(rec, "of"), err) !=
+	    0) {
+		snprintf(err, ERRSZ,
+			 "an alias needs \"of\", the path of its node's "
+			 "record, a string or {\"base64\": ...}");
+		return -1;
+	}
+	if (json_object_size(rec) != 3) {
+		snprintf(err, ERRSZ,
+			 "an alias has only \"path\", \"kind\" and "
+			 "\"of\": the rest is in its node's record");
+		free(of);
+		return -1;
+	}
+	canon = cli_path(of);
+	if (strlen(of) != olen || of[0] != '/' || strcmp(canon, of) != 0) {
+		snprintf(err, ERRSZ, "\"of\" is not a canonical path");
+		goto out;
+	}
+	shown(s, sizeof(s), of);
+	if (strcmp(path, "/") == 0) {
+		snprintf(err, ERRSZ, "the root cannot be an alias");
+		goto out;
+	}
+	kind = json_object_get(l->seen, of);
+	/* The root is a directory whether or not the dump records it. */
+	if (strcmp(of, "/") == 0 ||
+	    (kind != NULL && (json_integer_value(kind) & KT_KIND_DIR))) {
+		snprintf(err, ERRSZ,
+			 "alias of %s, a directory: a directory cannot have "
+			 "a second path",
+			 s);
+		goto out;
+	}
+	if (kind == NULL) {
+		snprintf(err, ERRSZ,
+			 "alias of %s, which no earlier record holds (a "
+			 "node's record comes before its aliases)",
+			 s);
+		goto out;
+	}
+	/* Loading into a store that already has this alias (the same dump
+	 * again) keeps it, as it keeps existing directories. */
+	rc = 0;
+	if (kt_lstat(&a, l->st, of) != 0 || kt_lstat(&b, l->st, path) != 0 ||
+	    a.id != b.id) {
+		if ((rc = kt_batch_link(l->b, of, path)) < 0) {
+			snprintf(err, ERRSZ, "%s", cli_errmsg(NULL, rc));
+			rc = -1;
+			goto out;
+		}
+		rc = op_line(l, line);
+	}
+	if (rc == 0 && json_object_set_nocheck(l->seen, path, (json_t *)kind))
+		rc = KT_ENOMEM;
+	if (rc != 0) {
+		snprintf(err, ERRSZ, "out of memory");
+		rc = -1;
+	}
+out:
+	free(of);
+	free(canon);
+	return rc;
+}
 
 /* The "type" and "rdev" of a record: a special file has a known type, and
  * a device (only) its number; no other kind has either.  0, or -1 with
@@ -433,10 +566,18 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 		snprintf(err, ERRSZ, "\"path\" is not a canonical path");
 		goto out;
 	}
+	if (kind_s != NULL && strcmp(kind_s, "alias") == 0) {
+		rc = record_alias(l, rec, path, line, err);
+		goto out;
+	}
 	if (kind == 0) {
 		snprintf(err, ERRSZ,
 			 "\"kind\" must be item, dir, item+dir, "
-			 "link or special");
+			 "link, special or alias");
+		goto out;
+	}
+	if (json_object_get(rec, "of") != NULL) {
+		snprintf(err, ERRSZ, "\"of\" belongs to aliases only");
 		goto out;
 	}
 	if (special_fields(&type, &rdev, rec, kind, err) != 0)
@@ -500,6 +641,11 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	v = json_object_get(rec, "attrs");
 	if (v != NULL && (rc = record_attrs(l, path, v, line, err)) != 0)
 		goto out;
+	if (json_object_set_new_nocheck(l->seen, path, json_integer(kind))) {
+		snprintf(err, ERRSZ, "out of memory");
+		rc = -1;
+		goto out;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.mask = KT_SET_MODE | KT_SET_UID | KT_SET_GID | KT_SET_ATIME |
 		  KT_SET_MTIME;
@@ -672,6 +818,8 @@ int cmd_load(int argc, char **argv)
 		return cli_fail_errno("load", "reading standard input");
 	if ((rc = cli_open(&st, 1)) != CLI_OK)
 		goto out;
+	l.st = st;
+	l.seen = json_object();
 	if ((rc = kt_batch_new(&l.b, st)) < 0) {
 		rc = cli_fail("load", rc);
 		goto out;
@@ -681,6 +829,7 @@ int cmd_load(int argc, char **argv)
 	if (rc == CLI_OK && (rc = kt_batch_commit(l.b)) < 0)
 		rc = commit_failed(&l, rc);
 out:
+	json_decref(l.seen);
 	kt_batch_free(l.b);
 	for (len = 0; len < l.nmeta; len++)
 		free(l.meta[len].path);

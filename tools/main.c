@@ -41,8 +41,8 @@ static const cli_command commands[] = {
 	 "line,\n"
 	 "in byte order of name.\n"
 	 "\n"
-	 "  -l, --long     kind and mode, size, mtime; links as 'name -> "
-	 "target'\n"
+	 "  -l, --long     kind and mode, link count, size, mtime; links as\n"
+	 "                 'name -> target'\n"
 	 "  -R, --recursive  list every directory below PATH too\n"
 	 "  --after NAME   start after this name (paging)\n"
 	 "  --limit N      at most N entries (per directory with -R)\n"
@@ -62,10 +62,18 @@ static const cli_command commands[] = {
 	 "children.  An existing directory is an error without -p.\n"
 	 "\n"
 	 "  -p, --parents  make missing ancestors; no error if it exists\n"},
-	{"ln", cmd_ln, "ln -s TARGET LINK",
-	 "Make a symbolic link LINK whose target is TARGET, stored verbatim.\n"
-	 "Only symbolic links exist in a store, so -s is required.\n"
-	 "Missing ancestors of LINK are made, as put makes them.\n"},
+	{"ln", cmd_ln, "ln [-s] TARGET NAME",
+	 "Give the node at TARGET a further path NAME (a hard link; an alias\n"
+	 "in StatelyDB's terms): both paths are the same node, so a change\n"
+	 "through one is seen through the other at once.  TARGET may be an\n"
+	 "item, a symbolic link (itself, not what it points to) or a special\n"
+	 "file, not a directory.  NAME is the new path itself and must not\n"
+	 "exist.  'rm' removes one path; 'rm --all-paths' removes them all.\n"
+	 "\n"
+	 "  -s, --symbolic  make a symbolic link NAME whose target is TARGET,\n"
+	 "                  stored verbatim\n"
+	 "\n"
+	 "Missing ancestors of NAME are made, as put makes them.\n"},
 	{"mknod", cmd_mknod, "mknod [-m MODE] PATH TYPE [MAJOR MINOR]",
 	 "Make a special file at PATH, and any missing ancestors: TYPE p\n"
 	 "(fifo), s (socket), c or u (char: a character device) or b (block:\n"
@@ -79,11 +87,14 @@ static const cli_command commands[] = {
 	{"path", cmd_path, "path ID",
 	 "Print the path of the node whose id is ID: the id 'stat' shows,\n"
 	 "which is also the inode number keytreefs gives the node.\n"},
-	{"rm", cmd_rm, "rm [-r] [--prune] PATH",
+	{"rm", cmd_rm, "rm [-r] [-a] [--prune] PATH",
 	 "Remove the node at PATH (a link itself, not its target).  A\n"
-	 "directory with children needs -r.\n"
+	 "directory with children needs -r.  Of a node with several paths\n"
+	 "(ln) only PATH goes; the node stays under its other paths.\n"
 	 "\n"
 	 "  -r, --recursive  remove the whole subtree, atomically\n"
+	 "  -a, --all-paths  remove the node under every one of its paths,\n"
+	 "                   atomically\n"
 	 "  --prune          then remove ancestors left empty\n"},
 	{"mv", cmd_mv, "mv [-T] [-n|--exchange] SRC... DST",
 	 "Move SRC, with its subtree, atomically.  If DST is an existing\n"
@@ -98,8 +109,9 @@ static const cli_command commands[] = {
 	 "  --exchange        swap SRC and DST, which must both exist "
 	 "(implies -T)\n"},
 	{"stat", cmd_stat, "stat [-L] [--json] PATH",
-	 "Show the kind, id, size, mode, owner, times, version and attribute\n"
-	 "count of the node at PATH.  A link is shown itself.\n"
+	 "Show the kind, id, link count (paths of the node), size, mode,\n"
+	 "owner, times, version and attribute count of the node at PATH.  A\n"
+	 "link is shown itself.\n"
 	 "\n"
 	 "  -L, --dereference  follow a link at PATH\n"
 	 "  --json             one JSON object\n"},
@@ -115,23 +127,27 @@ static const cli_command commands[] = {
 	 "Lines (see docs/DUMP.md).\n"},
 	{"load", cmd_load, "load",
 	 "Read a dump from standard input into the store in one atomic batch:\n"
-	 "a malformed or truncated dump changes nothing.\n"},
+	 "a malformed or truncated dump changes nothing.  Nodes with several\n"
+	 "paths get them all back.\n"},
 	{"import", cmd_import, "import DIR [PATH]",
 	 "Copy the real directory tree DIR into the store at PATH (default "
 	 "/):\n"
-	 "files, directories, symbolic links, modes, owners, times and user.*\n"
-	 "extended attributes.\n"},
+	 "files, directories, symbolic links, special files, modes, owners,\n"
+	 "times and user.* extended attributes.  Files hard-linked to each\n"
+	 "other become one node with several paths, as 'ln' makes.\n"},
 	{"export", cmd_export, "export PATH DIR",
 	 "Copy the subtree at PATH out to the real directory DIR, which must\n"
-	 "be absent or empty.\n"},
+	 "be absent or empty.  The paths of a node with several become hard\n"
+	 "links to one file.\n"},
 	{"check", cmd_check, "check [--repair]",
 	 "Verify every invariant of the store and print each violation.\n"
 	 "Exits 1 if any remain.\n"
 	 "\n"
 	 "  --repair   repair what is found, then check again\n"},
 	{"stats", cmd_stats, "stats [--json]",
-	 "Count the items, directories, links, value bytes, attributes and\n"
-	 "rows of the store.\n"},
+	 "Count the items, directories, links, special files, aliases (paths\n"
+	 "beyond the first of nodes with several), value bytes, attributes\n"
+	 "and rows of the store.  A node with several paths counts once.\n"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -615,6 +615,7 @@ void cli_json_stat(json_t *o, const kt_statbuf *st)
 {
 	json_object_set_new(o, "kind", json_string(cli_kind_name(st->kind)));
 	json_object_set_new(o, "id", json_integer((json_int_t)st->id));
+	json_object_set_new(o, "nlink", json_integer((json_int_t)st->nlink));
 	json_object_set_new(o, "size", json_integer((json_int_t)st->size));
 	json_object_set_new(o, "stored", json_integer((json_int_t)st->stored));
 	json_object_set_new(o, "mode", json_integer((json_int_t)st->mode));

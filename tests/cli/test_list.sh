@@ -26,10 +26,10 @@ t_ls() {
 t_ls_long() {
 	fill
 	run 0 kt ls -l /d
-	grep -Eq '^-rw-r--r-- +2 [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{5} b$' \
+	grep -Eq '^-rw-r--r-- +1 +2 [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{5} b$' \
 		"$OUT" || fail "item line"
-	grep -Eq '^drwxr-xr-x +[0-9]+ .* c$' "$OUT" || fail "dir line"
-	grep -Eq '^lrwxrwxrwx +4 .* l -> /d/a$' "$OUT" || fail "link line"
+	grep -Eq '^drwxr-xr-x +1 +[0-9]+ .* c$' "$OUT" || fail "dir line"
+	grep -Eq '^lrwxrwxrwx +1 +4 .* l -> /d/a$' "$OUT" || fail "link line"
 	run 0 kt ls /d
 	if grep -q -- '->' "$OUT"; then fail "target without -l"; fi
 }

@@ -39,8 +39,10 @@ t_ln_readlink() {
 	run 0 kt ln -s ../some/where /l
 	run 0 kt readlink /l
 	out_is ../some/where
-	run 2 kt ln /a /b
-	err_has "only symbolic links"
+	run 1 kt ln /a /b
+	err_is "keytree: /a: no such node"
+	run 2 kt ln /l
+	err_has "missing operand"
 	run 1 kt ln -s /x /l
 	err_has "keytree: /l:"
 	run 0 kt put /item v

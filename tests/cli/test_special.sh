@@ -35,18 +35,18 @@ t_mknod() {
 	run 0 kt mknod /run/sock socket
 	run 0 kt mknod /run/tty u 4 64
 	run 0 kt ls -l /dev
-	grep -Eq '^crw-r--r-- +1, 3 [0-9-]+ [0-9:]+ null$' "$OUT" ||
+	grep -Eq '^crw-r--r-- +1 +1, 3 [0-9-]+ [0-9:]+ null$' "$OUT" ||
 		fail "ls -l of a character device"
-	grep -Eq '^brw------- +8, 16 [0-9-]+ [0-9:]+ sda$' "$OUT" ||
+	grep -Eq '^brw------- +1 +8, 16 [0-9-]+ [0-9:]+ sda$' "$OUT" ||
 		fail "ls -l of a block device"
 	run 0 kt ls -l /run
-	grep -Eq '^prw-r--r-- +0 [0-9-]+ [0-9:]+ pipe$' "$OUT" ||
+	grep -Eq '^prw-r--r-- +1 +0 [0-9-]+ [0-9:]+ pipe$' "$OUT" ||
 		fail "ls -l of a FIFO"
-	grep -Eq '^srw-r--r-- +0 [0-9-]+ [0-9:]+ sock$' "$OUT" ||
+	grep -Eq '^srw-r--r-- +1 +0 [0-9-]+ [0-9:]+ sock$' "$OUT" ||
 		fail "ls -l of a socket"
-	grep -Eq '^crw-r--r-- +4, 64 ' "$OUT" || fail "ls -l of u (char)"
+	grep -Eq '^crw-r--r-- +1 +4, 64 ' "$OUT" || fail "ls -l of u (char)"
 	run 0 kt ls -l /dev/null
-	grep -Eq '^crw-r--r-- +1, 3 .* /dev/null$' "$OUT" ||
+	grep -Eq '^crw-r--r-- +1 +1, 3 .* /dev/null$' "$OUT" ||
 		fail "ls -l of the device itself"
 	run 0 kt stat /dev/null
 	out_has "kind: special"
@@ -71,7 +71,7 @@ t_mknod() {
 	run 0 kt stats
 	out_has "special files: 5"
 	run 0 kt stats --json
-	out_has '"specials":5}'
+	out_has '"specials":5,"aliases":0}'
 	# Like any node: attributes, rename, remove.
 	run 0 kt attr set /run/pipe note hello
 	run 0 kt mv /run/pipe /run/fifo
@@ -143,7 +143,7 @@ t_import_export() {
 		out_has "rdev: 1, 3 (major, minor)"
 		out_has "uid: 1000"
 		run 0 kt ls -l /copy
-		grep -Eq '^brw-r--r-- +8, 1 .* disk$' "$OUT" ||
+		grep -Eq '^brw-r--r-- +1 +8, 1 .* disk$' "$OUT" ||
 			fail "ls -l of the imported block device"
 	fi
 	run 0 kt export /copy "$TMP/dst"
@@ -222,7 +222,7 @@ t_load_rejects() {
 		'{"path":"/x","kind":"item","type":"fifo",'"$m"',"value":"v"}'
 	bad 'fields that a special cannot have' \
 		'{"path":"/x","kind":"special","type":"socket",'"$m"',"value":"v"}'
-	bad '"kind" must be item, dir, item+dir, link or special' \
+	bad '"kind" must be item, dir, item+dir, link, special or alias' \
 		'{"path":"/x","kind":"fifo",'"$m"'}'
 	bad '' '{"path":"/keep","kind":"special","type":"fifo",'"$m"'}'
 	err_has "/keep"

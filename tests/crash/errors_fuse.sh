@@ -48,6 +48,9 @@ ln -s self "$MNT/self"
 ln -s l2 "$MNT/l1"
 ln -s l1 "$MNT/l2"
 mkfifo "$MNT/fifo"
+# An item that is also a directory: its value file cannot be linked.
+mkdir "$MNT/both"
+echo v >"$MNT/both/${D}value"
 # Ancestors for the path-length cases: 16 names of 250 bytes (4018 bytes
 # with /d), and 2048 components (4096 bytes: the length limit binds at the
 # same place).  mkdir -p makes one component at a time,
@@ -107,7 +110,8 @@ reject cat_link_loop "Too many levels of symbolic links" cat "$MNT/l1"
 reject truncate_over_limit "File too large" truncate -s 2T "$MNT/item"
 reject mkdir_path_too_long "File name too long" mkdir -p "$MNT/$long16/$seg"
 reject mkdir_path_too_deep "File name too long" mkdir -p "$MNT/${deep2048}y"
-reject ln_hard_link "Operation not permitted" ln "$MNT/item" "$MNT/hard"
+reject ln_value_file "Operation not permitted" \
+	ln "$MNT/both/${D}value" "$MNT/hard"
 reject mkdir_below_fifo "Not a directory" mkdir "$MNT/fifo/d"
 
 fusermount3 -u "$MNT"

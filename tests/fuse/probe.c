@@ -30,6 +30,11 @@
  *                                               (the name stays)
  *   ktfs_probe dtypes DIR                       "NAME TYPE" per entry, TYPE
  *                                               from readdir's d_type
+ *   ktfs_probe link FROM TO                     link(2); prints 0 or the
+ *                                               errno's name (EPERM...)
+ *   ktfs_probe hardlink-open DIR                an open file whose hard
+ *                                               links are unlinked or
+ *                                               replaced one by one
  *
  * Dump lines: "PATH KIND MODE UID GID SIZE MTIME_NS DATA" with KIND one of
  * d, f, l and DATA the link target or a hash of the content.  An item that
@@ -675,10 +680,15 @@ static int tmpfile_check(const char *dir)
 	    read(fd, back, sizeof(back)) != (ssize_t)sizeof(back) ||
 	    back[0] != 'Z' || memcmp(data + 1, back + 1, sizeof(data) - 1) != 0)
 		return fail("content through the name");
-	/* A named file has no second name: keytree has no hard links. */
-	if (linkat(fd, "", AT_FDCWD, other, AT_EMPTY_PATH) == 0 ||
-	    errno != EPERM)
-		return fail("linkat of a named file (want EPERM)");
+	/* A named file can get a second name (a hard link) the same way. */
+	if (linkat(fd, "", AT_FDCWD, other, AT_EMPTY_PATH) != 0)
+		return fail("linkat of a named file");
+	if (fstat(fd, &st2) != 0 || st2.st_nlink != 2 ||
+	    st2.st_ino != st.st_ino || stat(other, &st2) != 0 ||
+	    st2.st_ino != st.st_ino || st2.st_nlink != 2)
+		return fail("the second name: same inode, two links");
+	if (unlink(other) != 0 || fstat(fd, &st2) != 0 || st2.st_nlink != 1)
+		return fail("unlink of the second name (one link left)");
 	close(fd);
 	/* O_EXCL: the file may never be linked (the kernel refuses). */
 	if ((fd = open(dir, O_TMPFILE | O_WRONLY | O_EXCL, 0600)) < 0)
@@ -769,6 +779,158 @@ static int dtypes(const char *dir)
 	return 0;
 }
 
+/* ---- hard links ---- */
+
+/* link(2) FROM TO: prints 0, or the name of the errno it failed with
+ * (ln refuses a directory itself, without asking the filesystem). */
+static int link_errno(const char *from, const char *to)
+{
+	if (link(from, to) == 0)
+		printf("0\n");
+	else
+		printf("%s\n", strerrorname_np(errno));
+	return 0;
+}
+
+/* @p n bytes at offset @p off of the file @p path must be @p want. */
+static int path_is(const char *path, off_t off, const char *want)
+{
+	char buf[64] = {0};
+	size_t n = strlen(want);
+	int fd = open(path, O_RDONLY);
+	ssize_t got = fd < 0 ? -1 : pread(fd, buf, n, off);
+
+	if (fd >= 0)
+		close(fd);
+	if (got != (ssize_t)n || memcmp(buf, want, n) != 0) {
+		fprintf(stderr, "ktfs_probe: %s holds '%s', want '%s'\n",
+			path, got < 0 ? strerror(errno) : buf, want);
+		return 1;
+	}
+	return 0;
+}
+
+/* The descriptor @p fd must have link count @p nlink and inode @p ino,
+ * and read @p want at offset 0. */
+static int fd_is(int fd, nlink_t nlink, ino_t ino, const char *want)
+{
+	char buf[64] = {0};
+	size_t n = strlen(want);
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return fail("fstat");
+	if (st.st_nlink != nlink || st.st_ino != ino) {
+		fprintf(stderr,
+			"ktfs_probe: fstat: nlink %ju inode %ju, want %ju "
+			"%ju\n",
+			(uintmax_t)st.st_nlink, (uintmax_t)st.st_ino,
+			(uintmax_t)nlink, (uintmax_t)ino);
+		return 1;
+	}
+	if (pread(fd, buf, n, 0) != (ssize_t)n || memcmp(buf, want, n) != 0) {
+		fprintf(stderr, "ktfs_probe: descriptor reads '%s', want "
+			"'%s'\n", buf, want);
+		return 1;
+	}
+	return 0;
+}
+
+static int put_file(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t n = fd < 0 ? -1 : write(fd, data, strlen(data));
+
+	if (fd < 0 || n != (ssize_t)strlen(data) || close(fd) != 0)
+		return fail(path);
+	return 0;
+}
+
+/* A file with two links, open through the first, which is unlinked: the
+ * descriptor goes on reading and writing the file, which the second link
+ * shows at once (and the descriptor sees writes through it), link count
+ * 1; the last link unlinked too, the descriptor still works, link count
+ * 0.  Then a file with two links, open, one of which is replaced by a
+ * rename: the descriptor and the other link keep the old file. */
+static int hardlink_open(const char *dir)
+{
+	char a[4096], b[4096], c[4096], d[4096], e[4096];
+	struct stat st;
+	int fd, bad = 0;
+
+	snprintf(a, sizeof(a), "%s/ho-a", dir);
+	snprintf(b, sizeof(b), "%s/ho-b", dir);
+	snprintf(c, sizeof(c), "%s/ho-c", dir);
+	snprintf(d, sizeof(d), "%s/ho-d", dir);
+	snprintf(e, sizeof(e), "%s/ho-e", dir);
+	if (put_file(a, "0123456789") || link(a, b) != 0 || stat(b, &st) != 0)
+		return fail("make ho-a and its link ho-b");
+	if ((fd = open(a, O_RDWR)) < 0)
+		return fail("open ho-a");
+	bad = fd_is(fd, 2, st.st_ino, "0123456789");
+	if (!bad && unlink(a) != 0)
+		bad = fail("unlink ho-a");
+	if (!bad && access(a, F_OK) == 0)
+		bad = fail("ho-a still there");
+	if (!bad)
+		bad = fd_is(fd, 1, st.st_ino, "0123456789");
+	if (!bad && pwrite(fd, "XY", 2, 0) != 2)
+		bad = fail("write through the descriptor after the unlink");
+	if (!bad)
+		bad = path_is(b, 0, "XY23456789");
+	if (!bad) {
+		int fb = open(b, O_WRONLY);
+
+		if (fb < 0 || pwrite(fb, "Z", 1, 9) != 1 || close(fb) != 0)
+			bad = fail("write through ho-b");
+	}
+	if (!bad)
+		bad = fd_is(fd, 1, st.st_ino, "XY2345678Z");
+	if (!bad && (ftruncate(fd, 4) != 0 || fchmod(fd, 0640) != 0))
+		bad = fail("ftruncate and fchmod through the descriptor");
+	if (!bad) {
+		struct stat sb;
+
+		if (stat(b, &sb) != 0 || sb.st_size != 4 ||
+		    (sb.st_mode & 07777) != 0640)
+			bad = fail("ho-b after ftruncate and fchmod (size 4, "
+				   "mode 0640)");
+	}
+	/* The last link: the file lives on for the descriptor alone. */
+	if (!bad && unlink(b) != 0)
+		bad = fail("unlink ho-b");
+	if (!bad)
+		bad = fd_is(fd, 0, st.st_ino, "XY23");
+	if (!bad && pwrite(fd, "W", 1, 4) != 1)
+		bad = fail("write after the last unlink");
+	if (!bad)
+		bad = fd_is(fd, 0, st.st_ino, "XY23W");
+	close(fd);
+	if (bad)
+		return bad;
+
+	/* rename over one link of an open file */
+	if (put_file(c, "old") || link(c, d) != 0 || put_file(e, "new") ||
+	    stat(c, &st) != 0)
+		return fail("make ho-c, its link ho-d, and ho-e");
+	if ((fd = open(c, O_RDWR)) < 0)
+		return fail("open ho-c");
+	if (rename(e, c) != 0)
+		bad = fail("rename ho-e over ho-c");
+	if (!bad)
+		bad = path_is(c, 0, "new") || path_is(d, 0, "old");
+	if (!bad)
+		bad = fd_is(fd, 1, st.st_ino, "old");
+	if (!bad && pwrite(fd, "OLD", 3, 0) != 3)
+		bad = fail("write through the descriptor after the rename");
+	if (!bad)
+		bad = path_is(d, 0, "OLD");
+	close(fd);
+	if (!bad && (unlink(c) != 0 || unlink(d) != 0))
+		bad = fail("unlink ho-c and ho-d");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "dump-store") == 0)
@@ -805,6 +967,10 @@ int main(int argc, char **argv)
 		return unix_socket(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "dtypes") == 0)
 		return dtypes(argv[2]);
+	if (argc == 4 && strcmp(argv[1], "link") == 0)
+		return link_errno(argv[2], argv[3]);
+	if (argc == 3 && strcmp(argv[1], "hardlink-open") == 0)
+		return hardlink_open(argv[2]);
 	fprintf(stderr, "usage: see the opening comment of tests/fuse/probe.c\n");
 	return 2;
 }
