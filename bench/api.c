@@ -18,9 +18,9 @@
  *     alternating), timed apart;
  *   update_1, update_2, update_4, update_8: kt_put of a new 100-byte value,
  *     through the first path, into items with 1, 2, 4 and 8 paths (groups
- *     of min(N, 10^4) items under /p1, /p2, /p4, /p8), in rounds of 1000
- *     random items per group, the same items in each group, the order of
- *     the groups rotating from round to round;
+ *     of -k items, by default min(N, 10^4), under /p1, /p2, /p4, /p8), in
+ *     rounds of 1000 random items per group, the same items in each group,
+ *     the order of the groups rotating from round to round;
  *
  * and the bytes on disk before and after the links:
  *
@@ -296,9 +296,10 @@ static int do_delete(run *r)
 static const int group_paths[] = {1, 2, 4, 8};
 #define NGROUPS (sizeof(group_paths) / sizeof(group_paths[0]))
 
+/* Items per group: -k, by default min(N, 10^4). */
 static long group_items(const run *r)
 {
-	return r->p->n < 10000 ? r->p->n : 10000;
+	return r->p->nlinks;
 }
 
 static BENCH_NOINLINE int alias_link(run *r, long i)
@@ -578,6 +579,10 @@ int main(int argc, char **argv)
 	}
 	if (p.nlinks < 0)
 		p.nlinks = p.n < 10000 ? p.n : 10000;
+	if (what != NULL && p.nlinks == 0) {
+		usage();
+		return 2;
+	}
 	if (r.label == NULL)
 		r.label = ename;
 	r.p = &p;
