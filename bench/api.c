@@ -7,11 +7,31 @@
  *   api  WORKLOAD  LABEL  N  OPS  SECONDS
  *   disk LABEL  N  BYTES  ITEMS
  *
+ * With -w alias it runs the alias workloads instead (engines with aliases
+ * only: keytree), on a store of their own holding the same data set:
+ *
+ *   link: give each of the N items a further path /sA/uB/vC/iD (the same
+ *     length and depth as its first, /tA/uB/vC/iD), in a random order;
+ *   get_primary, get_alias: random gets of the same items in the same
+ *     order, through the first path and through the alias, in alternating
+ *     blocks of 1000 (each block read both ways, which goes first
+ *     alternating), timed apart;
+ *   update_1, update_2, update_4, update_8: kt_put of a new 100-byte value,
+ *     through the first path, into items with 1, 2, 4 and 8 paths (groups
+ *     of -k items, by default min(N, 10^4), under /p1, /p2, /p4, /p8), in
+ *     rounds of 1000 random items per group, the same items in each group,
+ *     the order of the groups rotating from round to round;
+ *
+ * and the bytes on disk before and after the links:
+ *
+ *   adisk LABEL  N  BYTES_BEFORE  BYTES_AFTER  ALIASES
+ *
  * A run is one repetition on a fresh directory; bench/run repeats it and
  * takes medians.  Operations come in a seeded pseudo-random order that is
  * the same for every engine.  Nothing here asserts a timing.
  *
  * Example: kt_bench_api -e keytree -d /tmp/x -n 10000 -b 10000
+ *          kt_bench_api -e keytree -w alias -d /tmp/y -n 10000
  */
 #include <errno.h>
 #include <ftw.h>
@@ -58,6 +78,21 @@ void bench_item_path(char *buf, long i)
 {
 	snprintf(buf, BENCH_PATH_MAX, "/t%ld/u%ld/v%ld/i%ld", i / 10000,
 		 (i / 100) % 100, (i / 10) % 10, i % 10);
+}
+
+/* An item's alias: another top-level directory, the same length. */
+void bench_alias_path(char *buf, long i)
+{
+	snprintf(buf, BENCH_PATH_MAX, "/s%ld/u%ld/v%ld/i%ld", i / 10000,
+		 (i / 100) % 100, (i / 10) % 10, i % 10);
+}
+
+/* Path @p m (0 the first) of item @p j in the group of items with @p k
+ * paths. */
+void bench_paths_path(char *buf, int k, int m, long j)
+{
+	snprintf(buf, BENCH_PATH_MAX, "/p%d/a%d/d%ld/i%ld", k, m, j / 100,
+		 j % 100);
 }
 
 void bench_big_name(char *buf, long j)
@@ -140,13 +175,13 @@ static void report(const run *r, const char *wl, double ops, double secs)
 	fflush(stdout);
 }
 
-static int do_insert(run *r)
+/* 0 .. n-1 in a seeded random order (free it), or NULL. */
+static long *shuffled(long n)
 {
-	long n = r->p->n, i, *perm = malloc(sizeof(long) * (size_t)n);
-	double t0;
+	long i, *perm = malloc(sizeof(long) * (size_t)(n > 0 ? n : 1));
 
 	if (perm == NULL)
-		return bench_fail("insert", "out of memory");
+		return NULL;
 	for (i = 0; i < n; i++)
 		perm[i] = i;
 	for (i = n - 1; i > 0; i--) {
@@ -154,6 +189,16 @@ static int do_insert(run *r)
 		perm[i] = perm[j];
 		perm[j] = t;
 	}
+	return perm;
+}
+
+static int do_insert(run *r)
+{
+	long n = r->p->n, i, *perm = shuffled(n);
+	double t0;
+
+	if (perm == NULL)
+		return bench_fail("insert", "out of memory");
 	t0 = now();
 	for (i = 0; i < n; i++)
 		if (r->e->put(r->ctx, perm[i]) != 0) {
@@ -240,6 +285,215 @@ static int do_delete(run *r)
 	return 0;
 }
 
+/* ------------------------------------------------------------ aliases */
+
+/* Each timed alias operation goes through a function of its own, named
+ * alias_<workload>, so that bench/instructions can count it alone
+ * (callgrind --toggle-collect); noinline keeps the names in the profile. */
+#define BENCH_NOINLINE __attribute__((noinline))
+
+/* The groups of the update workload: items with this many paths. */
+static const int group_paths[] = {1, 2, 4, 8};
+#define NGROUPS (sizeof(group_paths) / sizeof(group_paths[0]))
+
+/* Items per group: -k, by default min(N, 10^4). */
+static long group_items(const run *r)
+{
+	return r->p->nlinks;
+}
+
+static BENCH_NOINLINE int alias_link(run *r, long i)
+{
+	char from[BENCH_PATH_MAX], to[BENCH_PATH_MAX];
+
+	bench_item_path(from, i);
+	bench_alias_path(to, i);
+	return r->e->link(r->ctx, from, to);
+}
+
+static BENCH_NOINLINE int alias_get_primary(run *r, long i)
+{
+	char path[BENCH_PATH_MAX];
+
+	bench_item_path(path, i);
+	return r->e->get_path(r->ctx, path);
+}
+
+static BENCH_NOINLINE int alias_get_alias(run *r, long i)
+{
+	char path[BENCH_PATH_MAX];
+
+	bench_alias_path(path, i);
+	return r->e->get_path(r->ctx, path);
+}
+
+static int update_in(run *r, int k, long j, long v)
+{
+	char path[BENCH_PATH_MAX];
+
+	bench_paths_path(path, k, 0, j);
+	return r->e->put_path(r->ctx, path, v);
+}
+
+static BENCH_NOINLINE int alias_update_1(run *r, long j, long v)
+{
+	return update_in(r, 1, j, v);
+}
+
+static BENCH_NOINLINE int alias_update_2(run *r, long j, long v)
+{
+	return update_in(r, 2, j, v);
+}
+
+static BENCH_NOINLINE int alias_update_4(run *r, long j, long v)
+{
+	return update_in(r, 4, j, v);
+}
+
+static BENCH_NOINLINE int alias_update_8(run *r, long j, long v)
+{
+	return update_in(r, 8, j, v);
+}
+
+static int (*const group_update[])(run *, long, long) = {
+	alias_update_1, alias_update_2, alias_update_4, alias_update_8};
+
+/* Give every item its alias, in a random order (timed). */
+static int do_link(run *r)
+{
+	long n = r->p->n, i, *perm = shuffled(n);
+	double t0;
+
+	if (perm == NULL)
+		return bench_fail("link", "out of memory");
+	t0 = now();
+	for (i = 0; i < n; i++)
+		if (alias_link(r, perm[i]) != 0) {
+			free(perm);
+			return -1;
+		}
+	report(r, "link", (double)n, now() - t0);
+	free(perm);
+	return 0;
+}
+
+/* Gets through the first path and through the alias: the same items in
+ * the same order, block by block, each timed apart. */
+static int do_alias_gets(run *r)
+{
+	long idx[1000], done = 0, b, k;
+	double t[2] = {0, 0};
+
+	for (b = 0; done < r->gets || t[0] < r->min_time ||
+		    t[1] < r->min_time;
+	     b++) {
+		int pass;
+
+		for (k = 0; k < 1000; k++)
+			idx[k] = (long)(rnd() % (uint64_t)r->p->n);
+		for (pass = 0; pass < 2; pass++) {
+			int alias = (int)((b + pass) & 1);
+			double t0 = now();
+
+			for (k = 0; k < 1000; k++)
+				if ((alias ? alias_get_alias(r, idx[k])
+					   : alias_get_primary(r, idx[k])) != 0)
+					return -1;
+			t[alias] += now() - t0;
+		}
+		done += 1000;
+	}
+	report(r, "get_primary", (double)done, t[0]);
+	report(r, "get_alias", (double)done, t[1]);
+	return 0;
+}
+
+/* The groups of items with 1, 2, 4 and 8 paths (untimed). */
+static int fill_groups(run *r)
+{
+	long m = group_items(r), j;
+	size_t g;
+	int a;
+
+	for (g = 0; g < NGROUPS; g++)
+		for (j = 0; j < m; j++) {
+			char first[BENCH_PATH_MAX], more[BENCH_PATH_MAX];
+
+			bench_paths_path(first, group_paths[g], 0, j);
+			if (r->e->put_path(r->ctx, first, j) != 0)
+				return -1;
+			for (a = 1; a < group_paths[g]; a++) {
+				bench_paths_path(more, group_paths[g], a, j);
+				if (r->e->link(r->ctx, first, more) != 0)
+					return -1;
+			}
+		}
+	return 0;
+}
+
+/* Updates of the groups' items, in rounds: the same 1000 random items of
+ * each group, the groups in an order that rotates by round. */
+static int do_updates(run *r)
+{
+	long m = group_items(r), idx[1000], done = 0, want, round, k;
+	double t[NGROUPS] = {0};
+	size_t g, q;
+	int more = 1;
+
+	want = r->gets / 10 > 1000 ? r->gets / 10 : 1000;
+	for (round = 0; more; round++) {
+		for (k = 0; k < 1000; k++)
+			idx[k] = (long)(rnd() % (uint64_t)m);
+		for (q = 0; q < NGROUPS; q++) {
+			double t0;
+
+			g = ((size_t)round + q) % NGROUPS;
+			t0 = now();
+			for (k = 0; k < 1000; k++)
+				if (group_update[g](r, idx[k],
+						    idx[k] + round + 1) != 0)
+					return -1;
+			t[g] += now() - t0;
+		}
+		done += 1000;
+		more = done < want;
+		for (g = 0; g < NGROUPS; g++)
+			more |= t[g] < r->min_time;
+	}
+	for (g = 0; g < NGROUPS; g++) {
+		char wl[32];
+
+		snprintf(wl, sizeof(wl), "update_%d", group_paths[g]);
+		report(r, wl, (double)done, t[g]);
+	}
+	return 0;
+}
+
+/* The alias workloads, on a fresh store (see the top of this file). */
+static int run_alias(run *r)
+{
+	uint64_t before;
+	long i;
+
+	for (i = 0; i < r->p->n; i++)
+		if (r->e->put(r->ctx, i) != 0)
+			return -1;
+	if (r->e->reopen(r->ctx) != 0)
+		return -1;
+	before = bench_disk_bytes(r->p->dir);
+	if (do_link(r) != 0 || r->e->reopen(r->ctx) != 0)
+		return -1;
+	printf("adisk\t%s\t%ld\t%llu\t%llu\t%ld\n", r->label, r->p->n,
+	       (unsigned long long)before,
+	       (unsigned long long)bench_disk_bytes(r->p->dir), r->p->n);
+	if (do_alias_gets(r) != 0 || fill_groups(r) != 0 ||
+	    r->e->reopen(r->ctx) != 0 || do_updates(r) != 0)
+		return -1;
+	if (r->p->check && r->e->check(r->ctx) != 0)
+		return -1;
+	return r->e->reopen(r->ctx);
+}
+
 static const bench_engine *engine_named(const char *name)
 {
 	static const bench_engine *const all[] = {&bench_keytree, &bench_floor,
@@ -258,21 +512,21 @@ static void usage(void)
 		"usage: kt_bench_api -e keytree|floor|sqlite|fs -d DIR -n N "
 		"[-b NBIG] [-k NLINKS]\n"
 		"                    [-g GETS] [-m MIN_SECONDS] [-l LABEL] "
-		"[-s SEED] [-c]\n");
+		"[-s SEED] [-c] [-w alias]\n");
 }
 
 int main(int argc, char **argv)
 {
 	bench_params p = {0};
 	run r = {0};
-	const char *ename = NULL;
+	const char *ename = NULL, *what = NULL;
 	int opt, rc = 1;
 
 	p.nbig = 10000;
 	p.nlinks = -1;
 	r.min_time = 0.3;
 	r.gets = 100000;
-	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:c")) != -1) {
+	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:cw:")) != -1) {
 		switch (opt) {
 		case 'e':
 			ename = optarg;
@@ -304,18 +558,31 @@ int main(int argc, char **argv)
 		case 'c':
 			p.check = 1;
 			break;
+		case 'w':
+			what = optarg;
+			break;
 		default:
 			usage();
 			return 2;
 		}
 	}
 	if (ename == NULL || p.dir == NULL || p.n <= 0 || p.nbig <= 0 ||
-	    (r.e = engine_named(ename)) == NULL) {
+	    (r.e = engine_named(ename)) == NULL ||
+	    (what != NULL && strcmp(what, "alias") != 0)) {
 		usage();
+		return 2;
+	}
+	if (what != NULL && (r.e->link == NULL || r.e->get_path == NULL ||
+			     r.e->put_path == NULL || r.e->check == NULL)) {
+		fprintf(stderr, "kt_bench_api: %s has no aliases\n", ename);
 		return 2;
 	}
 	if (p.nlinks < 0)
 		p.nlinks = p.n < 10000 ? p.n : 10000;
+	if (what != NULL && p.nlinks == 0) {
+		usage();
+		return 2;
+	}
 	if (r.label == NULL)
 		r.label = ename;
 	r.p = &p;
@@ -325,6 +592,10 @@ int main(int argc, char **argv)
 	}
 	if (r.e->open(&r.ctx, &p) != 0)
 		return 1;
+	if (what != NULL) {
+		rc = run_alias(&r) != 0;
+		goto out;
+	}
 	if (do_insert(&r) != 0 || r.e->reopen(r.ctx) != 0)
 		goto out;
 	printf("disk\t%s\t%ld\t%llu\t%ld\n", r.label, p.n,

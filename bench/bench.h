@@ -7,6 +7,11 @@
  * directory), a directory /big with a large number of items, and a
  * directory /l of symbolic links to items.  The driver times the same
  * operations, in the same (seeded) order, on each engine.
+ *
+ * The alias workloads (kt_bench_api -w alias) run on a store of their own
+ * and only on engines with the alias functions (keytree): the N items,
+ * each given one further path /sA/uB/vC/iD (kt_link), and groups of items
+ * with 1, 2, 4 and 8 paths under /pK.
  */
 #ifndef KT_BENCH_H
 #define KT_BENCH_H
@@ -43,6 +48,17 @@ typedef struct bench_engine {
 	int (*rename)(void *ctx, const char *from, const char *to);
 	long (*delete_all)(void *ctx); /**< remove every top-level dir */
 	void (*close)(void *ctx);
+	/* The alias workloads; NULL where the engine has no aliases. */
+	/** Write item i's value (or another, @p i being any number) at
+	 * @p path, creating the item or replacing the value of the one
+	 * there, through any of its paths. */
+	int (*put_path)(void *ctx, const char *path, long i);
+	/** Give the node at @p existing the further path @p newpath. */
+	int (*link)(void *ctx, const char *existing, const char *newpath);
+	/** Read the value at @p path (BENCH_VALUE_LEN bytes). */
+	int (*get_path)(void *ctx, const char *path);
+	/** Verify the store's rows (with -c), or NULL. */
+	int (*check)(void *ctx);
 } bench_engine;
 
 extern const bench_engine bench_keytree;
@@ -56,6 +72,8 @@ void bench_item_dir(char *buf, long i);
 void bench_item_name(char *buf, long i);
 void bench_big_name(char *buf, long j);
 void bench_link_name(char *buf, long k);
+void bench_alias_path(char *buf, long i);
+void bench_paths_path(char *buf, int k, int m, long j);
 long bench_link_target(const bench_params *p, long k);
 const unsigned char *bench_value(long i);
 long bench_top_dirs(const bench_params *p);

@@ -237,6 +237,52 @@ static long k_delete_all(void *ctx)
 	return rc == KT_ITEROVER ? n : -1;
 }
 
+static int k_put_path(void *ctx, const char *path, long i)
+{
+	kctx *c = ctx;
+
+	if (kt_put(c->st, path, bench_value(i), BENCH_VALUE_LEN, NULL) != 0)
+		return kt_fail("kt_put");
+	return 0;
+}
+
+static int k_link(void *ctx, const char *existing, const char *newpath)
+{
+	kctx *c = ctx;
+
+	if (kt_link(c->st, existing, newpath) != 0)
+		return kt_fail("kt_link");
+	return 0;
+}
+
+static int k_get_path(void *ctx, const char *path)
+{
+	return k_read(ctx, path);
+}
+
+static int k_violation(const char *what, void *payload)
+{
+	(void)payload;
+	fprintf(stderr, "kt_bench_api: keytree: kt_check: %s\n", what);
+	return 0;
+}
+
+/* kt_check of the whole store: with aliases, it verifies that every path
+ * of a node holds the same node row and that the counts agree. */
+static int k_check(void *ctx)
+{
+	kctx *c = ctx;
+	size_t bad = 0;
+
+	if (kt_check(&bad, c->st, k_violation, NULL) == 0)
+		return 0;
+	if (bad == 0)
+		return kt_fail("kt_check");
+	fprintf(stderr, "kt_bench_api: keytree: kt_check found %zu "
+		"violations\n", bad);
+	return -1;
+}
+
 static void k_close(void *ctx)
 {
 	kctx *c = ctx;
@@ -259,4 +305,8 @@ const bench_engine bench_keytree = {
 	.rename = k_rename,
 	.delete_all = k_delete_all,
 	.close = k_close,
+	.put_path = k_put_path,
+	.link = k_link,
+	.get_path = k_get_path,
+	.check = k_check,
 };
