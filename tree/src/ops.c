@@ -588,6 +588,8 @@ static int op_mkdir(kt__tx *tx, const kt__op *op)
 					     SHOW(a, op->path));
 		} else {
 			rc = kt__item_to_dir(tx, r.path.p, r.path.len, &r.node);
+			if (rc == KT_EPERM)
+				kt__err_prefix("mkdir '%s'", SHOW(a, op->path));
 		}
 	} else {
 		rc = kt__make_node(tx, r.path.p, r.path.len, KT_KIND_DIR,

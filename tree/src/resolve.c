@@ -239,6 +239,11 @@ static int walk_run(kt__res *r, kt__rd *rd, walk *w, const char *path,
 				rc = kt__item_to_dir(rd->tx, w->cur.p,
 						     w->cur.len, &n);
 				kt__node_free(&n);
+				if (rc == KT_EPERM)
+					kt__err_prefix("%s '%s'", op,
+						       kt__show(a, sizeof(a),
+								path,
+								strlen(path)));
 				if (rc != 0)
 					return rc;
 				continue;
