@@ -177,8 +177,8 @@ int cmd_dump(int argc, char **argv)
 	const kt_entry *e;
 	cli_progress pr;
 	kt_statbuf sb;
-	json_t *firsts = json_object();
-	char *path, *cur = NULL;
+	json_t *firsts = NULL;
+	char *path = NULL, *cur = NULL;
 	uint64_t n = 0;
 	int c, rc, root;
 
@@ -191,6 +191,11 @@ int cmd_dump(int argc, char **argv)
 				 argv[optind + 1]);
 	if ((rc = cli_open(&st, 0)) != CLI_OK)
 		return rc;
+	/* First path seen per node id, to write the others as aliases. */
+	if ((firsts = json_object()) == NULL) {
+		rc = cli_fail("dump", KT_ENOMEM);
+		goto out;
+	}
 	path = cli_path(optind < argc ? argv[optind] : "/");
 	root = strcmp(path, "/") == 0;
 	/* A subtree scan of nothing finds nothing; say so instead. */
