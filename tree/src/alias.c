@@ -178,8 +178,8 @@ int kt__node_put_all(kt__tx *tx, kt__node *n)
 	size_t i;
 	int rc;
 
-	n->version = kt__tx_version(tx);
-	if ((rc = kt__paths_get(&ps, &rd, n->id)) != 0)
+	if ((rc = kt__tx_version(tx, &n->version)) != 0 ||
+	    (rc = kt__paths_get(&ps, &rd, n->id)) != 0)
 		return rc;
 	if (ps.n != (n->nlink > 1 ? n->nlink : 1))
 		rc = kt__err(KT_ECORRUPT, "node %llu has link count %u but %zu "

@@ -761,12 +761,24 @@ int kt_batch_setattr(kt_batch *b, const char *path,
 	return batch_add(b, &op);
 }
 
+static int batch_apply(kt__tx *tx, void *arg)
+{
+	kt_batch *b = arg;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < b->n && rc == 0; i++) {
+		rc = kt__op_apply(tx, &b->ops[i]);
+		if (rc != 0)
+			kt__err_prefix("batch operation %zu (%s)", i + 1,
+				       kt__op_name(b->ops[i].type));
+	}
+	return rc;
+}
+
 int kt_batch_commit(kt_batch *b)
 {
 	kt_store *st;
-	kt__tx tx;
-	size_t i;
-	int rc = 0;
 
 	if (b == NULL)
 		return kt__err(KT_EINVAL, "batch_commit: NULL batch");
@@ -778,18 +790,6 @@ int kt_batch_commit(kt_batch *b)
 	if (st->read_only)
 		return kt__err(KT_EREADONLY, "batch_commit: the store was "
 			       "opened read-only");
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	for (i = 0; i < b->n && rc == 0; i++) {
-		rc = kt__op_apply(&tx, &b->ops[i]);
-		if (rc != 0)
-			kt__err_prefix("batch operation %zu (%s)", i + 1,
-				       kt__op_name(b->ops[i].type));
-	}
-	if (rc == 0)
-		rc = kt__tx_commit(&tx);
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
-	return rc;
+	return kt__tx_run(st, batch_apply, b);
 }
 

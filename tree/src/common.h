@@ -34,6 +34,11 @@ void kt__buf_free(kt__buf *b);
 /* Hand the buffer's memory to the caller (never NULL on success). */
 char *kt__buf_detach(kt__buf *b, size_t *len);
 
+/* Internal status, never returned by a public call: a guarded commit saw
+ * that something its transaction read has changed since (rows.h); the
+ * operation runs again. */
+#define KT__ERETRY (-1000)
+
 /* Record this thread's error message and return @p code. */
 int kt__err(int code, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

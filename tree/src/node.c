@@ -407,8 +407,9 @@ int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n)
 
 	if (n->nlink > 1)
 		return kt__node_put_all(tx, n);
-	n->version = kt__tx_version(tx);
-	rc = kt__enc_node(&part, &tx->st->delim, p, len);
+	rc = kt__tx_version(tx, &n->version);
+	if (rc == 0)
+		rc = kt__enc_node(&part, &tx->st->delim, p, len);
 	if (rc == 0)
 		rc = kt__node_encode(&val, n);
 	if (rc == 0)

@@ -1254,19 +1254,16 @@ int kt__op_apply(kt__tx *tx, const kt__op *op)
 	return kt__err(KT_EINVAL, "unknown operation %d", op->type);
 }
 
+static int op_apply_fn(kt__tx *tx, void *arg)
+{
+	return kt__op_apply(tx, arg);
+}
+
 int kt__op_run(kt_store *st, const kt__op *op)
 {
-	kt__tx tx;
 	int rc;
 
 	if ((rc = kt__op_validate(st, op)) != 0)
 		return rc;
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	rc = kt__op_apply(&tx, op);
-	if (rc == 0)
-		rc = kt__tx_commit(&tx);
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
-	return rc;
+	return kt__tx_run(st, op_apply_fn, (void *)op);
 }

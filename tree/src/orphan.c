@@ -40,7 +40,8 @@ static int orphan_put(kt__tx *tx, kt__node *n)
 	kt__buf v = {0};
 	int rc;
 
-	n->version = kt__tx_version(tx);
+	if ((rc = kt__tx_version(tx, &n->version)) != 0)
+		return rc;
 	kt__put64be(k, n->id);
 	rc = kt__node_encode(&v, n);
 	if (rc == 0)

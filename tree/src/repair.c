@@ -773,19 +773,16 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 		rc = fix_orphans(&f, &r);
 	if (rc == 0)
 		rc = fix_stray_ids(&f, &r);
-	if (rc == 0 && f.max_id >= f.tx.id_limit) {
-		fixed(&f, "raised the id counter above %llu",
-		      (unsigned long long)f.max_id);
-		f.tx.next_id = f.max_id + 1;
-		f.tx.id_limit = f.max_id + 1;
-		f.tx.alloc_dirty = 1;
-	}
-	if (rc == 0 && f.max_ver >= f.tx.ver_limit) {
-		fixed(&f, "raised the version counter above %llu",
-		      (unsigned long long)f.max_ver);
-		f.tx.next_ver = f.max_ver + 1;
-		f.tx.ver_limit = f.max_ver + 1;
-		f.tx.alloc_dirty = 1;
+	if (rc == 0) {
+		int raised = 0;
+		rc = kt__tx_counters_raise(&f.tx, f.max_id + 1,
+					   f.max_ver + 1, &raised);
+		if (raised & 1)
+			fixed(&f, "raised the id counter above %llu",
+			      (unsigned long long)f.max_id);
+		if (raised & 2)
+			fixed(&f, "raised the version counter above %llu",
+			      (unsigned long long)f.max_ver);
 	}
 	if (rc == 0)
 		rc = kt__tx_commit(&f.tx);

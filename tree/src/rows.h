@@ -13,11 +13,23 @@
  * across partitions is the byte order of the partition key, a partition
  * sorting before any partition it is a proper prefix of.
  *
+ * A commit is guarded: it carries the snapshot its transaction read from
+ * and what it read there (rows, and the part of each scan it consumed),
+ * and the engine applies it only if all of that is still the same in the
+ * latest state; otherwise it applies nothing and says KT__ERETRY, and the
+ * operation runner (ops.c) runs the operation again from the start.  This
+ * is optimistic concurrency control, and it is what keeps the tree correct
+ * when several processes (or, on a distributed engine, several hosts)
+ * write one store: nothing relies on an in-process lock.
+ *
  * An engine that is atomic only within one partition (Ceph RADOS: one
  * object per partition, its omap holding the sort keys) applies a batch
  * partition by partition in the order given; the tree logic emits writes so
  * that the row making a change visible comes last.  LevelDB (rows_leveldb.c,
  * the only file that includes <leveldb/c.h>) commits the batch at once.
+ * A process that finds the store held by another reaches it through the
+ * remote engine (rows_remote.c), which forwards every call of this
+ * interface to the holder (server.c).
  */
 #ifndef KT_ROWS_H
 #define KT_ROWS_H
@@ -57,6 +69,31 @@ typedef struct kt__scan {
 	unsigned int flags;
 } kt__scan;
 
+/* A condition of a guarded commit: something the transaction read at its
+ * snapshot, which must read the same in the latest state. */
+typedef struct kt__cond {
+	int kind;        /* KT__COND_ROW or KT__COND_SCAN */
+	kt__slice part;  /* ROW: the row read (present or absent) */
+	kt__slice sort;
+	kt__scan how;    /* SCAN: the scan, as it was started */
+	uint64_t nrows;  /* SCAN: rows the engine's cursor returned */
+	int complete;    /* SCAN: and then KT_ITEROVER (no further row) */
+} kt__cond;
+
+#define KT__COND_ROW 1
+#define KT__COND_SCAN 2
+
+/* A commit: writes in the order to apply them, and what they depend on. */
+typedef struct kt__commit {
+	const kt__write *w;
+	size_t nw;
+	/* The snapshot the conditions were read at; NULL: unconditional. */
+	const kt__snap *snap;
+	const kt__cond *c;
+	size_t nc;
+	int sync; /* durable on disk before returning */
+} kt__commit;
+
 #define KT__SCAN_PREFIX 0x01u  /* every partition starting with part */
 #define KT__SCAN_REVERSE 0x02u /* descending (single partition only) */
 #define KT__SCAN_AFTER 0x04u   /* single partition: sort keys after 'after' */
@@ -73,7 +110,14 @@ typedef struct kt__rows_ops {
 	void (*cursor_free)(kt__cursor *c);
 	int (*snapshot)(kt__snap **out, kt__rows *r);
 	void (*snapshot_free)(kt__rows *r, kt__snap *snap);
-	int (*commit)(kt__rows *r, const kt__write *w, size_t n, int sync);
+	/* Apply every write of cm if every condition holds: a ROW condition
+	 * holds if the row is the same (same value, or absent in both) in
+	 * the latest state as in cm->snap; a SCAN condition if the scan,
+	 * run on the latest state, returns the same first nrows rows (keys
+	 * and values) as on cm->snap, and, when complete, no row after
+	 * them.  0: applied; KT__ERETRY: a condition failed, nothing was
+	 * applied; any other error: nothing was applied either. */
+	int (*commit)(kt__rows *r, const kt__commit *cm);
 	int (*sync)(kt__rows *r);
 	/* Is the store empty of rows altogether? 1 yes, 0 no, <0 error. */
 	int (*empty)(kt__rows *r);

@@ -14,6 +14,7 @@
  * checksums, so damaged files surface as KT_ECORRUPT, never as wrong data.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,17 @@ typedef struct kt__ldb {
 	leveldb_readoptions_t *ropts;
 	leveldb_writeoptions_t *wopts;
 	leveldb_writeoptions_t *wopts_sync;
+	/* Commits are checked and applied one at a time; seq counts them,
+	 * so a commit whose snapshot saw the latest one has nothing to
+	 * check. */
+	pthread_mutex_t cmu;
+	uint64_t seq;
 } kt__ldb;
 
 struct kt__snap {
 	const leveldb_snapshot_t *snap;
 	leveldb_readoptions_t *ropts;
+	uint64_t seq; /* commits applied when the snapshot was taken */
 };
 
 struct kt__cursor {
@@ -281,7 +288,12 @@ static int ldb_snapshot(kt__snap **out, kt__rows *r)
 	*out = NULL;
 	if (s == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
+	/* Under the commit lock, so that seq names exactly the commits the
+	 * snapshot sees. */
+	pthread_mutex_lock(&l->cmu);
 	s->snap = leveldb_create_snapshot(l->db);
+	s->seq = l->seq;
+	pthread_mutex_unlock(&l->cmu);
 	s->ropts = leveldb_readoptions_create();
 	leveldb_readoptions_set_verify_checksums(s->ropts, 1);
 	leveldb_readoptions_set_snapshot(s->ropts, s->snap);
@@ -300,7 +312,91 @@ static void ldb_snapshot_free(kt__rows *r, kt__snap *s)
 	free(s);
 }
 
-static int ldb_commit(kt__rows *r, const kt__write *w, size_t n, int sync)
+/* Is row (part, sort) the same at snapshot @p s as in the latest state?
+ * 1 yes, 0 no, or an error. */
+static int row_same(kt__ldb *l, const kt__snap *s, kt__slice part,
+		    kt__slice sort)
+{
+	kt__buf a = {0}, b = {0};
+	int ra, rb, same;
+
+	ra = ldb_get(&l->base, s, part, sort, &a);
+	rb = ra == 0 || ra == KT_ENOTFOUND
+		     ? ldb_get(&l->base, NULL, part, sort, &b)
+		     : ra;
+	if (ra != 0 && ra != KT_ENOTFOUND)
+		same = ra;
+	else if (rb != 0 && rb != KT_ENOTFOUND)
+		same = rb;
+	else
+		same = ra == rb && (ra != 0 || (a.len == b.len &&
+						(a.len == 0 ||
+						 memcmp(a.p, b.p, a.len) == 0)));
+	kt__buf_free(&a);
+	kt__buf_free(&b);
+	return same;
+}
+
+/* Does the scan of condition @p c return the same rows now as at @p s?
+ * 1 yes, 0 no, or an error. */
+static int scan_same(kt__ldb *l, const kt__snap *s, const kt__cond *c)
+{
+	kt__cursor *x = NULL, *y = NULL;
+	kt__row rx, ry;
+	uint64_t i;
+	int rc, ex, ey;
+
+	if ((rc = ldb_scan(&x, &l->base, s, &c->how)) != 0)
+		return rc;
+	if ((rc = ldb_scan(&y, &l->base, NULL, &c->how)) != 0) {
+		ldb_cursor_free(x);
+		return rc;
+	}
+	rc = 1;
+	for (i = 0; rc == 1 && (i < c->nrows || c->complete); i++) {
+		ex = ldb_next(x, &rx);
+		ey = ldb_next(y, &ry);
+		if (ex != 0 && ex != KT_ITEROVER)
+			rc = ex;
+		else if (ey != 0 && ey != KT_ITEROVER)
+			rc = ey;
+		else if (ex != ey)
+			rc = 0;
+		else if (ex == KT_ITEROVER)
+			break; /* both over: same */
+		else if (rx.part.len != ry.part.len ||
+			 rx.sort.len != ry.sort.len ||
+			 rx.value.len != ry.value.len ||
+			 memcmp(rx.part.p, ry.part.p, rx.part.len) != 0 ||
+			 (rx.sort.len &&
+			  memcmp(rx.sort.p, ry.sort.p, rx.sort.len) != 0) ||
+			 (rx.value.len &&
+			  memcmp(rx.value.p, ry.value.p, rx.value.len) != 0))
+			rc = 0;
+	}
+	ldb_cursor_free(x);
+	ldb_cursor_free(y);
+	return rc;
+}
+
+/* Do all of cm's conditions hold?  1, 0, or an error.  Caller holds cmu. */
+static int conds_hold(kt__ldb *l, const kt__commit *cm)
+{
+	size_t i;
+	int rc = 1;
+
+	if (cm->snap == NULL || cm->snap->seq == l->seq)
+		return 1; /* nothing was committed since the reads */
+	for (i = 0; i < cm->nc && rc == 1; i++) {
+		const kt__cond *c = &cm->c[i];
+		rc = c->kind == KT__COND_SCAN
+			     ? scan_same(l, cm->snap, c)
+			     : row_same(l, cm->snap, c->part, c->sort);
+	}
+	return rc;
+}
+
+static int ldb_commit(kt__rows *r, const kt__commit *cm)
 {
 	kt__ldb *l = (kt__ldb *)r;
 	leveldb_writebatch_t *wb = leveldb_writebatch_create();
@@ -309,20 +405,36 @@ static int ldb_commit(kt__rows *r, const kt__write *w, size_t n, int sync)
 	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < n && rc == 0; i++) {
-		rc = key_make(&k, w[i].part, w[i].sort);
+	for (i = 0; i < cm->nw && rc == 0; i++) {
+		const kt__write *w = &cm->w[i];
+		rc = key_make(&k, w->part, w->sort);
 		if (rc != 0)
 			break;
-		if (w[i].del)
+		if (w->del)
 			leveldb_writebatch_delete(wb, k.p, k.len);
 		else
-			leveldb_writebatch_put(wb, k.p, k.len, w[i].value.p,
-					       w[i].value.len);
+			leveldb_writebatch_put(wb, k.p, k.len, w->value.p,
+					       w->value.len);
 	}
 	if (rc == 0) {
-		leveldb_write(l->db, sync ? l->wopts_sync : l->wopts, wb, &err);
-		if (err != NULL)
-			rc = ldb_error(err, "writing to the store failed");
+		pthread_mutex_lock(&l->cmu);
+		rc = conds_hold(l, cm);
+		if (rc == 1) {
+			leveldb_write(l->db,
+				      cm->sync ? l->wopts_sync : l->wopts, wb,
+				      &err);
+			if (err != NULL)
+				rc = ldb_error(err, "writing to the store "
+					       "failed");
+			else
+				rc = 0;
+			/* A failed write may still have reached the log:
+			 * count it, so later snapshots check again. */
+			l->seq++;
+		} else if (rc == 0) {
+			rc = KT__ERETRY;
+		}
+		pthread_mutex_unlock(&l->cmu);
 	}
 	kt__buf_free(&k);
 	leveldb_writebatch_destroy(wb);
@@ -375,6 +487,7 @@ static void ldb_close(kt__rows *r)
 	leveldb_readoptions_destroy(l->ropts);
 	leveldb_writeoptions_destroy(l->wopts);
 	leveldb_writeoptions_destroy(l->wopts_sync);
+	pthread_mutex_destroy(&l->cmu);
 	free(l);
 }
 
@@ -402,6 +515,7 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	if (l == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	l->base.ops = &ldb_ops;
+	pthread_mutex_init(&l->cmu, NULL);
 	l->opts = leveldb_options_create();
 	leveldb_options_set_create_if_missing(l->opts, o->create);
 	leveldb_options_set_paranoid_checks(l->opts, 1);

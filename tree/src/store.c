@@ -76,6 +76,7 @@ static int write_initial(kt_store *st)
 	kt__tx tx;
 	kt__node root = {0};
 	kt__owner own;
+	unsigned char alloc[16];
 	int rc;
 
 	st->format = KT_FORMAT_VERSION;
@@ -87,7 +88,14 @@ static int write_initial(kt_store *st)
 	root.uid = own.uid;
 	root.gid = own.gid;
 	root.atime = root.mtime = root.ctime = tx.now;
-	rc = kt__tx_alloc_id(&tx, &root.id);
+	/* The counter row starts at 1 for both; the root's id and version
+	 * are the first of the range this handle reserves from it. */
+	kt__put64(alloc, 1);
+	kt__put64(alloc + 8, 1);
+	rc = kt__tx_put(&tx, meta_part(), kt__sl("alloc", 5),
+			kt__sl(alloc, sizeof(alloc)));
+	if (rc == 0)
+		rc = kt__tx_alloc_id(&tx, &root.id);
 	if (rc == 0)
 		rc = kt__node_put(&tx, "/", 1, &root);
 	if (rc == 0)
@@ -152,11 +160,12 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 					st->delim.len),
 			       kt__show(b, sizeof(b), want, strlen(want)));
 
+	/* The counters are checked here; the handle reserves its ranges
+	 * from them at its first write (kt__tx_alloc_id). */
 	rc = kt__rd_get(&rd, meta_part(), kt__sl("alloc", 5), &v);
 	if (rc == 0 && v.len == 16) {
-		u = (const unsigned char *)v.p;
-		st->id_limit = kt__get64(u);
-		st->ver_limit = kt__get64(u + 8);
+		st->next_id = st->id_limit = 0;
+		st->next_ver = st->ver_limit = 0;
 	} else if (rc == 0 || rc == KT_ENOTFOUND) {
 		rc = kt__err(KT_ECORRUPT, "open '%s': the counter row is "
 			     "missing or damaged", dir);
@@ -164,9 +173,6 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 	kt__buf_free(&v);
 	if (rc != 0)
 		return rc;
-	/* Anything below the persisted limits may have been used. */
-	st->next_id = st->id_limit;
-	st->next_ver = st->ver_limit;
 	return 0;
 }
 
@@ -176,9 +182,14 @@ static int read_header(kt_store *st, const char *dir, const char *want)
  * store's rows are already format 3 rows.  Then the header says so.  A
  * crash in between leaves the old format number over rows that are
  * already upgraded, and the next writable open upgrades it again. */
+static int header_put_fn(kt__tx *tx, void *arg)
+{
+	(void)arg;
+	return header_put(tx);
+}
+
 static int upgrade(kt_store *st, const char *dir)
 {
-	kt__tx tx;
 	int rc = 0;
 
 	if (st->format < 2)
@@ -188,13 +199,7 @@ static int upgrade(kt_store *st, const char *dir)
 			       st->format);
 		return rc;
 	}
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	rc = header_put(&tx);
-	if (rc == 0)
-		rc = kt__tx_commit(&tx);
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
+	rc = kt__tx_run(st, header_put_fn, NULL);
 	if (rc == 0)
 		st->format = KT_FORMAT_VERSION;
 	return rc;
@@ -270,8 +275,6 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 			memcpy(st->delim.s, d, st->delim.len + 1);
 			st->block = KT__BLOCK;
 			st->inline_max = KT__INLINE_MAX;
-			st->next_id = st->id_limit = 1;
-			st->next_ver = st->ver_limit = 1;
 			rc = write_initial(st);
 		} else if (rc == 0) {
 			rc = KT_OK; /* not empty: read its header below */

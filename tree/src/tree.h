@@ -30,6 +30,10 @@
  * one. */
 #define KT__ALLOC_CHUNK 1024
 
+/* How many times kt__tx_run() runs an operation whose commit keeps being
+ * refused because another process changed what it read. */
+#define KT__RETRY_MAX 100
+
 struct kt_store {
 	kt__rows *rows;
 	uint32_t euid, egid; /* the process's, read once at open */
@@ -40,8 +44,9 @@ struct kt_store {
 	uint32_t inline_max; /* KT__INLINE_MAX, as recorded */
 	uint32_t format;     /* the store's format version */
 
-	pthread_mutex_t wlock; /* serialises every mutation */
-	/* Protected by wlock: */
+	pthread_mutex_t wlock; /* serialises this handle's mutations */
+	/* Protected by wlock: the ranges of ids and versions this handle
+	 * has reserved (empty at open). */
 	uint64_t next_id, id_limit;
 	uint64_t next_ver, ver_limit;
 };
@@ -130,8 +135,20 @@ typedef struct kt__owner {
 	uint32_t uid, gid;
 } kt__owner;
 
+/* A scan made by a transaction: the condition its commit carries. */
+typedef struct kt__txscan {
+	kt__buf part, after, from; /* owned copies of the scan's keys */
+	unsigned int flags;
+	uint64_t nrows;
+	int complete;
+} kt__txscan;
+
 typedef struct kt__tx {
 	kt_store *st;
+	kt__snap *snap; /* every read of the transaction is made here; taken
+			   at the first read */
+	kt__txscan *scans;
+	size_t nscans, capscans;
 	kt__owner own; /* owner of nodes this transaction makes */
 	kt__txw *w;
 	size_t nw, capw;
@@ -146,11 +163,23 @@ typedef struct kt__tx {
 
 void kt__tx_init(kt__tx *tx, kt_store *st);
 void kt__tx_free(kt__tx *tx);
+/* Run @p fn in a fresh transaction under the store's writer lock and
+ * commit what it wrote; when the commit reports that another process
+ * changed what the transaction read (KT__ERETRY), run it again from the
+ * start, a bounded number of times with backoff.  @p fn must leave no
+ * effect outside the transaction but what it sets again when rerun. */
+int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg);
 int kt__tx_put(kt__tx *tx, kt__slice part, kt__slice sort, kt__slice val);
 int kt__tx_del(kt__tx *tx, kt__slice part, kt__slice sort);
 int kt__tx_commit(kt__tx *tx);
+/* A fresh node id, and a fresh version; each handle reserves ranges of
+ * them from the counter row, KT__ALLOC_CHUNK at a time. */
 int kt__tx_alloc_id(kt__tx *tx, uint64_t *id);
-uint64_t kt__tx_version(kt__tx *tx);
+int kt__tx_version(kt__tx *tx, uint64_t *v);
+/* Raise the persisted counter limits to at least @p min_id and @p min_ver
+ * (repair); @p raised gets bit 1 for ids, 2 for versions. */
+int kt__tx_counters_raise(kt__tx *tx, uint64_t min_id, uint64_t min_ver,
+			  int *raised);
 
 /* A reader: reads through a transaction's overlay (writers, holding the
  * lock), or from a snapshot or the latest state (readers). */

@@ -6,9 +6,20 @@
  * later read of the same row sees the pending value (and engine reads are
  * remembered too).  At commit the writes are put in the order the storage
  * seam asks for: see commit_cmp().  Scans merge the engine's cursor with the pending writes that fall
- * in the scanned range.  Everything runs under the store's writer lock, so
- * the engine's latest state cannot change underneath.
+ * in the scanned range.
+ *
+ * Every read of a transaction is made at one snapshot, taken at its first
+ * read, and is remembered: the rows (present or absent) as cached reads,
+ * the scans with how far the engine's cursor went.  The commit hands both
+ * to the engine as conditions, and the engine applies the writes only if
+ * none of it has changed since the snapshot (rows.h).  Within a process
+ * the writer lock serialises transactions, so they never conflict with
+ * each other; the conditions are what protects the tree from writers in
+ * other processes.  kt__tx_run() reruns an operation whose commit was
+ * refused.
  */
+#include <errno.h>
+#include <time.h>
 #include <stdlib.h>
 
 #include "tree.h"
@@ -34,9 +45,25 @@ void kt__tx_free(kt__tx *tx)
 		free(tx->w[i].key);
 		free(tx->w[i].val);
 	}
+	for (i = 0; i < tx->nscans; i++) {
+		kt__buf_free(&tx->scans[i].part);
+		kt__buf_free(&tx->scans[i].after);
+		kt__buf_free(&tx->scans[i].from);
+	}
+	free(tx->scans);
+	if (tx->snap != NULL)
+		tx->st->rows->ops->snapshot_free(tx->st->rows, tx->snap);
 	free(tx->w);
 	free(tx->hash);
 	memset(tx, 0, sizeof(*tx));
+}
+
+/* The snapshot the transaction reads at, taken at its first read. */
+static int tx_snap(kt__tx *tx)
+{
+	if (tx->snap != NULL)
+		return 0;
+	return tx->st->rows->ops->snapshot(&tx->snap, tx->st->rows);
 }
 
 static uint64_t hash_key(const char *k, size_t len)
@@ -170,33 +197,102 @@ int kt__tx_del(kt__tx *tx, kt__slice part, kt__slice sort)
 	return tx_write(tx, part, sort, kt__sl("", 0), 1, 0);
 }
 
-static int alloc_row(kt__tx *tx)
+static kt__slice meta_part(void)
 {
-	unsigned char v[16];
+	return kt__sl(KT__PART_META, strlen(KT__PART_META));
+}
 
-	kt__put64(v, tx->id_limit);
-	kt__put64(v + 8, tx->ver_limit);
-	return kt__tx_put(tx, kt__sl(KT__PART_META, strlen(KT__PART_META)),
-			  kt__sl("alloc", 5), kt__sl(v, sizeof(v)));
+/* Read the counter row, the persisted limits: every id and version below
+ * them may be in use, or reserved by a process. */
+static int counters_get(kt__tx *tx, unsigned char u[16])
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__buf v = {0};
+	int rc;
+
+	rc = kt__rd_get(&rd, meta_part(), kt__sl("alloc", 5), &v);
+	if (rc == 0 && v.len == 16)
+		memcpy(u, v.p, 16);
+	else if (rc == 0 || rc == KT_ENOTFOUND)
+		rc = kt__err(KT_ECORRUPT, "the counter row is missing or "
+			     "damaged");
+	kt__buf_free(&v);
+	return rc;
+}
+
+static int counters_put(kt__tx *tx, const unsigned char u[16])
+{
+	return kt__tx_put(tx, meta_part(), kt__sl("alloc", 5),
+			  kt__sl(u, 16));
+}
+
+/* Reserve the next KT__ALLOC_CHUNK ids (which 0) or versions (which 1)
+ * for this store handle: raise the persisted limit in this transaction.
+ * Two processes reserving at once both read the counter row, so one of
+ * their commits fails its condition and reruns: ranges never overlap.
+ * The range is the handle's once the commit lands (kt__tx_commit). */
+static int reserve(kt__tx *tx, int which)
+{
+	unsigned char u[16];
+	uint64_t lim;
+	int rc;
+
+	if ((rc = counters_get(tx, u)) != 0)
+		return rc;
+	lim = kt__get64(u + 8 * which);
+	if (lim > UINT64_MAX - 2 * KT__ALLOC_CHUNK)
+		return kt__err(KT_ECORRUPT, "the %s counter is exhausted",
+			       which ? "version" : "id");
+	if (which == 0) {
+		tx->next_id = lim;
+		tx->id_limit = lim + KT__ALLOC_CHUNK;
+	} else {
+		tx->next_ver = lim;
+		tx->ver_limit = lim + KT__ALLOC_CHUNK;
+	}
+	kt__put64(u + 8 * which, lim + KT__ALLOC_CHUNK);
+	tx->alloc_dirty = 1;
+	return counters_put(tx, u);
 }
 
 int kt__tx_alloc_id(kt__tx *tx, uint64_t *id)
 {
-	if (tx->next_id >= tx->id_limit) {
-		tx->id_limit = tx->next_id + KT__ALLOC_CHUNK;
-		tx->alloc_dirty = 1;
-	}
+	int rc;
+
+	if (tx->next_id >= tx->id_limit && (rc = reserve(tx, 0)) != 0)
+		return rc;
 	*id = tx->next_id++;
 	return 0;
 }
 
-uint64_t kt__tx_version(kt__tx *tx)
+int kt__tx_version(kt__tx *tx, uint64_t *v)
 {
-	if (tx->next_ver >= tx->ver_limit) {
-		tx->ver_limit = tx->next_ver + KT__ALLOC_CHUNK;
-		tx->alloc_dirty = 1;
+	int rc;
+
+	if (tx->next_ver >= tx->ver_limit && (rc = reserve(tx, 1)) != 0)
+		return rc;
+	*v = tx->next_ver++;
+	return 0;
+}
+
+int kt__tx_counters_raise(kt__tx *tx, uint64_t min_id, uint64_t min_ver,
+			  int *raised)
+{
+	unsigned char u[16];
+	int rc;
+
+	*raised = 0;
+	if ((rc = counters_get(tx, u)) != 0)
+		return rc;
+	if (kt__get64(u) < min_id) {
+		kt__put64(u, min_id);
+		*raised |= 1;
 	}
-	return tx->next_ver++;
+	if (kt__get64(u + 8) < min_ver) {
+		kt__put64(u + 8, min_ver);
+		*raised |= 2;
+	}
+	return *raised ? counters_put(tx, u) : 0;
 }
 
 static _Thread_local const kt__tx *ordering;
@@ -221,20 +317,68 @@ static int commit_cmp(const void *a, const void *b)
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
+static int is_counter_row(const kt__txw *w)
+{
+	return w->plen == strlen(KT__PART_META) &&
+	       memcmp(w->key, KT__PART_META, w->plen) == 0 &&
+	       w->klen == w->plen + 6 &&
+	       memcmp(w->key + w->plen + 1, "alloc", 5) == 0;
+}
+
+/* What the transaction read, as the commit's conditions: every row it
+ * read from the engine (a cached read, even one it later overwrote), and
+ * every scan. */
+static int conds_make(kt__cond **out, size_t *n, const kt__tx *tx)
+{
+	kt__cond *c;
+	size_t i, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (tx->snap == NULL)
+		return 0;
+	c = malloc((tx->nw + tx->nscans + 1) * sizeof(*c));
+	if (c == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	for (i = 0; i < tx->nw; i++) {
+		const kt__txw *w = &tx->w[i];
+		if (!w->clean)
+			continue;
+		memset(&c[k], 0, sizeof(c[k]));
+		c[k].kind = KT__COND_ROW;
+		c[k].part = kt__sl(w->key, w->plen);
+		c[k].sort = kt__sl(w->key + w->plen + 1, w->klen - w->plen - 1);
+		k++;
+	}
+	for (i = 0; i < tx->nscans; i++) {
+		const kt__txscan *sc = &tx->scans[i];
+		memset(&c[k], 0, sizeof(c[k]));
+		c[k].kind = KT__COND_SCAN;
+		c[k].how.part = kt__slb(&sc->part);
+		c[k].how.after = kt__slb(&sc->after);
+		c[k].how.from = kt__slb(&sc->from);
+		c[k].how.flags = sc->flags;
+		c[k].nrows = sc->nrows;
+		c[k].complete = sc->complete;
+		k++;
+	}
+	*out = c;
+	*n = k;
+	return 0;
+}
+
 int kt__tx_commit(kt__tx *tx)
 {
 	kt_store *st = tx->st;
 	kt__write *wv = NULL;
+	kt__cond *conds = NULL;
+	kt__commit cm;
 	size_t *order = NULL;
-	size_t i, n = 0, live = 0;
+	size_t i, n = 0, live = 0, nc = 0;
 	int rc;
 
 	if (tx->nreal == 0)
 		return 0;
-	/* The raised counter limit goes first: no row may carry an id or
-	 * version beyond what is persisted. */
-	if (tx->alloc_dirty && (rc = alloc_row(tx)) != 0)
-		return rc;
 	wv = malloc(tx->nw * sizeof(*wv));
 	order = malloc(tx->nw * sizeof(*order));
 	if (wv == NULL || order == NULL) {
@@ -242,17 +386,24 @@ int kt__tx_commit(kt__tx *tx)
 		free(order);
 		return kt__err(KT_ENOMEM, "out of memory");
 	}
-	if (tx->alloc_dirty) {
-		kt__txw *a = &tx->w[tx->nw - 1];
-		wv[n].part = kt__sl(a->key, a->plen);
-		wv[n].sort = kt__sl(a->key + a->plen + 1, a->klen - a->plen - 1);
-		wv[n].value = kt__sl(a->val, a->vlen);
-		wv[n].del = 0;
-		n++;
-	}
-	for (i = 0; i + (tx->alloc_dirty ? 1 : 0) < tx->nw; i++)
-		if (!tx->w[i].dead && !tx->w[i].clean)
+	/* A raised counter limit goes first: on an engine that applies a
+	 * batch in pieces, no row may carry an id or version beyond what
+	 * is persisted. */
+	for (i = 0; i < tx->nw; i++) {
+		kt__txw *w = &tx->w[i];
+		if (w->dead || w->clean)
+			continue;
+		if (is_counter_row(w)) {
+			wv[n].part = kt__sl(w->key, w->plen);
+			wv[n].sort = kt__sl(w->key + w->plen + 1,
+					    w->klen - w->plen - 1);
+			wv[n].value = kt__sl(w->val, w->vlen);
+			wv[n].del = w->del;
+			n++;
+		} else {
 			order[live++] = i;
+		}
+	}
 	ordering = tx;
 	qsort(order, live, sizeof(*order), commit_cmp);
 	ordering = NULL;
@@ -264,7 +415,17 @@ int kt__tx_commit(kt__tx *tx)
 		wv[n].del = w->del;
 		n++;
 	}
-	rc = st->rows->ops->commit(st->rows, wv, n, st->sync);
+	rc = conds_make(&conds, &nc, tx);
+	if (rc == 0) {
+		cm.w = wv;
+		cm.nw = n;
+		cm.snap = tx->snap;
+		cm.c = conds;
+		cm.nc = nc;
+		cm.sync = st->sync;
+		rc = st->rows->ops->commit(st->rows, &cm);
+	}
+	free(conds);
 	free(wv);
 	free(order);
 	if (rc == 0) {
@@ -274,6 +435,47 @@ int kt__tx_commit(kt__tx *tx)
 		st->ver_limit = tx->ver_limit;
 	}
 	return rc;
+}
+
+/* How long to wait before the @p attempt'th rerun: a random time up to a
+ * bound that doubles from 50 us to 20 ms, so that processes that keep
+ * colliding spread out. */
+static void backoff(unsigned int attempt, unsigned int *seed)
+{
+	long cap = 50000L << (attempt < 9 ? attempt : 9);
+	struct timespec ts;
+
+	if (cap > 20000000L)
+		cap = 20000000L;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(rand_r(seed) % cap);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
+{
+	unsigned int attempt, seed = (unsigned int)(uintptr_t)&attempt ^
+				     (unsigned int)kt__now();
+	kt__tx tx;
+	int rc = KT__ERETRY;
+
+	for (attempt = 0; attempt < KT__RETRY_MAX; attempt++) {
+		if (attempt > 0)
+			backoff(attempt, &seed);
+		pthread_mutex_lock(&st->wlock);
+		kt__tx_init(&tx, st);
+		rc = fn(&tx, arg);
+		if (rc == 0)
+			rc = kt__tx_commit(&tx);
+		kt__tx_free(&tx);
+		pthread_mutex_unlock(&st->wlock);
+		if (rc != KT__ERETRY)
+			return rc;
+	}
+	return kt__err(KT_EBUSY, "gave up after %d attempts: other processes "
+		       "kept changing what this operation reads",
+		       KT__RETRY_MAX);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -304,7 +506,10 @@ int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 			return kt__buf_set(out, w->val, w->vlen);
 		}
 	}
-	rc = r->ops->get(r, rd->snap, part, sort, out);
+	if (rd->tx != NULL && (rc = tx_snap(rd->tx)) != 0)
+		return rc;
+	rc = r->ops->get(r, rd->tx != NULL ? rd->tx->snap : rd->snap, part,
+			 sort, out);
 	/* Remember what the engine said: operations read the same rows
 	 * (a parent, say) more than once. */
 	if (rd->tx != NULL && (rc == 0 || rc == KT_ENOTFOUND)) {
@@ -326,6 +531,7 @@ struct kt__mcur {
 	size_t *ov;      /* indexes of overlay writes in range, sorted */
 	size_t nov, iov;
 	int reverse;
+	long scan; /* index of the transaction's record of this scan, or -1 */
 };
 
 static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
@@ -376,6 +582,43 @@ static void ec_advance(kt__mcur *c)
 	int rc = c->rows->ops->next(c->ec, &c->erow);
 
 	c->ec_rc = rc == 0 ? 1 : rc;
+	if (c->scan >= 0) {
+		kt__txscan *sc = &c->tx->scans[c->scan];
+		if (rc == 0)
+			sc->nrows++;
+		else if (rc == KT_ITEROVER)
+			sc->complete = 1;
+	}
+}
+
+/* Remember a scan of the transaction: its commit depends on the rows the
+ * scan returns from the engine. */
+static int scan_record(kt__tx *tx, const kt__scan *how, long *idx)
+{
+	kt__txscan *sc;
+	int rc;
+
+	if (tx->nscans == tx->capscans) {
+		size_t ncap = tx->capscans ? tx->capscans * 2 : 4;
+		kt__txscan *n = realloc(tx->scans, ncap * sizeof(*n));
+		if (n == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		tx->scans = n;
+		tx->capscans = ncap;
+	}
+	sc = &tx->scans[tx->nscans];
+	memset(sc, 0, sizeof(*sc));
+	sc->flags = how->flags;
+	if ((rc = kt__buf_set(&sc->part, how->part.p, how->part.len)) != 0 ||
+	    (rc = kt__buf_set(&sc->after, how->after.p, how->after.len)) != 0 ||
+	    (rc = kt__buf_set(&sc->from, how->from.p, how->from.len)) != 0) {
+		kt__buf_free(&sc->part);
+		kt__buf_free(&sc->after);
+		kt__buf_free(&sc->from);
+		return rc;
+	}
+	*idx = (long)tx->nscans++;
+	return 0;
 }
 
 int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how)
@@ -391,6 +634,7 @@ int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how)
 	c->rows = r;
 	c->reverse = (how->flags & KT__SCAN_REVERSE) != 0;
 	c->tx = rd->tx;
+	c->scan = -1;
 	if (rd->tx != NULL) {
 		for (i = 0; i < rd->tx->nw; i++) {
 			kt__txw *w = &rd->tx->w[i];
@@ -414,7 +658,15 @@ int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how)
 			sorting = NULL;
 		}
 	}
-	rc = r->ops->scan(&c->ec, r, rd->snap, how);
+	if (rd->tx != NULL) {
+		if ((rc = tx_snap(rd->tx)) != 0 ||
+		    (rc = scan_record(rd->tx, how, &c->scan)) != 0) {
+			kt__mcur_free(c);
+			return rc;
+		}
+	}
+	rc = r->ops->scan(&c->ec, r, rd->tx != NULL ? rd->tx->snap : rd->snap,
+			  how);
 	if (rc != 0) {
 		kt__mcur_free(c);
 		return rc;
