@@ -8,9 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "server.h"
 #include "tree.h"
+
+/* How long kt_open() of a store held by another process waits for the
+ * holder's socket to appear (a holder starting up) or for the lock to be
+ * freed (a holder going away), in steps of KT__WAIT_STEP_MS. */
+#define KT__WAIT_MS 2000
+#define KT__WAIT_STEP_MS 20
 
 #define MAGIC "keytree\0"
 #define MAGIC_LEN 8
@@ -205,6 +213,37 @@ static int upgrade(kt_store *st, const char *dir)
 	return rc;
 }
 
+/* Open the engine of the store in @p dir into st->rows: LevelDB when this
+ * process gets the lock (it becomes the holder), else the remote engine
+ * connected to the holder.  While the store is locked and nobody serves
+ * it, try both again for up to KT__WAIT_MS; then the error is LevelDB's
+ * KT_EBUSY, which names the holder. */
+static int engine_open(kt_store *st, const char *dir,
+		       const kt__leveldb_opts *lo)
+{
+	char busy[1024];
+	struct timespec ts = {0, KT__WAIT_STEP_MS * 1000000L};
+	int rc, waited;
+
+	for (waited = 0;; waited += KT__WAIT_STEP_MS) {
+		rc = kt__leveldb_open(&st->rows, dir, lo);
+		if (rc != KT_EBUSY)
+			return rc;
+		snprintf(busy, sizeof(busy), "%s", kt_errmsg());
+		rc = kt__remote_open(&st->rows, dir);
+		if (rc == 0) {
+			st->remote = 1;
+			return 0;
+		}
+		if (rc != KT_ENOTFOUND)
+			return rc;
+		if (waited >= KT__WAIT_MS)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	return kt__err(KT_EBUSY, "%s", busy);
+}
+
 int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 {
 	kt_options def = KT_OPTIONS_INIT;
@@ -257,7 +296,7 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 	st->sync = opts->sync != 0;
 	lo.create = creating;
 	lo.cache_size = opts->cache_size;
-	rc = kt__leveldb_open(&st->rows, dir, &lo);
+	rc = engine_open(st, dir, &lo);
 	if (rc == KT_ENOTFOUND)
 		rc = kt__err(KT_ENOTFOUND, "open '%s': no store there", dir);
 	/* A database with no rows at all is a creation that was cut short
@@ -284,13 +323,20 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 		rc = read_header(st, dir, opts->delimiter);
 	if (rc == 0 && !opts->read_only && st->format < KT_FORMAT_VERSION)
 		rc = upgrade(st, dir);
-	/* Orphans belonged to open files of a process that is gone. */
-	if (rc == 0 && !opts->read_only)
+	/* Orphans belonged to open files of a process that is gone; but a
+	 * client is not alone with the store, so only the holder drops
+	 * them. */
+	if (rc == 0 && !opts->read_only && !st->remote)
 		rc = kt__orphans_drop_all(st);
 	if (rc != 0) {
 		kt_close(st);
 		return rc;
 	}
+	/* The holder serves the store to other processes.  Best effort:
+	 * without a server (a read-only directory, say) they are refused
+	 * as before, with a message naming this process. */
+	if (!st->remote && kt__server_start(&st->server, st->rows, dir) != 0)
+		st->server = NULL;
 	st->read_only = opts->read_only != 0;
 	*out = st;
 	return 0;
@@ -300,6 +346,8 @@ void kt_close(kt_store *st)
 {
 	if (st == NULL)
 		return;
+	/* Clients first, then the engine they use. */
+	kt__server_stop(st->server);
 	if (st->rows != NULL)
 		st->rows->ops->close(st->rows);
 	pthread_mutex_destroy(&st->wlock);

@@ -36,6 +36,11 @@
 
 struct kt_store {
 	kt__rows *rows;
+	/* The holder serves the store to other processes (server.c); NULL
+	 * in a client, whose rows are the remote engine, or when serving
+	 * could not start. */
+	struct kt__server *server;
+	int remote; /* rows is the remote engine: another process holds */
 	uint32_t euid, egid; /* the process's, read once at open */
 	kt__delim delim;
 	int read_only;
