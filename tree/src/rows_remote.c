@@ -46,7 +46,8 @@ static int dead_err(const kt__remote *rm)
 {
 	if (rm->dead_errno == 0)
 		return kt__err(KT_EIO, "the process holding the store (pid "
-			       "%ld) has exited; open the store again",
+			       "%ld) has exited or closed it; open the store "
+			       "again",
 			       rm->pid);
 	return kt__err(KT_EIO, "lost the connection to the process holding "
 		       "the store (pid %ld): %s; open the store again",
