@@ -931,8 +931,35 @@ static int hardlink_open(const char *dir)
 	return bad;
 }
 
+/* ---- store-free ---- */
+
+/* Exit 0 when no process holds the store in @p dir (nobody has a lock on
+ * its LOCK file), 1 when one does.  kt_open() of a held store succeeds
+ * through the holder, so opening tells nothing about this. */
+static int store_free(const char *dir)
+{
+	char lock[4096];
+	struct flock fl;
+	int fd;
+
+	snprintf(lock, sizeof(lock), "%s/LOCK", dir);
+	if ((fd = open(lock, O_RDONLY | O_CLOEXEC)) < 0)
+		return fail("open LOCK");
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	if (fcntl(fd, F_GETLK, &fl) != 0) {
+		close(fd);
+		return fail("F_GETLK on LOCK");
+	}
+	close(fd);
+	return fl.l_type == F_UNLCK ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "store-free") == 0)
+		return store_free(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "dump-store") == 0)
 		return dump_store(argv[2], argv[3]);
 	if ((argc == 3 || argc == 4) && strcmp(argv[1], "dump-tree") == 0)
