@@ -210,7 +210,11 @@ typedef struct kt_options {
  * @return 0, or
  *   - KT_ENOTFOUND: no store there and create_if_missing is not set;
  *   - KT_EEXISTS: it exists and error_if_exists is set;
- *   - KT_EBUSY: another process has the store open;
+ *   - KT_EBUSY: another process holds the store and does not serve it
+ *     (an older keytree, or nothing answered on DIR/keytree.sock within
+ *     about 2 s).  A store another keytree process holds opens through
+ *     that process (docs/CONCURRENCY.md); if it later exits, every call on
+ *     the handle fails with KT_EIO and the store must be opened again;
  *   - KT_ENOTSTORE: the directory holds something that is not a keytree
  *     store (a foreign LevelDB database, or other files);
  *   - KT_EVERSION: the store has a newer format than this library reads;
