@@ -72,7 +72,7 @@ static int round_trip(kt__remote *rm, kt__buf *req, kt__buf *rep,
 	}
 	io = kt__wire_send(rm->fd, req);
 	if (io == 0 && !noreply)
-		io = kt__wire_recv(rm->fd, rep);
+		io = kt__wire_recv(rm->fd, rep, KT__FRAME_MAX);
 	if (io != 0) {
 		int e = io == 1 ? 0 : errno;
 

@@ -183,7 +183,7 @@ static int read_full(int fd, void *p, size_t len)
 	return 0;
 }
 
-int kt__wire_recv(int fd, kt__buf *b)
+int kt__wire_recv(int fd, kt__buf *b, size_t max)
 {
 	unsigned char h[4];
 	uint32_t len;
@@ -193,7 +193,7 @@ int kt__wire_recv(int fd, kt__buf *b)
 	if ((rc = read_full(fd, h, 4)) != 0)
 		return rc;
 	len = kt__get32(h);
-	if (len > KT__FRAME_MAX) {
+	if (len > max || len > KT__FRAME_MAX) {
 		errno = EPROTO;
 		return -1;
 	}
@@ -621,11 +621,12 @@ static void *conn_main(void *arg)
 	size_t i;
 	int rc;
 
-	rc = kt__wire_recv(c->fd, &req);
+	/* Nothing large is read before the caller is known. */
+	rc = kt__wire_recv(c->fd, &req, KT__HELLO_MAX);
 	if (rc == 0)
 		rc = serve_hello(c, &req, &out);
 	while (rc == 0) {
-		if (kt__wire_recv(c->fd, &req) != 0)
+		if (kt__wire_recv(c->fd, &req, KT__FRAME_MAX) != 0)
 			break;
 		/* Frames are sized by what they carry: do not keep a large
 		 * one's memory for the life of the connection. */

@@ -82,10 +82,13 @@ int kt__wire_bytes(kt__buf *b, kt__slice s);
  * (EPIPE and ECONNRESET when the peer is gone; never raises SIGPIPE). */
 int kt__wire_send(int fd, kt__buf *b);
 
-/* Receive one frame into @p b (its body only, without the length).
- * 0; 1 at a clean end of stream before a frame; -1 with errno set
- * (EPROTO for a frame over KT__FRAME_MAX or cut short). */
-int kt__wire_recv(int fd, kt__buf *b);
+/* Receive one frame of at most @p max bytes into @p b (its body only,
+ * without the length).  0; 1 at a clean end of stream before a frame; -1
+ * with errno set (EPROTO for a frame over @p max or cut short). */
+int kt__wire_recv(int fd, kt__buf *b, size_t max);
+
+/* The largest HELLO the holder reads, before it knows who is calling. */
+#define KT__HELLO_MAX 256u
 
 /* Reading a received frame: each getter sets bad (and returns 0 or an
  * empty slice) when the frame is shorter than what it asks for. */
