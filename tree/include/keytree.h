@@ -931,7 +931,10 @@ KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
  * without an index row are linked back into their parent when the parent
  * is a directory, and removed with their subtree when it is not or is
  * missing; counts are recomputed; block and attribute rows of no node are
- * removed.  @p cb is called once per repair made.
+ * removed.  @p cb is called once per repair made, after the batch of
+ * repairs has committed (a failed repair reports none, and @p nfixed is
+ * 0).  Repair reads the whole store in one step: while other processes
+ * keep writing it may give up with KT_EBUSY; run it again when they stop.
  * A node whose path is over the length or depth limit (which only a
  * rename by an older library could make) cannot be repaired: it is
  * reported through @p cb as "cannot repair: ...", not counted, and the
