@@ -342,6 +342,12 @@ KT_EXTERN int kt_setattr(kt_store *store, const char *path,
 				      equals if_version (KT_ECONFLICT) */
 #define KT_CREATE_MODE 0x08u       /**< use mode for a new node */
 #define KT_CREATE_OWNER 0x10u      /**< use uid/gid for new nodes */
+#define KT_CREATE_NEW 0x20u        /**< put, mkdir, symlink, mknod: fail
+				      with KT_EEXISTS if any node at all is
+				      at the path (a link there is not
+				      followed): the check and the create are
+				      one atomic step, also against other
+				      processes */
 
 /* Missing ancestors.  Every call that makes a node at a path makes the
  * missing directories above it, as `mkdir -p` would, in the same atomic
@@ -554,6 +560,73 @@ KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
  */
 KT_EXTERN int kt_link(kt_store *store, const char *existing,
 		      const char *newpath);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Calls by directory id and name
+ * What a filesystem needs: it knows a directory by its id (an inode
+ * number), not by a path, and another process may rename the directory at
+ * any moment.  These calls name a node as (@p dir, @p name): the child
+ * @p name of the directory whose id is @p dir.  The id is resolved inside
+ * the call's own atomic step, so the call acts on the directory wherever it
+ * is when it commits, never on a stale path.  @p name is one component:
+ * not empty, no '/', not "." or "..", within KT_NAME_MAX, without the
+ * delimiter (KT_EINVAL, KT_ENAMETOOLONG, KT_ERESERVED).  Besides each
+ * call's own errors: KT_ENOTFOUND (no node has id @p dir), KT_ENOTDIR
+ * (it is not a directory), KT_ENAMETOOLONG (the resulting path is over
+ * KT_PATH_MAX or KT_DEPTH_MAX). */
+/**@{*/
+
+#define KT_MAKE_ARGS_VERSION 1
+
+/** What kt_make_at() makes. */
+typedef struct kt_make_args {
+	unsigned int version; /**< KT_MAKE_ARGS_VERSION */
+	unsigned int kind;    /**< KT_KIND_ITEM, KT_KIND_DIR, KT_KIND_LINK
+				 or KT_KIND_SPECIAL */
+	const void *data;     /**< ITEM: the value; LINK: the target */
+	size_t len;           /**< bytes of data */
+	unsigned int type;    /**< SPECIAL: KT_TYPE_* */
+	uint64_t rdev;        /**< SPECIAL: the device number */
+	kt_create_options create; /**< mode and owner (KT_CREATE_MODE,
+				     KT_CREATE_OWNER; other flags are
+				     KT_EINVAL); version 0 means defaults */
+} kt_make_args;
+
+/** kt_lstat() of (@p dir, @p name), read from one snapshot. */
+KT_EXTERN int kt_lstat_at(kt_statbuf *st, kt_store *store, uint64_t dir,
+			  const char *name);
+
+/**
+ * Make a new node (@p dir, @p name) as @p args says, only if nothing at
+ * all has that name (KT_EEXISTS otherwise, whatever is there: the check
+ * and the create are one atomic step, also against other processes).
+ * @p st (may be NULL) receives the new node's metadata.
+ * @return 0, KT_EEXISTS, KT_EINVAL (bad args: unknown kind or type, a
+ *   link target that is empty or holds a NUL), KT_ETOOBIG,
+ *   KT_ENAMETOOLONG (a link target over KT_TARGET_MAX), KT_EREADONLY, and
+ *   the errors of every call by directory id.
+ */
+KT_EXTERN int kt_make_at(kt_statbuf *st, kt_store *store, uint64_t dir,
+			 const char *name, const kt_make_args *args);
+
+/** kt_delete() of (@p dir, @p name), with its @p flags and errors. */
+KT_EXTERN int kt_delete_at(kt_store *store, uint64_t dir, const char *name,
+			   unsigned int flags);
+
+/** kt_rename() of (@p dir, @p name) to (@p newdir, @p newname), with its
+ * @p flags and errors; both directories are resolved in the same atomic
+ * step. */
+KT_EXTERN int kt_rename_at(kt_store *store, uint64_t dir, const char *name,
+			   uint64_t newdir, const char *newname,
+			   unsigned int flags);
+
+/** kt_link() of the node with id @p id (at the path its id row names) to
+ * (@p newdir, @p newname); @p st (may be NULL) receives its metadata
+ * afterwards (the new link count).  KT_ENOTFOUND also when no node has id
+ * @p id. */
+KT_EXTERN int kt_link_at(kt_statbuf *st, kt_store *store, uint64_t id,
+			 uint64_t newdir, const char *newname);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */
@@ -862,7 +935,10 @@ KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
  * without an index row are linked back into their parent when the parent
  * is a directory, and removed with their subtree when it is not or is
  * missing; counts are recomputed; block and attribute rows of no node are
- * removed.  @p cb is called once per repair made.
+ * removed.  @p cb is called once per repair made, after the batch of
+ * repairs has committed (a failed repair reports none, and @p nfixed is
+ * 0).  Repair reads the whole store in one step: while other processes
+ * keep writing it may give up with KT_EBUSY; run it again when they stop.
  * A node whose path is over the length or depth limit (which only a
  * rename by an older library could make) cannot be repaired: it is
  * reported through @p cb as "cannot repair: ...", not counted, and the

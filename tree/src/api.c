@@ -793,3 +793,195 @@ int kt_batch_commit(kt_batch *b)
 	return kt__tx_run(st, batch_apply, b);
 }
 
+
+/* ---------------------------------------------------------------------- */
+/* Calls by directory id and name */
+
+/* "/NAME" for a call by directory id (from malloc, into *out); @p name
+ * must be one component.  The rest of its checks (length, delimiter) are
+ * those of a path of one component. */
+static int at_name(char **out, const char *name, const char *op)
+{
+	char a[KT__SHOWSZ];
+	size_t n;
+
+	*out = NULL;
+	if (name == NULL)
+		return kt__err(KT_EINVAL, "%s: name is NULL", op);
+	if (name[0] == '\0')
+		return kt__err(KT_EINVAL, "%s: the name is empty", op);
+	if (strchr(name, '/') != NULL)
+		return kt__err(KT_EINVAL, "%s '%s': a name cannot hold '/'", op,
+			       SHOW(a, name));
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return kt__err(KT_EINVAL, "%s '%s': not a name", op, name);
+	n = strlen(name);
+	if ((*out = malloc(n + 2)) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	(*out)[0] = '/';
+	memcpy(*out + 1, name, n + 1);
+	return 0;
+}
+
+int kt_lstat_at(kt_statbuf *sb, kt_store *st, uint64_t dir, const char *name)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__node d = {0};
+	kt__buf path = {0};
+	kt__res r;
+	char *rel = NULL;
+	int rc;
+
+	if (sb == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "lstat_at: NULL argument");
+	memset(sb, 0, sizeof(*sb));
+	if ((rc = at_name(&rel, name, "lstat_at")) != 0)
+		return rc;
+	/* One snapshot: the directory's path and the child agree. */
+	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
+		goto out;
+	rc = id_lookup_rd(&d, &path, &rd, dir);
+	if (rc == 0 && !(d.kind & KT_KIND_DIR))
+		rc = kt__err(KT_ENOTDIR, "lstat_at: node %llu is not a "
+			     "directory", (unsigned long long)dir);
+	if (rc == 0) {
+		if (path.len == 1)
+			path.len = 0;
+		rc = kt__buf_add(&path, rel, strlen(rel));
+	}
+	if (rc == 0 && (rc = lookup(&r, &rd, path.p, 0, "lstat")) == 0) {
+		kt__node_fill_stat(sb, st, &r.node);
+		kt__res_free(&r);
+	}
+out:
+	rd_done(&rd);
+	kt__node_free(&d);
+	kt__buf_free(&path);
+	free(rel);
+	return rc;
+}
+
+int kt_make_at(kt_statbuf *sb, kt_store *st, uint64_t dir, const char *name,
+	       const kt_make_args *args)
+{
+	kt__op op;
+	char *rel = NULL, *target = NULL;
+	int rc;
+
+	if (st == NULL || args == NULL)
+		return kt__err(KT_EINVAL, "make_at: NULL argument");
+	if (args->version != KT_MAKE_ARGS_VERSION)
+		return kt__err(KT_EINVAL, "make_at: args version %u, expected "
+			       "%d", args->version, KT_MAKE_ARGS_VERSION);
+	if (args->create.version != 0 &&
+	    (args->create.flags & ~(KT_CREATE_MODE | KT_CREATE_OWNER)))
+		return kt__err(KT_EINVAL, "make_at: only KT_CREATE_MODE and "
+			       "KT_CREATE_OWNER apply (flags 0x%x)",
+			       args->create.flags);
+	if ((rc = at_name(&rel, name, "make_at")) != 0)
+		return rc;
+	memset(&op, 0, sizeof(op));
+	op.path = rel;
+	op.at = dir;
+	op.out = sb;
+	op.has_opts = 1;
+	if (args->create.version != 0)
+		op.opts = args->create;
+	else
+		op.opts.version = KT_CREATE_OPTIONS_VERSION;
+	op.opts.flags |= KT_CREATE_NEW;
+	switch (args->kind) {
+	case KT_KIND_ITEM:
+		op.type = KT__OP_PUT;
+		op.data = args->data;
+		op.len = args->len;
+		break;
+	case KT_KIND_DIR:
+		op.type = KT__OP_MKDIR;
+		break;
+	case KT_KIND_LINK:
+		if (args->data == NULL || args->len == 0 ||
+		    memchr(args->data, '\0', args->len) != NULL) {
+			rc = kt__err(KT_EINVAL, "make_at '%s': a link target "
+				     "must be 1 or more bytes without NUL",
+				     rel + 1);
+			goto out;
+		}
+		if ((target = malloc(args->len + 1)) == NULL) {
+			rc = kt__err(KT_ENOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(target, args->data, args->len);
+		target[args->len] = '\0';
+		op.type = KT__OP_SYMLINK;
+		op.path2 = target;
+		break;
+	case KT_KIND_SPECIAL:
+		op.type = KT__OP_MKNOD;
+		op.ftype = args->type;
+		op.rdev = args->rdev;
+		break;
+	default:
+		rc = kt__err(KT_EINVAL, "make_at '%s': unknown kind %u", rel + 1,
+			     args->kind);
+		goto out;
+	}
+	rc = kt__op_run(st, &op);
+out:
+	free(rel);
+	free(target);
+	return rc;
+}
+
+int kt_delete_at(kt_store *st, uint64_t dir, const char *name,
+		 unsigned int flags)
+{
+	kt__op op;
+	char *rel = NULL;
+	int rc;
+
+	if ((rc = at_name(&rel, name, "delete_at")) != 0)
+		return rc;
+	op = op_delete(rel, flags);
+	op.at = dir;
+	rc = kt__op_run(st, &op);
+	free(rel);
+	return rc;
+}
+
+int kt_rename_at(kt_store *st, uint64_t dir, const char *name,
+		 uint64_t newdir, const char *newname, unsigned int flags)
+{
+	kt__op op;
+	char *a = NULL, *b = NULL;
+	int rc;
+
+	if ((rc = at_name(&a, name, "rename_at")) == 0 &&
+	    (rc = at_name(&b, newname, "rename_at")) == 0) {
+		op = op_rename(a, b, flags);
+		op.at = dir;
+		op.at2 = newdir;
+		rc = kt__op_run(st, &op);
+	}
+	free(a);
+	free(b);
+	return rc;
+}
+
+int kt_link_at(kt_statbuf *sb, kt_store *st, uint64_t id, uint64_t newdir,
+	       const char *newname)
+{
+	kt__op op;
+	char *b = NULL;
+	int rc;
+
+	if ((rc = at_name(&b, newname, "link_at")) != 0)
+		return rc;
+	op = op_link(NULL, b);
+	op.at = id;
+	op.at2 = newdir;
+	op.out = sb;
+	rc = kt__op_run(st, &op);
+	free(b);
+	return rc;
+}

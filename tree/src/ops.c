@@ -1105,75 +1105,79 @@ static int check_attr_name(kt_store *st, const kt__op *op)
 int kt__op_validate(kt_store *st, const kt__op *op)
 {
 	const char *name = kt__op_name(op->type);
+	const char *vpath = op->path != NULL ? op->path : "";
 	char a[KT__SHOWSZ], b[KT__SHOWSZ];
 	int rc;
 
 	if (st == NULL)
 		return kt__err(KT_EINVAL, "%s: store is NULL", name);
-	if ((rc = kt__path_check(&st->delim, op->path, name)) != 0)
+	/* An *_at call's path is "/NAME", checked like a path of one
+	 * component; NULL names the node with id at. */
+	if ((op->path != NULL || op->at == 0) &&
+	    (rc = kt__path_check(&st->delim, op->path, name)) != 0)
 		return rc;
 	if (op->has_opts && op->opts.version != KT_CREATE_OPTIONS_VERSION)
 		return kt__err(KT_EINVAL, "%s '%s': create options version %u,"
-			       " expected %d", name, SHOW(a, op->path),
+			       " expected %d", name, SHOW(a, vpath),
 			       op->opts.version, KT_CREATE_OPTIONS_VERSION);
-	if (op->has_opts && (op->opts.flags & ~0x1fu))
+	if (op->has_opts && (op->opts.flags & ~0x3fu))
 		return kt__err(KT_EINVAL, "%s '%s': unknown create flags 0x%x",
-			       name, SHOW(a, op->path), op->opts.flags);
+			       name, SHOW(a, vpath), op->opts.flags);
 	if (op->has_opts && (op->opts.flags & KT_CREATE_MODE) &&
 	    op->opts.mode > 07777)
 		return kt__err(KT_EINVAL, "%s '%s': mode %o has bits beyond "
-			       "07777", name, SHOW(a, op->path),
+			       "07777", name, SHOW(a, vpath),
 			       (unsigned)op->opts.mode);
 	switch (op->type) {
 	case KT__OP_PUT:
 	case KT__OP_WRITE:
 		if (op->data == NULL && op->len > 0)
 			return kt__err(KT_EINVAL, "%s '%s': value is NULL",
-				       name, SHOW(a, op->path));
+				       name, SHOW(a, vpath));
 		if (op->len > KT_VALUE_MAX ||
 		    (op->off != KT_APPEND &&
 		     (op->off > KT_VALUE_MAX ||
 		      op->off + op->len > KT_VALUE_MAX)))
 			return kt__err(KT_ETOOBIG, "%s '%s': the value would "
 				       "exceed the limit of %llu bytes", name,
-				       SHOW(a, op->path),
+				       SHOW(a, vpath),
 				       (unsigned long long)KT_VALUE_MAX);
 		break;
 	case KT__OP_TRUNCATE:
 		if (op->off > KT_VALUE_MAX)
 			return kt__err(KT_ETOOBIG, "truncate '%s': size %llu "
 				       "exceeds the limit of %llu bytes",
-				       SHOW(a, op->path),
+				       SHOW(a, vpath),
 				       (unsigned long long)op->off,
 				       (unsigned long long)KT_VALUE_MAX);
 		break;
 	case KT__OP_SYMLINK:
 		if (op->path2 == NULL || op->path2[0] == '\0')
 			return kt__err(KT_EINVAL, "symlink '%s': empty target",
-				       SHOW(a, op->path));
+				       SHOW(a, vpath));
 		if (strlen(op->path2) > KT_TARGET_MAX)
 			return kt__err(KT_ENAMETOOLONG, "symlink '%s': target "
 				       "of %zu bytes is over the limit of %d",
-				       SHOW(a, op->path), strlen(op->path2),
+				       SHOW(a, vpath), strlen(op->path2),
 				       KT_TARGET_MAX);
 		break;
 	case KT__OP_MKNOD:
 		if (!kt__type_valid(op->ftype))
 			return kt__err(KT_EINVAL, "mknod '%s': unknown type %u "
 				       "(expected a FIFO, socket, character "
-				       "or block device)", SHOW(a, op->path),
+				       "or block device)", SHOW(a, vpath),
 				       op->ftype);
 		if ((op->ftype == KT_TYPE_FIFO || op->ftype == KT_TYPE_SOCK) &&
 		    op->rdev != 0)
 			return kt__err(KT_EINVAL, "mknod '%s': %s has no device"
-				       " number (got %llu)", SHOW(a, op->path),
+				       " number (got %llu)", SHOW(a, vpath),
 				       kt__type_noun(op->ftype),
 				       (unsigned long long)op->rdev);
 		break;
 	case KT__OP_DELETE:
 		if (op->flags & ~15u)
 			return kt__err(KT_EINVAL, "delete '%s': unknown flags "
-				       "0x%x", SHOW(a, op->path), op->flags);
+				       "0x%x", SHOW(a, vpath), op->flags);
 		break;
 	case KT__OP_LINK:
 		if ((rc = kt__path_check(&st->delim, op->path2, name)) != 0)
@@ -1186,23 +1190,23 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 		    (op->flags & 3u) == 3u)
 			return kt__err(KT_EINVAL, "rename '%s': bad flags 0x%x "
 				       "(NOREPLACE and EXCHANGE exclude each "
-				       "other)", SHOW(a, op->path), op->flags);
+				       "other)", SHOW(a, vpath), op->flags);
 		break;
 	case KT__OP_ATTR_SET:
 		if ((rc = check_attr_name(st, op)) != 0)
 			return rc;
 		if (op->data == NULL && op->len > 0)
 			return kt__err(KT_EINVAL, "attr_set '%s': value is "
-				       "NULL", SHOW(a, op->path));
+				       "NULL", SHOW(a, vpath));
 		if (op->len > KT_ATTR_VALUE_MAX)
 			return kt__err(KT_ETOOBIG, "attr_set '%s': value of "
 				       "attribute '%s' has %zu bytes, over the "
-				       "limit of %d", SHOW(a, op->path),
+				       "limit of %d", SHOW(a, vpath),
 				       SHOW(b, op->path2), op->len,
 				       KT_ATTR_VALUE_MAX);
 		if ((op->flags & ~3u) || (op->flags & 3u) == 3u)
 			return kt__err(KT_EINVAL, "attr_set '%s': bad flags "
-				       "0x%x", SHOW(a, op->path), op->flags);
+				       "0x%x", SHOW(a, vpath), op->flags);
 		break;
 	case KT__OP_ATTR_DELETE:
 		if ((rc = check_attr_name(st, op)) != 0)
@@ -1211,24 +1215,132 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 	case KT__OP_SETATTR:
 		if (op->sa.mask & ~0x7fu)
 			return kt__err(KT_EINVAL, "setattr '%s': unknown mask "
-				       "bits 0x%x", SHOW(a, op->path),
+				       "bits 0x%x", SHOW(a, vpath),
 				       op->sa.mask);
 		if ((op->sa.mask & KT_SET_MODE) && op->sa.mode > 07777)
 			return kt__err(KT_EINVAL, "setattr '%s': mode %o has "
-				       "bits beyond 07777", SHOW(a, op->path),
+				       "bits beyond 07777", SHOW(a, vpath),
 				       (unsigned)op->sa.mode);
 		if (op->flags & ~KT_NOFOLLOW)
 			return kt__err(KT_EINVAL, "setattr '%s': unknown flags"
-				       " 0x%x", SHOW(a, op->path), op->flags);
+				       " 0x%x", SHOW(a, vpath), op->flags);
 		break;
 	}
 	if (st->read_only)
 		return kt__err(KT_EREADONLY, "%s '%s': the store was opened "
-			       "read-only", name, SHOW(a, op->path));
+			       "read-only", name, SHOW(a, vpath));
 	return 0;
 }
 
+/* The path of the node with id @p id into @p out (its id row's path). */
+static int id_path(kt__buf *out, kt__tx *tx, uint64_t id, int want_dir)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__buf part = {0};
+	kt__node n = {0};
+	int rc;
+
+	rc = kt__id_get(&part, &rd, id);
+	if (rc == KT_ENOTFOUND) {
+		kt__buf_free(&part);
+		return kt__err(KT_ENOTFOUND, "no node has id %llu",
+			       (unsigned long long)id);
+	}
+	if (rc == 0)
+		rc = kt__node_get_enc(&n, &rd, kt__slb(&part));
+	if (rc == KT_ENOTFOUND || (rc == 0 && n.id != id))
+		rc = kt__err(KT_ECORRUPT, "the store is damaged: the id row "
+			     "of %llu names a path whose node has another id "
+			     "or is missing", (unsigned long long)id);
+	if (rc == 0 && want_dir && !(n.kind & KT_KIND_DIR))
+		rc = kt__err(KT_ENOTDIR, "node %llu is not a directory",
+			     (unsigned long long)id);
+	if (rc == 0) {
+		out->len = 0;
+		rc = kt__dec_node(out, &tx->st->delim, part.p ? part.p : "",
+				  part.len);
+	}
+	kt__node_free(&n);
+	kt__buf_free(&part);
+	return rc;
+}
+
+/* Resolve an *_at path: @p at's path, then "/NAME" (or nothing). */
+static int at_path(kt__buf *out, kt__tx *tx, uint64_t at, const char *name)
+{
+	int rc;
+
+	if ((rc = id_path(out, tx, at, name != NULL)) != 0 || name == NULL)
+		return rc;
+	if (out->len == 1) /* the root */
+		out->len = 0;
+	if ((rc = kt__buf_add(out, name, strlen(name))) != 0)
+		return rc;
+	return kt__path_check(&tx->st->delim, out->p, "at");
+}
+
+/* Anything at all at @p path (a link not followed)?  KT_EEXISTS if so. */
+static int nothing_there(kt__tx *tx, const char *path, const char *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__res r;
+	char a[KT__SHOWSZ];
+	int rc;
+
+	if ((rc = kt__resolve(&r, &rd, path, 0, op)) != 0)
+		return rc;
+	if (r.exists)
+		rc = kt__err(KT_EEXISTS, "%s '%s': %s already exists there",
+			     op, SHOW(a, path), kt__node_noun(&r.node));
+	kt__res_free(&r);
+	return rc;
+}
+
+static int op_dispatch(kt__tx *tx, const kt__op *op);
+
 int kt__op_apply(kt__tx *tx, const kt__op *op)
+{
+	kt__buf p1 = {0}, p2 = {0};
+	kt__op o;
+	int rc = 0;
+
+	if (op->at == 0 && op->at2 == 0 && op->out == NULL &&
+	    !(op->has_opts && (op->opts.flags & KT_CREATE_NEW)))
+		return op_dispatch(tx, op);
+	o = *op;
+	if (op->at != 0 && (rc = at_path(&p1, tx, op->at, op->path)) == 0)
+		o.path = p1.p;
+	if (rc == 0 && op->at2 != 0 &&
+	    (rc = at_path(&p2, tx, op->at2, op->path2)) == 0)
+		o.path2 = p2.p;
+	if (rc == 0 && o.has_opts && (o.opts.flags & KT_CREATE_NEW))
+		rc = nothing_there(tx, o.type == KT__OP_LINK ? o.path2 : o.path,
+				   kt__op_name(o.type));
+	if (rc == 0)
+		rc = op_dispatch(tx, &o);
+	if (rc == 0 && o.out != NULL) {
+		kt__rd rd = {tx->st, tx, NULL};
+		kt__res r;
+		const char *made = o.type == KT__OP_LINK ||
+					   o.type == KT__OP_RENAME
+				   ? o.path2 : o.path;
+		rc = kt__resolve(&r, &rd, made, 0, kt__op_name(o.type));
+		if (rc == 0) {
+			if (r.exists)
+				kt__node_fill_stat(o.out, tx->st, &r.node);
+			else
+				rc = kt__err(KT_ECORRUPT, "%s: the node it "
+					     "made is missing",
+					     kt__op_name(o.type));
+			kt__res_free(&r);
+		}
+	}
+	kt__buf_free(&p1);
+	kt__buf_free(&p2);
+	return rc;
+}
+
+static int op_dispatch(kt__tx *tx, const kt__op *op)
 {
 	if (op->has_opts && (op->opts.flags & KT_CREATE_OWNER)) {
 		tx->own.uid = op->opts.uid;

@@ -36,6 +36,13 @@ typedef struct kt__op {
 	kt_setattr_args sa;
 	unsigned int ftype; /* mknod: the file type, KT_TYPE_* */
 	uint64_t rdev;     /* mknod: the device number */
+	/* By id (the *_at calls): with at != 0, path is "/NAME" and names
+	 * the child NAME of the directory whose id is at, or, when path is
+	 * NULL, the node with id at itself; at2 does the same for path2.
+	 * The id is resolved inside the transaction, so a concurrent rename
+	 * of the directory makes the commit rerun, not land elsewhere. */
+	uint64_t at, at2;
+	kt_statbuf *out;   /* filled with the node at path afterwards */
 } kt__op;
 
 /* Check what can be checked without reading the store: path syntax,

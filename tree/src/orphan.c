@@ -4,6 +4,11 @@
  * blocks and attributes, keyed by id already, stay where they are.  So a
  * detach is one atomic batch (index row and node row out, orphan row in),
  * and the value operations of value.c work on orphans unchanged.
+ *
+ * Every change runs through the operation runner kt__tx_run(), like the
+ * tree's own operations: arguments are checked first, then the work runs
+ * as a function of the transaction, which the runner reruns from the start
+ * when another process changed what it read.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,13 +65,77 @@ static int writable(kt_store *st, const char *op)
 	return 0;
 }
 
-int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
+/* Operations run through kt__tx_run(), which may run them more than once:
+ * each reads its inputs from its argument struct, leaves them unchanged,
+ * and sets its outputs there afresh on every run.  The caller copies the
+ * outputs out only once the runner has committed. */
+
+typedef struct detach_args {
+	const char *path;
+	uint64_t id; /* out */
+} detach_args;
+
+/* Take the item at a->path out of the tree, into the orphans. */
+static int detach_fn(kt__tx *tx, void *arg)
 {
-	kt__tx tx;
-	kt__rd rd;
+	detach_args *a = arg;
+	kt_store *st = tx->st;
+	kt__rd rd = {st, tx, NULL};
 	kt__res r;
 	kt__buf part = {0};
-	char a[KT__SHOWSZ];
+	char s[KT__SHOWSZ];
+	size_t pl;
+	int rc;
+
+	a->id = 0;
+	if ((rc = kt__resolve(&r, &rd, a->path, 0, "orphan_detach")) != 0)
+		return rc;
+	if (!r.exists)
+		rc = kt__err(KT_ENOTFOUND, "orphan_detach '%s': no such node",
+			     SHOW(s, a->path));
+	else if (r.node.kind == KT_KIND_LINK || r.node.kind == KT_KIND_SPECIAL)
+		rc = kt__err(KT_EINVAL, "orphan_detach '%s': %s is not an "
+			     "item", SHOW(s, a->path), kt__node_noun(&r.node));
+	else if (r.node.kind != KT_KIND_ITEM)
+		rc = kt__err(KT_EISDIR, "orphan_detach '%s': a directory "
+			     "cannot be detached", SHOW(s, a->path));
+	else if (r.node.nlink > 1)
+		rc = kt__err(KT_EPERM, "orphan_detach '%s': the item has %u "
+			     "paths; delete this one instead",
+			     SHOW(s, a->path), (unsigned)r.node.nlink);
+	if (rc != 0)
+		goto out;
+	/* Out of the tree (index row first), into the orphans. */
+	pl = kt__parent_len(r.path.p, r.path.len);
+	rc = kt__enc_index(&part, &st->delim, r.path.p, pl);
+	if (rc == 0)
+		rc = kt__tx_del(tx, kt__slb(&part),
+				kt__sl(r.path.p + pl + 1,
+				       r.path.len - pl - 1));
+	part.len = 0;
+	if (rc == 0)
+		rc = kt__enc_node(&part, &st->delim, r.path.p, r.path.len);
+	if (rc == 0)
+		rc = kt__tx_del(tx, kt__slb(&part), kt__sl("", 0));
+	if (rc == 0)
+		rc = kt__id_del(tx, r.node.id);
+	if (rc == 0) {
+		r.node.ctime = tx->now;
+		rc = orphan_put(tx, &r.node);
+	}
+	if (rc == 0)
+		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+	if (rc == 0)
+		a->id = r.node.id;
+out:
+	kt__res_free(&r);
+	kt__buf_free(&part);
+	return rc;
+}
+
+int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
+{
+	detach_args a = {path, 0};
 	int rc;
 
 	if (id == NULL)
@@ -75,69 +144,43 @@ int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 	if ((rc = writable(st, "orphan_detach")) != 0 ||
 	    (rc = kt__path_check(&st->delim, path, "orphan_detach")) != 0)
 		return rc;
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	rd.st = st;
-	rd.tx = &tx;
-	rd.snap = NULL;
-	rc = kt__resolve(&r, &rd, path, 0, "orphan_detach");
-	if (rc == 0) {
-		if (!r.exists)
-			rc = kt__err(KT_ENOTFOUND, "orphan_detach '%s': no such"
-				     " node", SHOW(a, path));
-		else if (r.node.kind == KT_KIND_LINK ||
-			 r.node.kind == KT_KIND_SPECIAL)
-			rc = kt__err(KT_EINVAL, "orphan_detach '%s': %s is not"
-				     " an item", SHOW(a, path),
-				     kt__node_noun(&r.node));
-		else if (r.node.kind != KT_KIND_ITEM)
-			rc = kt__err(KT_EISDIR, "orphan_detach '%s': a "
-				     "directory cannot be detached",
-				     SHOW(a, path));
-		else if (r.node.nlink > 1)
-			rc = kt__err(KT_EPERM, "orphan_detach '%s': the item "
-				     "has %u paths; delete this one instead",
-				     SHOW(a, path), (unsigned)r.node.nlink);
-		/* Out of the tree (index row first), into the orphans. */
-		if (rc == 0) {
-			size_t pl = kt__parent_len(r.path.p, r.path.len);
-			rc = kt__enc_index(&part, &st->delim, r.path.p, pl);
-			if (rc == 0)
-				rc = kt__tx_del(&tx, kt__slb(&part),
-						kt__sl(r.path.p + pl + 1,
-						       r.path.len - pl - 1));
-			part.len = 0;
-			if (rc == 0)
-				rc = kt__enc_node(&part, &st->delim, r.path.p,
-						  r.path.len);
-			if (rc == 0)
-				rc = kt__tx_del(&tx, kt__slb(&part),
-						kt__sl("", 0));
-		}
-		if (rc == 0)
-			rc = kt__id_del(&tx, r.node.id);
-		if (rc == 0) {
-			r.node.ctime = tx.now;
-			rc = orphan_put(&tx, &r.node);
-		}
-		if (rc == 0)
-			rc = kt__parent_touch(&tx, r.path.p, r.path.len, 0);
-		if (rc == 0)
-			rc = kt__tx_commit(&tx);
-		if (rc == 0)
-			*id = r.node.id;
-		kt__res_free(&r);
-	}
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
-	kt__buf_free(&part);
+	if ((rc = kt__tx_run(st, detach_fn, &a)) == 0)
+		*id = a.id;
+	return rc;
+}
+
+typedef struct new_args {
+	const kt_create_options *opts;
+	uint64_t id; /* out */
+} new_args;
+
+/* Make an empty item that is an orphan from the start. */
+static int new_fn(kt__tx *tx, void *arg)
+{
+	new_args *a = arg;
+	const kt_create_options *o = a->opts;
+	kt_store *st = tx->st;
+	kt__node n = {0};
+	int rc;
+
+	a->id = 0;
+	n.kind = KT_KIND_ITEM;
+	n.mode = o && (o->flags & KT_CREATE_MODE) ? o->mode : 0644;
+	n.uid = o && (o->flags & KT_CREATE_OWNER) ? o->uid : st->euid;
+	n.gid = o && (o->flags & KT_CREATE_OWNER) ? o->gid : st->egid;
+	n.atime = n.mtime = n.ctime = tx->now;
+	rc = kt__tx_alloc_id(tx, &n.id);
+	if (rc == 0)
+		rc = orphan_put(tx, &n);
+	if (rc == 0)
+		a->id = n.id;
+	kt__node_free(&n);
 	return rc;
 }
 
 int kt_orphan_new(uint64_t *id, kt_store *st, const kt_create_options *opts)
 {
-	kt__tx tx;
-	kt__node n = {0};
+	new_args a = {opts, 0};
 	int rc;
 
 	if (id == NULL)
@@ -158,75 +201,65 @@ int kt_orphan_new(uint64_t *id, kt_store *st, const kt_create_options *opts)
 	    opts->mode > 07777)
 		return kt__err(KT_EINVAL, "orphan_new: mode %o has bits beyond "
 			       "07777", (unsigned)opts->mode);
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	n.kind = KT_KIND_ITEM;
-	n.mode = opts && (opts->flags & KT_CREATE_MODE) ? opts->mode : 0644;
-	n.uid = opts && (opts->flags & KT_CREATE_OWNER) ? opts->uid : st->euid;
-	n.gid = opts && (opts->flags & KT_CREATE_OWNER) ? opts->gid : st->egid;
-	n.atime = n.mtime = n.ctime = tx.now;
-	rc = kt__tx_alloc_id(&tx, &n.id);
+	if ((rc = kt__tx_run(st, new_fn, &a)) == 0)
+		*id = a.id;
+	return rc;
+}
+
+typedef struct link_args {
+	uint64_t id;
+	const char *path;
+} link_args;
+
+/* Put orphan a->id back into the tree at a->path. */
+static int link_fn(kt__tx *tx, void *arg)
+{
+	const link_args *a = arg;
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__res r;
+	kt__node n = {0};
+	unsigned char k[8];
+	char s[KT__SHOWSZ];
+	int rc;
+
+	if ((rc = orphan_get(&n, &rd, a->id)) != 0)
+		goto out_node;
+	rc = kt__resolve(&r, &rd, a->path, KT__R_CREATE, "orphan_link");
+	if (rc != 0)
+		goto out_node;
+	if (r.exists)
+		rc = kt__err(KT_EEXISTS, "orphan_link '%s': something already "
+			     "exists there", SHOW(s, a->path));
+	/* Out of the orphans, into the tree under its own id: node row, id
+	 * row, then the index row that makes it visible. */
+	kt__put64be(k, a->id);
 	if (rc == 0)
-		rc = orphan_put(&tx, &n);
+		rc = kt__tx_del(tx, orphan_part(), kt__sl(k, 8));
+	if (rc == 0) {
+		n.ctime = tx->now;
+		rc = kt__node_put(tx, r.path.p, r.path.len, &n);
+	}
 	if (rc == 0)
-		rc = kt__tx_commit(&tx);
+		rc = kt__id_put(tx, n.id, r.path.p, r.path.len);
 	if (rc == 0)
-		*id = n.id;
+		rc = kt__index_put(tx, r.path.p, r.path.len, &n);
+	if (rc == 0)
+		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+	kt__res_free(&r);
+out_node:
 	kt__node_free(&n);
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
 	return rc;
 }
 
 int kt_orphan_link(kt_store *st, uint64_t id, const char *path)
 {
-	kt__tx tx;
-	kt__rd rd;
-	kt__res r;
-	kt__node n = {0};
-	unsigned char k[8];
-	char a[KT__SHOWSZ];
+	link_args a = {id, path};
 	int rc;
 
 	if ((rc = writable(st, "orphan_link")) != 0 ||
 	    (rc = kt__path_check(&st->delim, path, "orphan_link")) != 0)
 		return rc;
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	rd.st = st;
-	rd.tx = &tx;
-	rd.snap = NULL;
-	if ((rc = orphan_get(&n, &rd, id)) != 0)
-		goto out_unlock;
-	rc = kt__resolve(&r, &rd, path, KT__R_CREATE, "orphan_link");
-	if (rc != 0)
-		goto out_unlock;
-	if (r.exists)
-		rc = kt__err(KT_EEXISTS, "orphan_link '%s': something already "
-			     "exists there", SHOW(a, path));
-	/* Out of the orphans, into the tree under its own id: node row, id
-	 * row, then the index row that makes it visible. */
-	kt__put64be(k, id);
-	if (rc == 0)
-		rc = kt__tx_del(&tx, orphan_part(), kt__sl(k, 8));
-	if (rc == 0) {
-		n.ctime = tx.now;
-		rc = kt__node_put(&tx, r.path.p, r.path.len, &n);
-	}
-	if (rc == 0)
-		rc = kt__id_put(&tx, n.id, r.path.p, r.path.len);
-	if (rc == 0)
-		rc = kt__index_put(&tx, r.path.p, r.path.len, &n);
-	if (rc == 0)
-		rc = kt__parent_touch(&tx, r.path.p, r.path.len, 0);
-	if (rc == 0)
-		rc = kt__tx_commit(&tx);
-	kt__res_free(&r);
-out_unlock:
-	kt__node_free(&n);
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
-	return rc;
+	return kt__tx_run(st, link_fn, &a);
 }
 
 /* Copy every row of partition @p from to partition @p to. */
@@ -250,14 +283,71 @@ static int copy_part(kt__tx *tx, const char *from, const char *to)
 	return rc == KT_ITEROVER ? 0 : rc;
 }
 
-int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
+typedef struct copy_args {
+	const char *path;
+	uint64_t id; /* out */
+} copy_args;
+
+/* Make an orphan holding a copy of the value and attributes of the item
+ * at a->path. */
+static int copy_fn(kt__tx *tx, void *arg)
 {
-	kt__tx tx;
-	kt__rd rd;
+	copy_args *a = arg;
+	kt_store *st = tx->st;
+	kt__rd rd = {st, tx, NULL};
 	kt__res r;
 	kt__node n = {0};
-	char a[KT__SHOWSZ], from[32], to[32];
-	uint64_t old = 0;
+	char s[KT__SHOWSZ], from[32], to[32];
+	uint64_t old;
+	int rc;
+
+	a->id = 0;
+	if ((rc = kt__resolve(&r, &rd, a->path, 0, "orphan_copy")) != 0)
+		return rc;
+	if (!r.exists)
+		rc = kt__err(KT_ENOTFOUND, "orphan_copy '%s': no such node",
+			     SHOW(s, a->path));
+	else if (r.node.kind == KT_KIND_LINK || r.node.kind == KT_KIND_SPECIAL)
+		rc = kt__err(KT_EINVAL, "orphan_copy '%s': %s is not an item",
+			     SHOW(s, a->path), kt__node_noun(&r.node));
+	else if (!(r.node.kind & KT_KIND_ITEM))
+		rc = kt__err(KT_EISDIR, "orphan_copy '%s': a directory "
+			     "without a value", SHOW(s, a->path));
+	if (rc != 0)
+		goto out;
+	n = r.node;
+	memset(&r.node, 0, sizeof(r.node)); /* n owns the payload */
+	old = n.id;
+	n.kind = KT_KIND_ITEM;
+	n.nsubdirs = 0;
+	n.nlink = 1; /* a new node, of no path yet */
+	n.ctime = tx->now;
+	rc = kt__tx_alloc_id(tx, &n.id);
+	/* Blocks and attributes are keyed by id: copy them under the new
+	 * one as they are stored, so holes (absent rows) stay holes. */
+	if (rc == 0 && !kt__node_inline(st, &n)) {
+		kt__part_blk(from, old);
+		kt__part_blk(to, n.id);
+		rc = copy_part(tx, from, to);
+	}
+	if (rc == 0 && n.nattrs > 0) {
+		kt__part_attr(from, old);
+		kt__part_attr(to, n.id);
+		rc = copy_part(tx, from, to);
+	}
+	if (rc == 0)
+		rc = orphan_put(tx, &n);
+	if (rc == 0)
+		a->id = n.id;
+out:
+	kt__res_free(&r);
+	kt__node_free(&n);
+	return rc;
+}
+
+int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
+{
+	copy_args a = {path, 0};
 	int rc;
 
 	if (id == NULL)
@@ -266,57 +356,8 @@ int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
 	if ((rc = writable(st, "orphan_copy")) != 0 ||
 	    (rc = kt__path_check(&st->delim, path, "orphan_copy")) != 0)
 		return rc;
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	rd.st = st;
-	rd.tx = &tx;
-	rd.snap = NULL;
-	rc = kt__resolve(&r, &rd, path, 0, "orphan_copy");
-	if (rc != 0)
-		goto out;
-	if (!r.exists)
-		rc = kt__err(KT_ENOTFOUND, "orphan_copy '%s': no such node",
-			     SHOW(a, path));
-	else if (r.node.kind == KT_KIND_LINK ||
-		 r.node.kind == KT_KIND_SPECIAL)
-		rc = kt__err(KT_EINVAL, "orphan_copy '%s': %s is not an item",
-			     SHOW(a, path), kt__node_noun(&r.node));
-	else if (!(r.node.kind & KT_KIND_ITEM))
-		rc = kt__err(KT_EISDIR, "orphan_copy '%s': a directory "
-			     "without a value", SHOW(a, path));
-	if (rc == 0) {
-		n = r.node;
-		memset(&r.node, 0, sizeof(r.node)); /* n owns the payload */
-		old = n.id;
-		n.kind = KT_KIND_ITEM;
-		n.nsubdirs = 0;
-		n.nlink = 1; /* a new node, of no path yet */
-		n.ctime = tx.now;
-		rc = kt__tx_alloc_id(&tx, &n.id);
-	}
-	/* Blocks and attributes are keyed by id: copy them under the new
-	 * one as they are stored, so holes (absent rows) stay holes. */
-	if (rc == 0 && !kt__node_inline(st, &n)) {
-		kt__part_blk(from, old);
-		kt__part_blk(to, n.id);
-		rc = copy_part(&tx, from, to);
-	}
-	if (rc == 0 && n.nattrs > 0) {
-		kt__part_attr(from, old);
-		kt__part_attr(to, n.id);
-		rc = copy_part(&tx, from, to);
-	}
-	if (rc == 0)
-		rc = orphan_put(&tx, &n);
-	if (rc == 0)
-		rc = kt__tx_commit(&tx);
-	if (rc == 0)
-		*id = n.id;
-	kt__res_free(&r);
-out:
-	kt__node_free(&n);
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
+	if ((rc = kt__tx_run(st, copy_fn, &a)) == 0)
+		*id = a.id;
 	return rc;
 }
 
@@ -358,87 +399,98 @@ int kt_orphan_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 
 enum { OW_WRITE, OW_TRUNCATE, OW_SETATTR, OW_RELEASE };
 
-/* Load orphan id, change it, store it back, in one transaction. */
+static const char *const change_names[] = {
+	"orphan_write", "orphan_truncate", "orphan_setattr", "orphan_release"};
+
+/* What orphan_change does: its inputs, never changed by a run. */
+typedef struct change_args {
+	uint64_t id;
+	int what;
+	const void *buf;
+	size_t len;
+	uint64_t off; /* OW_WRITE: offset or KT_APPEND; OW_TRUNCATE: size */
+	const kt_setattr_args *sa;
+} change_args;
+
+/* Load orphan a->id, change it, store it back (or drop it). */
+static int change_fn(kt__tx *tx, void *arg)
+{
+	const change_args *a = arg;
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__node n = {0};
+	unsigned char k[8];
+	uint64_t off = a->off;
+	const kt_setattr_args *sa = a->sa;
+	int rc;
+
+	if ((rc = orphan_get(&n, &rd, a->id)) != 0)
+		goto out;
+	switch (a->what) {
+	case OW_WRITE:
+		if (off == KT_APPEND)
+			off = n.size;
+		if (off > KT_VALUE_MAX || a->len > KT_VALUE_MAX - off)
+			rc = kt__err(KT_ETOOBIG, "orphan_write: orphan %llu "
+				     "would exceed the value limit",
+				     (unsigned long long)a->id);
+		else
+			rc = kt__value_write(tx, &n, a->buf, a->len, off);
+		n.mtime = n.ctime = tx->now;
+		break;
+	case OW_TRUNCATE:
+		rc = kt__value_truncate(tx, &n, off);
+		n.mtime = n.ctime = tx->now;
+		break;
+	case OW_SETATTR:
+		if (sa->mask & KT_SET_MODE)
+			n.mode = sa->mode & 07777;
+		if (sa->mask & KT_SET_UID)
+			n.uid = sa->uid;
+		if (sa->mask & KT_SET_GID)
+			n.gid = sa->gid;
+		if (sa->mask & KT_SET_ATIME)
+			n.atime = sa->atime_ns;
+		if (sa->mask & KT_SET_ATIME_NOW)
+			n.atime = tx->now;
+		if (sa->mask & KT_SET_MTIME)
+			n.mtime = sa->mtime_ns;
+		if (sa->mask & KT_SET_MTIME_NOW)
+			n.mtime = tx->now;
+		n.ctime = tx->now;
+		break;
+	case OW_RELEASE:
+		rc = kt__node_drop_data(tx, &n);
+		kt__put64be(k, a->id);
+		if (rc == 0)
+			rc = kt__tx_del(tx, orphan_part(), kt__sl(k, 8));
+		break;
+	}
+	if (rc == 0 && a->what != OW_RELEASE)
+		rc = orphan_put(tx, &n);
+out:
+	kt__node_free(&n);
+	return rc;
+}
+
+/* Validate, then run change_fn. */
 static int orphan_change(kt_store *st, uint64_t id, int what,
 			 const void *buf, size_t len, uint64_t off,
 			 const kt_setattr_args *sa)
 {
-	static const char *const names[] = {"orphan_write", "orphan_truncate",
-					    "orphan_setattr",
-					    "orphan_release"};
-	kt__tx tx;
-	kt__rd rd;
-	kt__node n = {0};
-	unsigned char k[8];
+	const char *name = change_names[what];
+	change_args a = {id, what, buf, len, off, sa};
 	int rc;
 
-	if ((rc = writable(st, names[what])) != 0)
+	if ((rc = writable(st, name)) != 0)
 		return rc;
 	if ((what == OW_WRITE && off != KT_APPEND &&
 	     (off > KT_VALUE_MAX || len > KT_VALUE_MAX - off)) ||
 	    (what == OW_TRUNCATE && off > KT_VALUE_MAX))
 		return kt__err(KT_ETOOBIG, "%s: orphan %llu would exceed the "
-			       "value limit", names[what],
-			       (unsigned long long)id);
+			       "value limit", name, (unsigned long long)id);
 	if (what == OW_WRITE && buf == NULL && len > 0)
 		return kt__err(KT_EINVAL, "orphan_write: buf is NULL");
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&tx, st);
-	rd.st = st;
-	rd.tx = &tx;
-	rd.snap = NULL;
-	rc = orphan_get(&n, &rd, id);
-	if (rc == 0) {
-		switch (what) {
-		case OW_WRITE:
-			if (off == KT_APPEND)
-				off = n.size;
-			if (off > KT_VALUE_MAX || len > KT_VALUE_MAX - off)
-				rc = kt__err(KT_ETOOBIG, "orphan_write: orphan "
-					     "%llu would exceed the value "
-					     "limit", (unsigned long long)id);
-			else
-				rc = kt__value_write(&tx, &n, buf, len, off);
-			n.mtime = n.ctime = tx.now;
-			break;
-		case OW_TRUNCATE:
-			rc = kt__value_truncate(&tx, &n, off);
-			n.mtime = n.ctime = tx.now;
-			break;
-		case OW_SETATTR:
-			if (sa->mask & KT_SET_MODE)
-				n.mode = sa->mode & 07777;
-			if (sa->mask & KT_SET_UID)
-				n.uid = sa->uid;
-			if (sa->mask & KT_SET_GID)
-				n.gid = sa->gid;
-			if (sa->mask & KT_SET_ATIME)
-				n.atime = sa->atime_ns;
-			if (sa->mask & KT_SET_ATIME_NOW)
-				n.atime = tx.now;
-			if (sa->mask & KT_SET_MTIME)
-				n.mtime = sa->mtime_ns;
-			if (sa->mask & KT_SET_MTIME_NOW)
-				n.mtime = tx.now;
-			n.ctime = tx.now;
-			break;
-		case OW_RELEASE:
-			rc = kt__node_drop_data(&tx, &n);
-			kt__put64be(k, id);
-			if (rc == 0)
-				rc = kt__tx_del(&tx, orphan_part(),
-						kt__sl(k, 8));
-			break;
-		}
-		if (rc == 0 && what != OW_RELEASE)
-			rc = orphan_put(&tx, &n);
-		if (rc == 0)
-			rc = kt__tx_commit(&tx);
-	}
-	kt__node_free(&n);
-	kt__tx_free(&tx);
-	pthread_mutex_unlock(&st->wlock);
-	return rc;
+	return kt__tx_run(st, change_fn, &a);
 }
 
 int kt_orphan_write(kt_store *st, uint64_t id, const void *buf, size_t len,

@@ -22,11 +22,25 @@
 
 #include "tree.h"
 
+/* Every row under a partition prefix, copied. */
+typedef struct rows {
+	kt__buf *part, *sort, *val;
+	size_t n, cap;
+} rows;
+
+/* The state of one repair.  kt__tx_run() may run the repair several times
+ * (another process changed the store meanwhile): everything from tx down
+ * belongs to the current attempt and is reset at its start, and the fix
+ * messages reach the callback only after the attempt that committed. */
 typedef struct fixer {
-	kt__tx tx;
-	kt__rd rd;
 	kt_check_cb cb;
 	void *payload;
+	kt__tx *tx;
+	kt__rd rd;
+	rows r;       /* every row of the store, as this attempt read it */
+	kt__buf msgs; /* this attempt's fix messages, each NUL-terminated */
+	size_t nmsgs;
+	int msgs_rc;  /* KT_ENOMEM if a message could not be kept */
 	size_t fixed;
 	uint64_t max_id, max_ver;
 	uint64_t *live; /* ids of surviving nodes, unsorted until the end */
@@ -63,19 +77,16 @@ static void fixed(fixer *f, const char *fmt, ...)
 	va_list ap;
 
 	f->fixed++;
-	if (f->cb == NULL)
+	if (f->cb == NULL || f->msgs_rc != 0)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	f->cb(msg, f->payload);
+	/* Kept until the attempt commits: a rerun repairs afresh. */
+	f->msgs_rc = kt__buf_add(&f->msgs, msg, strlen(msg) + 1);
+	if (f->msgs_rc == 0)
+		f->nmsgs++;
 }
-
-/* Every row under a partition prefix, copied. */
-typedef struct rows {
-	kt__buf *part, *sort, *val;
-	size_t n, cap;
-} rows;
 
 static void rows_free(rows *r)
 {
@@ -139,7 +150,7 @@ static int rows_load(rows *r, kt__rd *rd, const char *prefix, size_t plen)
 /* Remove one row by (part, sort). */
 static int drop(fixer *f, const kt__buf *part, const kt__buf *sort)
 {
-	return kt__tx_del(&f->tx, kt__slb(part), kt__slb(sort));
+	return kt__tx_del(f->tx, kt__slb(part), kt__slb(sort));
 }
 
 /* The id row of surviving node n must name its partition @p part. */
@@ -154,7 +165,7 @@ static int fix_id_row(fixer *f, const kt__node *n, const kt__buf *part,
 			 (v.len > 0 && memcmp(v.p, part->p, v.len) != 0)))) {
 		fixed(f, "%s the id row of '%s'",
 		      rc == 0 ? "rewrote" : "restored", shown);
-		rc = kt__id_put_enc(&f->tx, n->id, part->p ? part->p : "",
+		rc = kt__id_put_enc(f->tx, n->id, part->p ? part->p : "",
 				    part->len);
 	}
 	kt__buf_free(&v);
@@ -207,7 +218,7 @@ static int fix_stray_ids(fixer *f, const rows *r)
 
 static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 {
-	kt_store *st = f->tx.st;
+	kt_store *st = f->tx->st;
 	kt__buf path = {0}, ip = {0}, iv = {0};
 	kt__node n = {0}, parent = {0};
 	unsigned int kind, type;
@@ -219,7 +230,7 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 	    kt__node_decode(&n, val->p, val->len) != 0) {
 		fixed(f, "removed a node row that does not decode (%zu-byte "
 		      "key)", part->len);
-		rc = kt__tx_del(&f->tx, kt__slb(part), kt__sl("", 0));
+		rc = kt__tx_del(f->tx, kt__slb(part), kt__sl("", 0));
 		goto out;
 	}
 	if (n.id > f->max_id)
@@ -236,11 +247,11 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 	    (rc == 0 && !(parent.kind & KT_KIND_DIR))) {
 		fixed(f, "removed node '%s': its parent is %s", path.p,
 		      rc == 0 ? "not a directory" : "missing");
-		rc = kt__tx_del(&f->tx, kt__slb(part), kt__sl("", 0));
+		rc = kt__tx_del(f->tx, kt__slb(part), kt__sl("", 0));
 		/* Of a node with several paths, the others may hold on to
 		 * its data; what no path holds goes in fix_orphans. */
 		if (rc == 0 && n.nlink <= 1)
-			rc = kt__node_drop_data(&f->tx, &n);
+			rc = kt__node_drop_data(f->tx, &n);
 		goto out;
 	}
 	if (rc != 0)
@@ -257,7 +268,7 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 	      type != kt__node_type(&n, NULL)))) {
 		fixed(f, "%s the index row of '%s'",
 		      rc == 0 ? "rewrote" : "restored", path.p);
-		rc = kt__index_put(&f->tx, path.p, path.len, &n);
+		rc = kt__index_put(f->tx, path.p, path.len, &n);
 	}
 	/* The paths of a node with several are settled in fix_aliases. */
 	if (rc == 0 && n.nlink <= 1)
@@ -326,7 +337,7 @@ static int part_in(const rows *r, const pathref *g, size_t ng, kt__slice p)
  * each other. */
 static int fix_group(fixer *f, const rows *r, const pathref *g, size_t ng)
 {
-	kt_store *st = f->tx.st;
+	kt_store *st = f->tx->st;
 	kt__rd *rd = &f->rd;
 	kt__buf prim = {0}, enc = {0}, cur = {0}, path = {0};
 	kt__node n = {0};
@@ -358,7 +369,7 @@ static int fix_group(fixer *f, const rows *r, const pathref *g, size_t ng)
 		fixed(f, "%s the id row of id %llu to name one of its paths",
 		      rc == 0 ? "rewrote" : "restored",
 		      (unsigned long long)n.id);
-		if ((rc = kt__id_put_enc(&f->tx, n.id, p0->p ? p0->p : "",
+		if ((rc = kt__id_put_enc(f->tx, n.id, p0->p ? p0->p : "",
 					 p0->len)) != 0)
 			goto out;
 		prim.len = 0;
@@ -384,7 +395,7 @@ static int fix_group(fixer *f, const rows *r, const pathref *g, size_t ng)
 		      kt__show(a, sizeof(a), row.sort.p, row.sort.len));
 		cur.len = 0;
 		if ((rc = kt__buf_set(&cur, row.sort.p, row.sort.len)) != 0 ||
-		    (rc = kt__tx_del(&f->tx, how.part, kt__slb(&cur))) != 0)
+		    (rc = kt__tx_del(f->tx, how.part, kt__slb(&cur))) != 0)
 			break;
 	}
 	kt__mcur_free(c);
@@ -403,7 +414,7 @@ static int fix_group(fixer *f, const rows *r, const pathref *g, size_t ng)
 			if (rc == KT_ENOTFOUND) {
 				fixed(f, "restored the alias row of '%s'",
 				      path.p);
-				rc = kt__alias_add(&f->tx, n.id, kt__slb(p));
+				rc = kt__alias_add(f->tx, n.id, kt__slb(p));
 			}
 			if (rc != 0)
 				break;
@@ -416,10 +427,10 @@ static int fix_group(fixer *f, const rows *r, const pathref *g, size_t ng)
 		fixed(f, "rewrote node '%s' as path %zu of %zu of id %llu (the "
 		      "newest copy)", path.p, i + 1, ng,
 		      (unsigned long long)n.id);
-		rc = kt__tx_put(&f->tx, kt__slb(p), kt__sl("", 0),
+		rc = kt__tx_put(f->tx, kt__slb(p), kt__sl("", 0),
 				kt__slb(&enc));
 		if (rc == 0)
-			rc = kt__index_put(&f->tx, path.p, path.len, &n);
+			rc = kt__index_put(f->tx, path.p, path.len, &n);
 	}
 out:
 	kt__node_free(&n);
@@ -539,7 +550,7 @@ static int count(fixer *f, kt__slice part, size_t *n, size_t *dirs)
 /* Recount a surviving node's children and attributes; trim blocks. */
 static int fix_counts(fixer *f, const kt__buf *part)
 {
-	kt_store *st = f->tx.st;
+	kt_store *st = f->tx->st;
 	kt__buf path = {0}, ip = {0}, v = {0};
 	kt__node n = {0};
 	char ap[32];
@@ -571,7 +582,7 @@ static int fix_counts(fixer *f, const kt__buf *part)
 		dirty = 1;
 	}
 	/* Blocks past the end go first, then the count of what is left. */
-	if ((rc = kt__value_trim(&f->tx, &n)) == 1) {
+	if ((rc = kt__value_trim(f->tx, &n)) == 1) {
 		fixed(f, "'%s': removed value blocks past the end of its "
 		      "value", path.p);
 		rc = 0;
@@ -590,7 +601,7 @@ static int fix_counts(fixer *f, const kt__buf *part)
 		dirty = 1;
 	}
 	if (dirty)
-		rc = kt__node_put(&f->tx, path.p, path.len, &n);
+		rc = kt__node_put(f->tx, path.p, path.len, &n);
 	if (rc == 0)
 		rc = live_add(f, n.id);
 out:
@@ -620,14 +631,14 @@ static int fix_root(fixer *f)
 		      rc == KT_ENOTFOUND ? "missing" : "damaged");
 		n.kind = KT_KIND_DIR;
 		n.mode = 0755;
-		n.uid = f->tx.own.uid;
-		n.gid = f->tx.own.gid;
-		n.atime = n.mtime = n.ctime = f->tx.now;
+		n.uid = f->tx->own.uid;
+		n.gid = f->tx->own.gid;
+		n.atime = n.mtime = n.ctime = f->tx->now;
 		/* A fresh id above anything in use comes later; take one
 		 * from the top of the counter range now. */
-		rc = kt__tx_alloc_id(&f->tx, &n.id);
+		rc = kt__tx_alloc_id(f->tx, &n.id);
 		if (rc == 0)
-			rc = kt__node_put(&f->tx, "/", 1, &n);
+			rc = kt__node_put(f->tx, "/", 1, &n);
 	}
 	if (rc == 0) {
 		kt__buf none = {0};
@@ -714,11 +725,88 @@ static int over_limits(fixer *f, const kt_store *st, const rows *r)
 		       n, n == 1 ? "" : "s");
 }
 
+/* One attempt at the repair, in transaction @p tx. */
+static int repair_fn(kt__tx *tx, void *arg)
+{
+	fixer *f = arg;
+	rows *r = &f->r;
+	size_t i;
+	int rc;
+
+	f->tx = tx;
+	f->rd.st = tx->st;
+	f->rd.tx = tx;
+	f->rd.snap = NULL;
+	rows_free(r);
+	memset(r, 0, sizeof(*r));
+	f->msgs.len = 0;
+	f->nmsgs = 0;
+	f->msgs_rc = 0;
+	f->fixed = 0;
+	f->max_id = f->max_ver = 0;
+	f->nlive = 0;
+
+	rc = rows_load(r, &f->rd, "", 0);
+	if (rc == 0)
+		rc = fix_root(f);
+	for (i = 0; i < r->n && rc == 0; i++) {
+		const kt__buf *p = &r->part[i];
+		if (p->len == 0 || p->p[0] == '/')
+			continue; /* root, meta, block and attribute rows */
+		if (r->sort[i].len == 0)
+			rc = fix_node(f, p, &r->val[i]);
+	}
+	for (i = 0; i < r->n && rc == 0; i++) {
+		const kt__buf *p = &r->part[i];
+		if ((p->len > 0 && p->p[0] == '/') || r->sort[i].len == 0)
+			continue;
+		rc = fix_index(f, p, &r->sort[i]);
+	}
+	if (rc == 0)
+		rc = fix_aliases(f, r);
+	for (i = 0; i < r->n && rc == 0; i++) {
+		const kt__buf *p = &r->part[i];
+		if ((p->len == 0 || p->p[0] != '/') && r->sort[i].len == 0)
+			rc = fix_counts(f, p);
+		/* Detached items keep their data. */
+		if (p->len == strlen(KT__PART_ORPHAN) &&
+		    memcmp(p->p, KT__PART_ORPHAN, p->len) == 0 &&
+		    r->sort[i].len == 8)
+			rc = live_add(f, kt__get64be((const unsigned char *)
+							     r->sort[i].p));
+	}
+	if (rc == 0) {
+		/* The root again, in case it was made anew above. */
+		kt__buf none = {0};
+		rc = fix_counts(f, &none);
+	}
+	if (rc == 0)
+		rc = fix_orphans(f, r);
+	if (rc == 0)
+		rc = fix_stray_ids(f, r);
+	if (rc == 0) {
+		int raised = 0;
+		rc = kt__tx_counters_raise(tx, f->max_id + 1, f->max_ver + 1,
+					   &raised);
+		if (raised & 1)
+			fixed(f, "raised the id counter above %llu",
+			      (unsigned long long)f->max_id);
+		if (raised & 2)
+			fixed(f, "raised the version counter above %llu",
+			      (unsigned long long)f->max_ver);
+	}
+	if (rc == 0 && f->msgs_rc != 0)
+		rc = kt__err(f->msgs_rc, "repair: out of memory keeping the "
+			     "messages of what was fixed");
+	f->tx = NULL;
+	f->rd.tx = NULL;
+	return rc;
+}
+
 int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 {
 	fixer f;
-	rows r = {0};
-	size_t i;
+	size_t i, at;
 	int rc;
 
 	if (nfixed != NULL)
@@ -731,68 +819,19 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 	memset(&f, 0, sizeof(f));
 	f.cb = cb;
 	f.payload = payload;
-	pthread_mutex_lock(&st->wlock);
-	kt__tx_init(&f.tx, st);
-	f.rd.st = st;
-	f.rd.tx = &f.tx;
-	rc = rows_load(&r, &f.rd, "", 0);
-	if (rc == 0)
-		rc = fix_root(&f);
-	for (i = 0; i < r.n && rc == 0; i++) {
-		const kt__buf *p = &r.part[i];
-		if (p->len == 0 || p->p[0] == '/')
-			continue; /* root, meta, block and attribute rows */
-		if (r.sort[i].len == 0)
-			rc = fix_node(&f, p, &r.val[i]);
-	}
-	for (i = 0; i < r.n && rc == 0; i++) {
-		const kt__buf *p = &r.part[i];
-		if ((p->len > 0 && p->p[0] == '/') || r.sort[i].len == 0)
-			continue;
-		rc = fix_index(&f, p, &r.sort[i]);
-	}
-	if (rc == 0)
-		rc = fix_aliases(&f, &r);
-	for (i = 0; i < r.n && rc == 0; i++) {
-		const kt__buf *p = &r.part[i];
-		if ((p->len == 0 || p->p[0] != '/') && r.sort[i].len == 0)
-			rc = fix_counts(&f, p);
-		/* Detached items keep their data. */
-		if (p->len == strlen(KT__PART_ORPHAN) &&
-		    memcmp(p->p, KT__PART_ORPHAN, p->len) == 0 &&
-		    r.sort[i].len == 8)
-			rc = live_add(&f, kt__get64be((const unsigned char *)
-							      r.sort[i].p));
-	}
+	rc = kt__tx_run(st, repair_fn, &f);
 	if (rc == 0) {
-		/* The root again, in case it was made anew above. */
-		kt__buf none = {0};
-		rc = fix_counts(&f, &none);
+		/* Only the committed attempt's fixes happened. */
+		for (i = 0, at = 0; i < f.nmsgs; i++) {
+			cb(f.msgs.p + at, payload);
+			at += strlen(f.msgs.p + at) + 1;
+		}
+		if (nfixed != NULL)
+			*nfixed = f.fixed;
+		rc = over_limits(&f, st, &f.r);
 	}
-	if (rc == 0)
-		rc = fix_orphans(&f, &r);
-	if (rc == 0)
-		rc = fix_stray_ids(&f, &r);
-	if (rc == 0) {
-		int raised = 0;
-		rc = kt__tx_counters_raise(&f.tx, f.max_id + 1,
-					   f.max_ver + 1, &raised);
-		if (raised & 1)
-			fixed(&f, "raised the id counter above %llu",
-			      (unsigned long long)f.max_id);
-		if (raised & 2)
-			fixed(&f, "raised the version counter above %llu",
-			      (unsigned long long)f.max_ver);
-	}
-	if (rc == 0)
-		rc = kt__tx_commit(&f.tx);
-	kt__tx_free(&f.tx);
-	pthread_mutex_unlock(&st->wlock);
-	if (rc == 0)
-		rc = over_limits(&f, st, &r);
-	rows_free(&r);
+	rows_free(&f.r);
+	kt__buf_free(&f.msgs);
 	free(f.live);
-	if (nfixed != NULL)
-		*nfixed = f.fixed;
 	return rc;
 }

@@ -1,0 +1,1091 @@
+/*
+ * test_rows.c - conformance of the storage seam (tree/src/rows.h): every
+ * case runs against every engine listed in engines[] below, so that a new
+ * engine (the remote one, RADOS) starts with the same suite.
+ *
+ * - Point reads: present, absent, present with an empty value.
+ * - Scans of one partition forward and reverse, AFTER (both directions),
+ *   FROM; PREFIX scans across partitions, a partition sorting before the
+ *   ones it is a proper prefix of; binary sort keys with 0x00 and 0xff.
+ * - Snapshots: a commit after the snapshot is invisible through it.
+ * - Commits: puts and deletes of one batch land together, in order; a
+ *   refused commit applies nothing.
+ * - Guarded commits: ROW conditions compare values (a row changed and
+ *   restored still holds), SCAN conditions cover the rows the scan
+ *   returned and, when it was complete, the rest of its range.
+ * - empty() and sync().
+ *
+ * The tests reach the library's internals: they include rows.h and link
+ * the static library, whose hidden symbols an executable can still use.
+ */
+#include "kt_test.h"
+
+#include "rows.h"
+
+/* ------------------------------------------------------------------------ */
+/* Engines.  To run the suite on another engine, add one line to engines[]
+ * with a function that opens (creating if needed) the engine's store in a
+ * given empty-or-existing directory, and, if closing needs more than the
+ * engine's close (a server to stop), a function that does it. */
+
+typedef struct engine {
+	const char *name;
+	/* Open the store kept in directory @p dir (made by the test), or
+	 * create it; @p ctx may receive anything close needs. */
+	int (*open)(kt__rows **out, void **ctx, const char *dir);
+	/* Close what open gave; NULL: r->ops->close(r). */
+	void (*close)(kt__rows *r, void *ctx);
+} engine;
+
+static int leveldb_open(kt__rows **out, void **ctx, const char *dir)
+{
+	kt__leveldb_opts o = {1, 0};
+
+	*ctx = NULL;
+	return kt__leveldb_open(out, dir, &o);
+}
+
+static const engine engines[] = {
+	{"leveldb", leveldb_open, NULL},
+};
+
+/* The engine the current group runs on (cmocka runs groups one after the
+ * other, in this thread). */
+static const engine *engine_now;
+
+typedef struct fixture {
+	char dir[256];   /* temporary directory */
+	char store[300]; /* the engine's store in it */
+	kt__rows *r;
+	void *ctx;
+} fixture;
+
+static void engine_close(fixture *f)
+{
+	if (f->r == NULL)
+		return;
+	if (engine_now->close != NULL)
+		engine_now->close(f->r, f->ctx);
+	else
+		f->r->ops->close(f->r);
+	f->r = NULL;
+	f->ctx = NULL;
+}
+
+static int engine_open(fixture *f)
+{
+	int rc = engine_now->open(&f->r, &f->ctx, f->store);
+
+	if (rc != 0)
+		fprintf(stderr, "%s: open '%s': %d (%s)\n", engine_now->name,
+			f->store, rc, kt_errmsg());
+	return rc;
+}
+
+static int setup(void **state)
+{
+	fixture *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+
+	if (f == NULL)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/kt-rows-XXXXXX",
+		 tmp ? tmp : "/tmp");
+	if (mkdtemp(f->dir) == NULL) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->store, sizeof(f->store), "%s/rows", f->dir);
+	if (engine_open(f) != 0) {
+		kt_test_rmtree(f->dir);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fixture *f = *state;
+
+	if (f == NULL)
+		return 0;
+	engine_close(f);
+	kt_test_rmtree(f->dir);
+	free(f);
+	return 0;
+}
+
+static kt__rows *rows_of(void **state)
+{
+	return ((fixture *)*state)->r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers. */
+
+/* A slice of a string literal, embedded NULs included. */
+#define L(s) kt__sl((s), sizeof(s) - 1)
+
+/* Fail unless @p call returns @p want, showing the library's message. */
+#define expect_rc(call, want)                                                  \
+	do {                                                                   \
+		int er__rc = (call);                                           \
+		if (er__rc != (want))                                          \
+			fail_msg("%s: got %d, want %d (%s)", #call, er__rc,    \
+				 (int)(want), kt_errmsg());                    \
+	} while (0)
+
+/* A commit being built: writes and conditions, each up to 16. */
+typedef struct batch {
+	kt__write w[16];
+	size_t nw;
+	kt__cond c[16];
+	size_t nc;
+} batch;
+
+static void b_put(batch *b, kt__slice part, kt__slice sort, kt__slice val)
+{
+	assert_true(b->nw < 16);
+	memset(&b->w[b->nw], 0, sizeof(b->w[0]));
+	b->w[b->nw].part = part;
+	b->w[b->nw].sort = sort;
+	b->w[b->nw].value = val;
+	b->nw++;
+}
+
+static void b_del(batch *b, kt__slice part, kt__slice sort)
+{
+	assert_true(b->nw < 16);
+	memset(&b->w[b->nw], 0, sizeof(b->w[0]));
+	b->w[b->nw].part = part;
+	b->w[b->nw].sort = sort;
+	b->w[b->nw].del = 1;
+	b->nw++;
+}
+
+/* A ROW condition: (part, sort) reads at the snapshot as it does now. */
+static void b_row(batch *b, kt__slice part, kt__slice sort)
+{
+	assert_true(b->nc < 16);
+	memset(&b->c[b->nc], 0, sizeof(b->c[0]));
+	b->c[b->nc].kind = KT__COND_ROW;
+	b->c[b->nc].part = part;
+	b->c[b->nc].sort = sort;
+	b->nc++;
+}
+
+/* A SCAN condition: scan @p how returned @p nrows rows at the snapshot,
+ * and then (when @p complete) no more. */
+static void b_scan(batch *b, const kt__scan *how, uint64_t nrows,
+		   int complete)
+{
+	assert_true(b->nc < 16);
+	memset(&b->c[b->nc], 0, sizeof(b->c[0]));
+	b->c[b->nc].kind = KT__COND_SCAN;
+	b->c[b->nc].how = *how;
+	b->c[b->nc].nrows = nrows;
+	b->c[b->nc].complete = complete;
+	b->nc++;
+}
+
+/* Commit b, guarded by its conditions read at @p snap (NULL: none). */
+static int b_commit(kt__rows *r, const batch *b, const kt__snap *snap)
+{
+	kt__commit cm;
+
+	memset(&cm, 0, sizeof(cm));
+	cm.w = b->w;
+	cm.nw = b->nw;
+	cm.snap = snap;
+	cm.c = b->c;
+	cm.nc = b->nc;
+	return r->ops->commit(r, &cm);
+}
+
+/* Unconditional single writes. */
+static void put(kt__rows *r, kt__slice part, kt__slice sort, kt__slice val)
+{
+	batch b = {0};
+
+	b_put(&b, part, sort, val);
+	expect_rc(b_commit(r, &b, NULL), 0);
+}
+
+static void del(kt__rows *r, kt__slice part, kt__slice sort)
+{
+	batch b = {0};
+
+	b_del(&b, part, sort);
+	expect_rc(b_commit(r, &b, NULL), 0);
+}
+
+static kt__snap *snap_take(kt__rows *r)
+{
+	kt__snap *s = NULL;
+
+	expect_rc(r->ops->snapshot(&s, r), 0);
+	assert_non_null(s);
+	return s;
+}
+
+/* Bytes as text: printable ASCII but the separators " /=\" as is, the
+ * rest as \xHH, so binary keys show in failure messages. */
+static void show(kt_test_str *s, kt__slice b)
+{
+	size_t i;
+
+	for (i = 0; i < b.len; i++) {
+		unsigned char c = (unsigned char)b.p[i];
+		if (c > 0x20 && c < 0x7f && c != '/' && c != '=' &&
+		    c != '\\')
+			kt_test_str_add(s, &c, 1);
+		else
+			kt_test_str_addf(s, "\\x%02x", c);
+	}
+}
+
+/* The value of (part, sort) at @p snap as text, or "(absent)". */
+static char *get_text(kt__rows *r, const kt__snap *snap, kt__slice part,
+		      kt__slice sort)
+{
+	kt__buf v = {0};
+	kt_test_str s = {0};
+	int rc = r->ops->get(r, snap, part, sort, &v);
+
+	if (rc == KT_ENOTFOUND) {
+		kt_test_str_add(&s, "(absent)", 8);
+	} else {
+		if (rc != 0)
+			fail_msg("get: %d (%s)", rc, kt_errmsg());
+		kt_test_str_add(&s, "=", 1);
+		show(&s, kt__slb(&v));
+	}
+	kt__buf_free(&v);
+	return s.p;
+}
+
+#define assert_get(r, snap, part, sort, want)                                  \
+	do {                                                                   \
+		char *ag__t = get_text((r), (snap), (part), (sort));           \
+		assert_string_equal(ag__t, (want));                            \
+		free(ag__t);                                                   \
+	} while (0)
+
+/* Rows a scan returns, as text "part/sort=value ..." ("" when none);
+ * at most @p max rows (0: all). */
+static char *scan_text_n(kt__rows *r, const kt__snap *snap,
+			 const kt__scan *how, size_t max)
+{
+	kt__cursor *c = NULL;
+	kt__row row;
+	kt_test_str s = {0};
+	size_t n = 0;
+	int rc = KT_ITEROVER;
+
+	expect_rc(r->ops->scan(&c, r, snap, how), 0);
+	kt_test_str_add(&s, "", 0); /* "" when there are no rows */
+	while ((max == 0 || n < max) && (rc = r->ops->next(c, &row)) == 0) {
+		if (n++ > 0)
+			kt_test_str_add(&s, " ", 1);
+		show(&s, row.part);
+		kt_test_str_add(&s, "/", 1);
+		show(&s, row.sort);
+		kt_test_str_add(&s, "=", 1);
+		show(&s, row.value);
+	}
+	if ((max == 0 || n < max) && rc != KT_ITEROVER)
+		fail_msg("next: %d (%s)", rc, kt_errmsg());
+	r->ops->cursor_free(c);
+	return s.p;
+}
+
+#define assert_scan(r, snap, how, want)                                        \
+	do {                                                                   \
+		char *as__t = scan_text_n((r), (snap), (how), 0);              \
+		assert_string_equal(as__t, (want));                            \
+		free(as__t);                                                   \
+	} while (0)
+
+/* A scan description. */
+static kt__scan scan_of(kt__slice part, unsigned int flags)
+{
+	kt__scan how;
+
+	memset(&how, 0, sizeof(how));
+	how.part = part;
+	how.flags = flags;
+	return how;
+}
+
+/* Every row of the store, in order. */
+static char *dump(kt__rows *r)
+{
+	kt__scan all = scan_of(L(""), KT__SCAN_PREFIX);
+
+	return scan_text_n(r, NULL, &all, 0);
+}
+
+/* Fill partition "p" with a, c, e (values 1, 3, 5) and a neighbour
+ * partition "q" with x. */
+static void fill_ace(kt__rows *r)
+{
+	batch b = {0};
+
+	b_put(&b, L("p"), L("a"), L("1"));
+	b_put(&b, L("p"), L("c"), L("3"));
+	b_put(&b, L("p"), L("e"), L("5"));
+	b_put(&b, L("q"), L("x"), L("9"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reads. */
+
+static void test_rows__get_present_absent(void **state)
+{
+	kt__rows *r = rows_of(state);
+
+	put(r, L("p"), L("k"), L("value"));
+	put(r, L("p"), L(""), L(""));
+	assert_get(r, NULL, L("p"), L("k"), "=value");
+	/* A row with an empty value is there, unlike an absent one. */
+	assert_get(r, NULL, L("p"), L(""), "=");
+	assert_get(r, NULL, L("p"), L("kk"), "(absent)");
+	assert_get(r, NULL, L("p"), L("\0"), "(absent)");
+	assert_get(r, NULL, L("pk"), L(""), "(absent)");
+	assert_get(r, NULL, L("q"), L("k"), "(absent)");
+	del(r, L("p"), L("k"));
+	assert_get(r, NULL, L("p"), L("k"), "(absent)");
+	/* Deleting an absent row is no error. */
+	del(r, L("p"), L("never"));
+}
+
+static void test_rows__scan_forward_reverse(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan fwd = scan_of(L("p"), 0);
+	kt__scan rev = scan_of(L("p"), KT__SCAN_REVERSE);
+	kt__scan none = scan_of(L("nothing"), 0);
+
+	fill_ace(r);
+	/* Neighbours of "p" in key order must not leak into its scan. */
+	put(r, L("o"), L("z"), L("0"));
+	put(r, L("pa"), L("a"), L("0"));
+	assert_scan(r, NULL, &fwd, "p/a=1 p/c=3 p/e=5");
+	assert_scan(r, NULL, &rev, "p/e=5 p/c=3 p/a=1");
+	assert_scan(r, NULL, &none, "");
+	none.flags = KT__SCAN_REVERSE;
+	assert_scan(r, NULL, &none, "");
+}
+
+static void test_rows__scan_after(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), KT__SCAN_AFTER);
+
+	fill_ace(r);
+	how.after = L("a"); /* a row */
+	assert_scan(r, NULL, &how, "p/c=3 p/e=5");
+	how.after = L("b"); /* between rows */
+	assert_scan(r, NULL, &how, "p/c=3 p/e=5");
+	how.after = L("e"); /* the last row */
+	assert_scan(r, NULL, &how, "");
+	how.after = L(""); /* before everything */
+	assert_scan(r, NULL, &how, "p/a=1 p/c=3 p/e=5");
+
+	how.flags = KT__SCAN_AFTER | KT__SCAN_REVERSE;
+	how.after = L("e");
+	assert_scan(r, NULL, &how, "p/c=3 p/a=1");
+	how.after = L("d");
+	assert_scan(r, NULL, &how, "p/c=3 p/a=1");
+	how.after = L("a");
+	assert_scan(r, NULL, &how, "");
+	how.after = L("z");
+	assert_scan(r, NULL, &how, "p/e=5 p/c=3 p/a=1");
+}
+
+static void test_rows__scan_from(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), KT__SCAN_FROM);
+
+	fill_ace(r);
+	how.from = L("c"); /* a row: included */
+	assert_scan(r, NULL, &how, "p/c=3 p/e=5");
+	how.from = L("b");
+	assert_scan(r, NULL, &how, "p/c=3 p/e=5");
+	how.from = L("");
+	assert_scan(r, NULL, &how, "p/a=1 p/c=3 p/e=5");
+	how.from = L("f");
+	assert_scan(r, NULL, &how, "");
+}
+
+static void test_rows__scan_prefix(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("a"), KT__SCAN_PREFIX);
+	batch b = {0};
+
+	/* Written out of order, so that the order seen is the engine's. */
+	b_put(&b, L("ab"), L(""), L("2"));
+	b_put(&b, L("b"), L(""), L("4"));
+	b_put(&b, L("a"), L("\xff\xff"), L("1"));
+	b_put(&b, L("a"), L(""), L("0"));
+	b_put(&b, L("a\x01"), L("x"), L("5"));
+	b_put(&b, L("ab"), L("c"), L("3"));
+	b_put(&b, L("`"), L("z"), L("6")); /* '`' sorts just before 'a' */
+	expect_rc(b_commit(r, &b, NULL), 0);
+
+	/* Partition "a" (even its sort key ff ff) comes before "a\x01" and
+	 * "ab", which it is a proper prefix of. */
+	assert_scan(r, NULL, &how,
+		    "a/=0 a/\\xff\\xff=1 a\\x01/x=5 ab/=2 ab/c=3");
+	how.part = L("ab");
+	assert_scan(r, NULL, &how, "ab/=2 ab/c=3");
+	how.part = L("abc");
+	assert_scan(r, NULL, &how, "");
+	how.part = L("");
+	assert_scan(r, NULL, &how,
+		    "`/z=6 a/=0 a/\\xff\\xff=1 a\\x01/x=5 ab/=2 ab/c=3 b/=4");
+}
+
+/* A prefix ending in 0xff bytes covers exactly the partitions that start
+ * with it (the range's end cannot be found by incrementing the last
+ * byte). */
+static void test_rows__scan_prefix_ff(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("b\xff"), KT__SCAN_PREFIX);
+	batch b = {0};
+
+	b_put(&b, L("b"), L("\xff"), L("0"));
+	b_put(&b, L("b\xfe"), L(""), L("1"));
+	b_put(&b, L("b\xff"), L(""), L("2"));
+	b_put(&b, L("b\xff\xff"), L("s"), L("3"));
+	b_put(&b, L("c"), L(""), L("4"));
+	b_put(&b, L("\xff"), L(""), L("5"));
+	b_put(&b, L("\xff\xff"), L("t"), L("6"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+	assert_scan(r, NULL, &how, "b\\xff/=2 b\\xff\\xff/s=3");
+	how.part = L("\xff");
+	assert_scan(r, NULL, &how, "\\xff/=5 \\xff\\xff/t=6");
+	how.part = L("\xff\xff");
+	assert_scan(r, NULL, &how, "\\xff\\xff/t=6");
+}
+
+static void test_rows__binary_sort_keys(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	batch b = {0};
+
+	b_put(&b, L("p"), L("\xff\xff"), L("6"));
+	b_put(&b, L("p"), L("\x01"), L("4"));
+	b_put(&b, L("p"), L("\0\0"), L("3"));
+	b_put(&b, L("p"), L("\xff"), L("5"));
+	b_put(&b, L("p"), L("\0"), L("2"));
+	b_put(&b, L("p"), L(""), L("1"));
+	/* Partitions next to "p" in LevelDB's key order. */
+	b_put(&b, L("p\x01"), L(""), L("x"));
+	b_put(&b, L("o\xff"), L("\xff"), L("y"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+
+	assert_get(r, NULL, L("p"), L("\0"), "=2");
+	assert_get(r, NULL, L("p"), L("\0\0"), "=3");
+	assert_get(r, NULL, L("p"), L(""), "=1");
+	assert_scan(r, NULL, &how,
+		    "p/=1 p/\\x00=2 p/\\x00\\x00=3 p/\\x01=4 p/\\xff=5 "
+		    "p/\\xff\\xff=6");
+	how.flags = KT__SCAN_REVERSE;
+	assert_scan(r, NULL, &how,
+		    "p/\\xff\\xff=6 p/\\xff=5 p/\\x01=4 p/\\x00\\x00=3 "
+		    "p/\\x00=2 p/=1");
+	how.flags = KT__SCAN_AFTER;
+	how.after = L("\0");
+	assert_scan(r, NULL, &how, "p/\\x00\\x00=3 p/\\x01=4 p/\\xff=5 "
+				   "p/\\xff\\xff=6");
+	how.after = L("\xff");
+	assert_scan(r, NULL, &how, "p/\\xff\\xff=6");
+	how.after = L("\xff\xff");
+	assert_scan(r, NULL, &how, "");
+	how.flags = KT__SCAN_AFTER | KT__SCAN_REVERSE;
+	how.after = L("\0\0");
+	assert_scan(r, NULL, &how, "p/\\x00=2 p/=1");
+	how.after = L("\0");
+	assert_scan(r, NULL, &how, "p/=1");
+	how.after = L("");
+	assert_scan(r, NULL, &how, "");
+	how.flags = KT__SCAN_FROM;
+	how.from = L("\xff");
+	assert_scan(r, NULL, &how, "p/\\xff=5 p/\\xff\\xff=6");
+	how.from = L("\0");
+	assert_scan(r, NULL, &how, "p/\\x00=2 p/\\x00\\x00=3 p/\\x01=4 "
+				   "p/\\xff=5 p/\\xff\\xff=6");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Snapshots and commits. */
+
+static void test_rows__snapshot_isolation(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	b_put(&b, L("p"), L("a"), L("changed"));
+	b_del(&b, L("p"), L("c"));
+	b_put(&b, L("p"), L("d"), L("new"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+
+	assert_get(r, s, L("p"), L("a"), "=1");
+	assert_get(r, s, L("p"), L("c"), "=3");
+	assert_get(r, s, L("p"), L("d"), "(absent)");
+	assert_scan(r, s, &how, "p/a=1 p/c=3 p/e=5");
+	how.flags = KT__SCAN_REVERSE;
+	assert_scan(r, s, &how, "p/e=5 p/c=3 p/a=1");
+	/* The latest state has the commit. */
+	assert_get(r, NULL, L("p"), L("a"), "=changed");
+	assert_get(r, NULL, L("p"), L("c"), "(absent)");
+	assert_scan(r, NULL, &how, "p/e=5 p/d=new p/a=changed");
+	r->ops->snapshot_free(r, s);
+	/* A snapshot taken now sees it too. */
+	s = snap_take(r);
+	assert_get(r, s, L("p"), L("d"), "=new");
+	r->ops->snapshot_free(r, s);
+}
+
+/* A cursor opened on a snapshot keeps reading it while commits land. */
+static void test_rows__cursor_on_snapshot(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__cursor *c = NULL;
+	kt__snap *s;
+	kt__row row;
+
+	fill_ace(r);
+	s = snap_take(r);
+	expect_rc(r->ops->scan(&c, r, s, &how), 0);
+	expect_rc(r->ops->next(c, &row), 0);
+	assert_int_equal(row.sort.len, 1);
+	assert_memory_equal(row.sort.p, "a", 1);
+	put(r, L("p"), L("b"), L("2"));
+	del(r, L("p"), L("c"));
+	expect_rc(r->ops->next(c, &row), 0);
+	assert_memory_equal(row.sort.p, "c", 1);
+	expect_rc(r->ops->next(c, &row), 0);
+	assert_memory_equal(row.sort.p, "e", 1);
+	expect_rc(r->ops->next(c, &row), KT_ITEROVER);
+	/* And stays over. */
+	expect_rc(r->ops->next(c, &row), KT_ITEROVER);
+	r->ops->cursor_free(c);
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__batch_together_in_order(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *before;
+	batch b = {0};
+	char *t;
+
+	fill_ace(r);
+	before = snap_take(r);
+	b_put(&b, L("p"), L("b"), L("2"));
+	b_del(&b, L("p"), L("c"));
+	b_put(&b, L("p"), L("e"), L("five"));
+	b_put(&b, L("r"), L(""), L("new partition"));
+	b_del(&b, L("q"), L("x"));
+	/* Writes apply in the order given: the later one wins. */
+	b_put(&b, L("s"), L("1"), L("first"));
+	b_del(&b, L("s"), L("1"));
+	b_del(&b, L("s"), L("2"));
+	b_put(&b, L("s"), L("2"), L("second"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+
+	t = dump(r);
+	assert_string_equal(t, "p/a=1 p/b=2 p/e=five r/=new\\x20partition "
+			       "s/2=second");
+	free(t);
+	/* A snapshot from before sees none of it. */
+	t = scan_text_n(r, before, &(kt__scan){.part = L(""),
+					       .flags = KT__SCAN_PREFIX}, 0);
+	assert_string_equal(t, "p/a=1 p/c=3 p/e=5 q/x=9");
+	free(t);
+	r->ops->snapshot_free(r, before);
+}
+
+/* A commit refused for one failed condition applies none of its writes,
+ * however many conditions hold. */
+static void test_rows__refused_commit_applies_nothing(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("q"), 0);
+	kt__snap *s;
+	batch b = {0};
+	char *t0, *t1;
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("c"), L("changed elsewhere"));
+	t0 = dump(r);
+	b_row(&b, L("p"), L("a"));      /* holds */
+	b_scan(&b, &how, 1, 1);         /* holds */
+	b_row(&b, L("p"), L("c"));      /* fails */
+	b_put(&b, L("p"), L("a"), L("x"));
+	b_del(&b, L("p"), L("e"));
+	b_put(&b, L("new"), L(""), L("y"));
+	b_del(&b, L("q"), L("x"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	t1 = dump(r);
+	assert_string_equal(t1, t0);
+	free(t0);
+	free(t1);
+	r->ops->snapshot_free(r, s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Guarded commits: ROW conditions. */
+
+static void test_rows__commit_unconditional(void **state)
+{
+	kt__rows *r = rows_of(state);
+	batch b = {0};
+
+	fill_ace(r);
+	put(r, L("p"), L("a"), L("other"));
+	/* No snapshot, no conditions: applies whatever happened. */
+	b_put(&b, L("p"), L("a"), L("mine"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+	assert_get(r, NULL, L("p"), L("a"), "=mine");
+}
+
+/* A snapshot with no conditions applies, even after other commits. */
+static void test_rows__commit_no_conditions(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("a"), L("other"));
+	b_put(&b, L("p"), L("a"), L("mine"));
+	expect_rc(b_commit(r, &b, s), 0);
+	assert_get(r, NULL, L("p"), L("a"), "=mine");
+	r->ops->snapshot_free(r, s);
+}
+
+/* Nothing committed since the snapshot: every condition holds. */
+static void test_rows__commit_nothing_changed(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	b_row(&b, L("p"), L("a"));
+	b_row(&b, L("p"), L("b")); /* absent, still absent */
+	b_scan(&b, &how, 3, 1);
+	b_put(&b, L("p"), L("b"), L("2"));
+	expect_rc(b_commit(r, &b, s), 0);
+	assert_get(r, NULL, L("p"), L("b"), "=2");
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_row_changed(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("c"), L("33"));
+	b_row(&b, L("p"), L("c"));
+	b_put(&b, L("p"), L("c"), L("mine"));
+	b_put(&b, L("p"), L("z"), L("26"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	assert_get(r, NULL, L("p"), L("c"), "=33");
+	assert_get(r, NULL, L("p"), L("z"), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_row_deleted(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	del(r, L("p"), L("c"));
+	b_row(&b, L("p"), L("c"));
+	b_put(&b, L("p"), L("z"), L("26"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	assert_get(r, NULL, L("p"), L("z"), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_absent_row_created(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("b"), L("theirs"));
+	b_row(&b, L("p"), L("b")); /* read as absent */
+	b_put(&b, L("p"), L("b"), L("mine"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	assert_get(r, NULL, L("p"), L("b"), "=theirs");
+	r->ops->snapshot_free(r, s);
+}
+
+/* Created with an empty value: still not the same as absent. */
+static void test_rows__cond_absent_row_created_empty(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("b"), L(""));
+	b_row(&b, L("p"), L("b"));
+	b_put(&b, L("p"), L("z"), L("26"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	assert_get(r, NULL, L("p"), L("z"), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+/* Conditions compare values, not versions: a row changed and changed
+ * back reads the same. */
+static void test_rows__cond_row_restored(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("c"), L("other"));
+	put(r, L("p"), L("c"), L("3"));
+	/* And an absent row created and deleted again. */
+	put(r, L("p"), L("b"), L("brief"));
+	del(r, L("p"), L("b"));
+	b_row(&b, L("p"), L("c"));
+	b_row(&b, L("p"), L("b"));
+	b_put(&b, L("p"), L("c"), L("mine"));
+	expect_rc(b_commit(r, &b, s), 0);
+	assert_get(r, NULL, L("p"), L("c"), "=mine");
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_other_row_changed(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("e"), L("55"));  /* same partition */
+	put(r, L("q"), L("y"), L("new")); /* another one */
+	put(r, L("p"), L("a\0"), L("next to a"));
+	b_row(&b, L("p"), L("a"));
+	b_row(&b, L("p"), L("b"));
+	b_put(&b, L("p"), L("a"), L("mine"));
+	expect_rc(b_commit(r, &b, s), 0);
+	assert_get(r, NULL, L("p"), L("a"), "=mine");
+	assert_get(r, NULL, L("p"), L("e"), "=55");
+	r->ops->snapshot_free(r, s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Guarded commits: SCAN conditions.  Partition p holds a, c, e. */
+
+/* Commit a write guarded by one SCAN condition read at @p s. */
+static int commit_scan_guarded(kt__rows *r, const kt__snap *s,
+			       const kt__scan *how, uint64_t nrows,
+			       int complete)
+{
+	batch b = {0};
+
+	b_scan(&b, how, nrows, complete);
+	b_put(&b, L("w"), L(""), L("written"));
+	return b_commit(r, &b, s);
+}
+
+static void test_rows__cond_scan_insert_inside(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__snap *s;
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("b"), L("2")); /* between the first two rows */
+	/* The scan had returned a and c, and was not over. */
+	expect_rc(commit_scan_guarded(r, s, &how, 2, 0), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_scan_value_changed_inside(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__snap *s;
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("c"), L("33"));
+	expect_rc(commit_scan_guarded(r, s, &how, 2, 0), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_scan_delete_inside(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), KT__SCAN_REVERSE);
+	kt__snap *s;
+
+	fill_ace(r);
+	s = snap_take(r);
+	del(r, L("p"), L("c"));
+	/* The reverse scan had returned e and c. */
+	expect_rc(commit_scan_guarded(r, s, &how, 2, 0), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_scan_insert_past_incomplete(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__snap *s;
+
+	fill_ace(r);
+	s = snap_take(r);
+	/* Past the two rows the scan returned: it never looked there. */
+	put(r, L("p"), L("d"), L("4"));
+	put(r, L("p"), L("f"), L("6"));
+	put(r, L("p"), L("e"), L("55"));
+	expect_rc(commit_scan_guarded(r, s, &how, 2, 0), 0);
+	assert_get(r, NULL, L("w"), L(""), "=written");
+	r->ops->snapshot_free(r, s);
+}
+
+/* A scan that returned nothing and was not over depends on nothing. */
+static void test_rows__cond_scan_zero_rows_incomplete(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__snap *s;
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("p"), L("0"), L("first now"));
+	expect_rc(commit_scan_guarded(r, s, &how, 0, 0), 0);
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_scan_insert_past_complete(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), 0);
+	kt__snap *s;
+
+	fill_ace(r);
+	s = snap_take(r);
+	/* After the last row: the complete scan would now return it. */
+	put(r, L("p"), L("f"), L("6"));
+	expect_rc(commit_scan_guarded(r, s, &how, 3, 1), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+/* The same for a scan that found nothing at all. */
+static void test_rows__cond_scan_empty_complete(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("empty"), 0);
+	kt__snap *s;
+
+	fill_ace(r);
+	s = snap_take(r);
+	put(r, L("empty"), L("k"), L("1"));
+	expect_rc(commit_scan_guarded(r, s, &how, 0, 1), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	r->ops->snapshot_free(r, s);
+}
+
+/* Complete scans of the other kinds, each seeing a new row at its end. */
+static void test_rows__cond_scan_complete_kinds(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan after = scan_of(L("p"), KT__SCAN_AFTER);
+	kt__scan before = scan_of(L("p"), KT__SCAN_AFTER | KT__SCAN_REVERSE);
+	kt__scan from = scan_of(L("p"), KT__SCAN_FROM);
+	kt__scan prefix = scan_of(L("p"), KT__SCAN_PREFIX);
+	kt__snap *s;
+
+	fill_ace(r);
+	after.after = L("a");
+	before.after = L("e");
+	from.from = L("c");
+	s = snap_take(r);
+	put(r, L("p"), L("\0"), L("0")); /* first of p, before a */
+	put(r, L("p"), L("z"), L("26"));
+	put(r, L("pp"), L(""), L("new partition"));
+	/* after a: c, e, then over; now z follows e. */
+	expect_rc(commit_scan_guarded(r, s, &after, 2, 1), KT__ERETRY);
+	/* before e, descending: c, a, then over; now \0 follows a. */
+	expect_rc(commit_scan_guarded(r, s, &before, 2, 1), KT__ERETRY);
+	expect_rc(commit_scan_guarded(r, s, &from, 2, 1), KT__ERETRY);
+	/* prefix p: ..., then partition pp. */
+	expect_rc(commit_scan_guarded(r, s, &prefix, 3, 1), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	/* The same scans, incomplete after their first row, still hold. */
+	expect_rc(commit_scan_guarded(r, s, &after, 1, 0), 0);
+	expect_rc(commit_scan_guarded(r, s, &before, 1, 0), 0);
+	expect_rc(commit_scan_guarded(r, s, &from, 1, 0), 0);
+	r->ops->snapshot_free(r, s);
+}
+
+static void test_rows__cond_scan_outside_range(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("p"), KT__SCAN_AFTER);
+	kt__scan pre = scan_of(L("p"), KT__SCAN_PREFIX);
+	kt__snap *s;
+
+	fill_ace(r);
+	how.after = L("a");
+	s = snap_take(r);
+	put(r, L("p"), L("a"), L("11"));      /* the 'after' key itself */
+	put(r, L("p"), L("0"), L("before"));  /* before the range */
+	put(r, L("q"), L("x"), L("99"));      /* another partition */
+	put(r, L("o"), L("z"), L("z"));       /* one sorting before */
+	put(r, L("p\x01"), L(""), L("next")); /* next in key order */
+	/* The scan (c, e, over) reads the same on the latest state. */
+	expect_rc(commit_scan_guarded(r, s, &how, 2, 1), 0);
+	assert_get(r, NULL, L("w"), L(""), "=written");
+	r->ops->snapshot_free(r, s);
+
+	/* A complete prefix scan is not disturbed by partitions that do
+	 * not start with its prefix, on either side. */
+	s = snap_take(r);
+	put(r, L("o\xff"), L(""), L("1"));
+	put(r, L("q"), L(""), L("2"));
+	expect_rc(commit_scan_guarded(r, s, &pre, 5, 1), 0);
+	r->ops->snapshot_free(r, s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* empty(), sync(). */
+
+static void test_rows__empty(void **state)
+{
+	kt__rows *r = rows_of(state);
+
+	expect_rc(r->ops->empty(r), 1);
+	put(r, L("p"), L("k"), L("v"));
+	expect_rc(r->ops->empty(r), 0);
+	put(r, L("\xff\xff"), L("\xff"), L(""));
+	del(r, L("p"), L("k"));
+	expect_rc(r->ops->empty(r), 0);
+	del(r, L("\xff\xff"), L("\xff"));
+	expect_rc(r->ops->empty(r), 1);
+}
+
+/* sync() succeeds, and what was committed (with and without the sync
+ * flag) is there after the engine is closed and opened again. */
+static void test_rows__sync_and_reopen(void **state)
+{
+	fixture *f = *state;
+	kt__commit cm;
+	kt__write w;
+
+	put(f->r, L("p"), L("a"), L("1"));
+	memset(&w, 0, sizeof(w));
+	w.part = L("p");
+	w.sort = L("b");
+	w.value = L("2");
+	memset(&cm, 0, sizeof(cm));
+	cm.w = &w;
+	cm.nw = 1;
+	cm.sync = 1;
+	expect_rc(f->r->ops->commit(f->r, &cm), 0);
+	put(f->r, L("p"), L("c"), L("3"));
+	expect_rc(f->r->ops->sync(f->r), 0);
+	/* Nothing to flush is no error either. */
+	expect_rc(f->r->ops->sync(f->r), 0);
+
+	engine_close(f);
+	assert_int_equal(engine_open(f), 0);
+	assert_get(f->r, NULL, L("p"), L("a"), "=1");
+	assert_get(f->r, NULL, L("p"), L("b"), "=2");
+	assert_get(f->r, NULL, L("p"), L("c"), "=3");
+	expect_rc(f->r->ops->empty(f->r), 0);
+}
+
+/* ------------------------------------------------------------------------ */
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_rows__get_present_absent),
+		T(test_rows__scan_forward_reverse),
+		T(test_rows__scan_after),
+		T(test_rows__scan_from),
+		T(test_rows__scan_prefix),
+		T(test_rows__scan_prefix_ff),
+		T(test_rows__binary_sort_keys),
+		T(test_rows__snapshot_isolation),
+		T(test_rows__cursor_on_snapshot),
+		T(test_rows__batch_together_in_order),
+		T(test_rows__refused_commit_applies_nothing),
+		T(test_rows__commit_unconditional),
+		T(test_rows__commit_no_conditions),
+		T(test_rows__commit_nothing_changed),
+		T(test_rows__cond_row_changed),
+		T(test_rows__cond_row_deleted),
+		T(test_rows__cond_absent_row_created),
+		T(test_rows__cond_absent_row_created_empty),
+		T(test_rows__cond_row_restored),
+		T(test_rows__cond_other_row_changed),
+		T(test_rows__cond_scan_insert_inside),
+		T(test_rows__cond_scan_value_changed_inside),
+		T(test_rows__cond_scan_delete_inside),
+		T(test_rows__cond_scan_insert_past_incomplete),
+		T(test_rows__cond_scan_zero_rows_incomplete),
+		T(test_rows__cond_scan_insert_past_complete),
+		T(test_rows__cond_scan_empty_complete),
+		T(test_rows__cond_scan_complete_kinds),
+		T(test_rows__cond_scan_outside_range),
+		T(test_rows__empty),
+		T(test_rows__sync_and_reopen),
+	};
+	size_t i;
+	int failed = 0;
+
+	for (i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+		engine_now = &engines[i];
+		failed += cmocka_run_group_tests_name(engines[i].name, tests,
+						      NULL, NULL);
+	}
+	return failed;
+}
