@@ -480,9 +480,9 @@ int kt__remote_open(kt__rows **out, const char *dir)
 		ver = kt__wire_get_u32(&in);
 		rm->pid = (long)kt__wire_get_u32(&in);
 		if (rc == 0 && (in.bad || ver != KT__PROTO_VERSION))
-			rc = kt__err(KT_EVERSION, "open '%s': the holder of the "
-				     "store speaks protocol version %u, this "
-				     "process version %u", dir, ver,
+			rc = kt__err(KT_EVERSION, "open '%s': the holder "
+				     "of the store speaks protocol version %u, "
+				     "this process version %u", dir, ver,
 				     KT__PROTO_VERSION);
 	}
 	gone = rm->dead;
