@@ -95,8 +95,34 @@ expect_eq "CLI's file in the first mount" "$(cat "$MNT/from-cli")" c
 expect_eq "CLI's file in the second mount" "$(cat "$MNT2/from-cli")" c
 ok "two mounts and the CLI see each other's changes"
 
+# keytree check while both mounts and the CLI write: every run is clean
+# (it reads one snapshot of the store through the holder).
+writer() { # DIR TAG
+	local i
+	mkdir -p "$1/w$2"
+	for i in $(seq 150); do
+		echo "$i" >"$1/w$2/f$((i % 7))"
+		mv "$1/w$2/f$((i % 7))" "$1/w$2/g$((i % 5))"
+		[ $((i % 11)) -ne 0 ] || rm -f "$1/w$2/g$((i % 5))"
+	done
+}
+writer "$MNT" a & wa=$!
+writer "$MNT2" b & wb=$!
+( for i in $(seq 100); do kt put "/wc/x$((i % 9))" "$i"; done ) & wc=$!
+checks=0
+while kill -0 $wa 2>/dev/null || kill -0 $wb 2>/dev/null; do
+	kt check >"$KTFS_TMP/check.out" 2>&1 ||
+		fail "check while writers run: $(cat "$KTFS_TMP/check.out")"
+	checks=$((checks + 1))
+done
+wait $wa || fail "writer through the first mount failed"
+wait $wb || fail "writer through the second mount failed"
+wait $wc || fail "CLI writer failed"
+[ "$checks" -ge 1 ] || fail "no check ran while the writers ran"
 kt check >"$KTFS_TMP/check.out" || fail "check on the live store: $(cat "$KTFS_TMP/check.out")"
-ok "keytree check is clean on the mounted store"
+expect_eq "CLI writer's last value, through the second mount" \
+	"$(cat "$MNT2/wc/x1")" 100
+ok "keytree check is clean while two mounts and the CLI write ($checks runs)"
 
 fusermount3 -u "$MNT2"
 wait "$second" || fail "the second keytreefs exited with status $?"
