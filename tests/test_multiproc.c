@@ -54,7 +54,7 @@
 #include "kt_test.h"
 
 #define GUARD_SECONDS 120
-#define OPS 2000         /* operations per writer */
+#define OPS 1500         /* operations per writer */
 #define NOWN 4           /* owned items per writer */
 #define OWN_MAX 128      /* largest owned value */
 #define NRACE 6          /* contested renames per run */
