@@ -13,7 +13,9 @@
  *    in the machine's load hits both alike: random gets, puts (a new
  *    value into an existing item), stats, and listings of /list.  The
  *    median of REPS blocks per side is reported, and the ratio client /
- *    holder.
+ *    holder.  For scale, the same run times a bare round trip (32 bytes
+ *    over a Unix socket to a process that echoes them), the least any
+ *    call through the holder can cost, and gives each call in those.
  *
  * 2. Writers.  1, 2 and 4 processes open one store (the first holds it,
  *    the others connect) and, started together, each puts its own items:
@@ -34,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -201,11 +204,53 @@ static double ask(int cmd, int ans, int op)
 	return secs;
 }
 
+/* The floor of any call through the holder: one round trip of a small
+ * message over a Unix stream socket to another process that answers it
+ * at once.  Seconds per round trip over @p n of them. */
+static double bare_round_trips(int fd, long n)
+{
+	char m[32];
+	double t0 = now();
+	long i;
+
+	memset(m, 'r', sizeof(m));
+	for (i = 0; i < n; i++)
+		if (write(fd, m, sizeof(m)) != sizeof(m) ||
+		    read(fd, m, sizeof(m)) != sizeof(m)) {
+			fprintf(stderr, "kt_bench_mp: echo failed\n");
+			exit(1);
+		}
+	return (now() - t0) / n;
+}
+
+static pid_t start_echo(int *fd)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char m[32];
+		ssize_t got;
+
+		close(sv[0]);
+		while ((got = read(sv[1], m, sizeof(m))) > 0)
+			if (write(sv[1], m, (size_t)got) != got)
+				_exit(1);
+		_exit(0);
+	}
+	close(sv[1]);
+	*fd = sv[0];
+	return pid;
+}
+
 static void bench_remote(const char *dir, int reps)
 {
-	double t[2][NOPS][MAXREPS], secs;
-	int cmd[2], ans[2], r, op, w;
-	pid_t pid[2];
+	double t[2][NOPS][MAXREPS], rt[MAXREPS], secs, floor;
+	int cmd[2], ans[2], r, op, w, echo = -1;
+	pid_t pid[2], epid;
 
 	for (w = 0; w < 2; w++) {
 		pid[w] = start_worker(dir, w == 0, &cmd[w], &ans[w]);
@@ -215,10 +260,14 @@ static void bench_remote(const char *dir, int reps)
 			exit(1);
 		}
 	}
+	epid = start_echo(&echo);
+	if (epid < 0)
+		exit(1);
 	for (op = 0; op < NOPS; op++) /* warm both up */
 		for (w = 0; w < 2; w++)
 			ask(cmd[w], ans[w], op);
-	for (r = 0; r < reps; r++)
+	for (r = 0; r < reps; r++) {
+		rt[r] = bare_round_trips(echo, op_count[OP_GET]);
 		for (op = 0; op < NOPS; op++)
 			for (w = 0; w < 2; w++) {
 				int which = (r + op) % 2 ? 1 - w : w;
@@ -226,14 +275,21 @@ static void bench_remote(const char *dir, int reps)
 				t[which][op][r] = ask(cmd[which], ans[which],
 						      op) / op_count[op];
 			}
+	}
+	close(echo);
+	waitpid(epid, NULL, 0);
+	floor = median(rt, reps);
 	printf("| call (median of %d blocks) | in the holder | through the "
-	       "holder | ratio |\n|---|---|---|---|\n", reps);
+	       "holder | ratio | in bare round trips |\n"
+	       "|---|---|---|---|---|\n", reps);
 	for (op = 0; op < NOPS; op++) {
 		double a = median(t[0][op], reps), b = median(t[1][op], reps);
 
-		printf("| %s | %.1f µs | %.1f µs | %.2f× |\n", op_names[op],
-		       a * 1e6, b * 1e6, b / a);
+		printf("| %s | %.1f µs | %.1f µs | %.2f× | %.1f |\n",
+		       op_names[op], a * 1e6, b * 1e6, b / a, b / floor);
 	}
+	printf("| bare round trip (socket, 32 bytes) | | %.1f µs | | 1 |\n",
+	       floor * 1e6);
 	for (w = 1; w >= 0; w--) { /* the client first, then the holder */
 		close(cmd[w]);
 		close(ans[w]);
