@@ -108,6 +108,9 @@ typedef struct kt__rows_ops {
 	/* 0 with row set, KT_ITEROVER, or an error. */
 	int (*next)(kt__cursor *c, kt__row *row);
 	void (*cursor_free)(kt__cursor *c);
+	/* A consistent view of the store, fixed no later than the first
+	 * read through it (a remote engine takes it with that read, saving
+	 * a round trip); one thread at a time reads through it. */
 	int (*snapshot)(kt__snap **out, kt__rows *r);
 	void (*snapshot_free)(kt__rows *r, kt__snap *snap);
 	/* Apply every write of cm if every condition holds: a ROW condition

@@ -121,9 +121,35 @@ static int bad_reply(const kt__remote *rm)
 		       "malformed reply", rm->pid);
 }
 
+/* A snapshot is taken on the holder lazily, by the first read through
+ * it (GET or SCAN with "take"), which saves a round trip per transaction:
+ * a transaction's snapshot and its first read are one request.  Until
+ * then its handle is 0.  A snapshot is used by one thread at a time. */
+typedef struct kt__rsnap {
+	uint64_t h;
+} kt__rsnap;
+
 static uint64_t snap_handle(const kt__snap *s)
 {
-	return (uint64_t)(uintptr_t)s;
+	return s != NULL ? ((const kt__rsnap *)s)->h : 0;
+}
+
+/* Does a read through @p s take the snapshot first? */
+static int snap_take(const kt__snap *s)
+{
+	return s != NULL && ((const kt__rsnap *)s)->h == 0;
+}
+
+/* After a read that asked to take snapshot @p s: its handle, from the
+ * reply at @p in (which holds it whatever the status). */
+static int snap_taken(kt__remote *rm, const kt__snap *s, kt__wire_in *in)
+{
+	uint64_t h = kt__wire_get_u64(in);
+
+	if (in->bad)
+		return bad_reply(rm);
+	((kt__rsnap *)(uintptr_t)s)->h = h;
+	return 0;
 }
 
 static int remote_get(kt__rows *r, const kt__snap *snap, kt__slice part,
@@ -135,14 +161,23 @@ static int remote_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 	kt__slice v;
 	int rc;
 
+	int take = snap_take(snap);
+
 	if (kt__wire_begin(&req, KT__OP_GET) != 0 ||
 	    kt__wire_u64(&req, snap_handle(snap)) != 0 ||
+	    kt__wire_u8(&req, (unsigned int)take) != 0 ||
 	    kt__wire_bytes(&req, part) != 0 ||
 	    kt__wire_bytes(&req, sort) != 0) {
 		kt__buf_free(&req);
 		return kt__err(KT_ENOMEM, "out of memory");
 	}
+	in.p = NULL;
 	rc = round_trip(rm, &req, &rep, &in, 0);
+	if (take && in.p != NULL && !rm->dead) {
+		int trc = snap_taken(rm, snap, &in);
+		if (trc != 0)
+			rc = trc;
+	}
 	if (rc == 0) {
 		v = kt__wire_get_bytes(&in);
 		rc = in.bad ? bad_reply(rm) : kt__buf_set(out, v.p, v.len);
@@ -183,15 +218,18 @@ static int remote_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	kt__remote *rm = (kt__remote *)r;
 	kt__buf req = {0};
 	kt__rcur *c;
-	int rc;
+	int rc, take;
 
 	*out = NULL;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	c->rm = rm;
+	take = snap_take(snap);
+	c->in.p = NULL;
 	if (kt__wire_begin(&req, KT__OP_SCAN) != 0 ||
 	    kt__wire_u64(&req, snap_handle(snap)) != 0 ||
+	    kt__wire_u8(&req, (unsigned int)take) != 0 ||
 	    kt__wire_u32(&req, how->flags) != 0 ||
 	    kt__wire_bytes(&req, how->part) != 0 ||
 	    kt__wire_bytes(&req, how->after) != 0 ||
@@ -199,6 +237,11 @@ static int remote_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		rc = kt__err(KT_ENOMEM, "out of memory");
 	else
 		rc = round_trip(rm, &req, &c->frame, &c->in, 0);
+	if (take && c->in.p != NULL && !rm->dead) {
+		int trc = snap_taken(rm, snap, &c->in);
+		if (trc != 0)
+			rc = trc;
+	}
 	if (rc == 0)
 		rc = batch_take(c);
 	kt__buf_free(&req);
@@ -282,26 +325,11 @@ static void remote_cursor_free(kt__cursor *cur)
 
 static int remote_snapshot(kt__snap **out, kt__rows *r)
 {
-	kt__remote *rm = (kt__remote *)r;
-	kt__buf req = {0}, rep = {0};
-	kt__wire_in in;
-	uint64_t h;
-	int rc;
+	kt__rsnap *rs = calloc(1, sizeof(*rs));
 
-	*out = NULL;
-	if (kt__wire_begin(&req, KT__OP_SNAPSHOT) != 0)
-		return kt__err(KT_ENOMEM, "out of memory");
-	rc = round_trip(rm, &req, &rep, &in, 0);
-	if (rc == 0) {
-		h = kt__wire_get_u64(&in);
-		if (in.bad || h == 0 || h > UINTPTR_MAX)
-			rc = bad_reply(rm);
-		else
-			*out = (kt__snap *)(uintptr_t)h;
-	}
-	kt__buf_free(&req);
-	kt__buf_free(&rep);
-	return rc;
+	(void)r;
+	*out = (kt__snap *)rs;
+	return rs != NULL ? 0 : kt__err(KT_ENOMEM, "out of memory");
 }
 
 static void remote_snapshot_free(kt__rows *r, kt__snap *snap)
@@ -311,10 +339,12 @@ static void remote_snapshot_free(kt__rows *r, kt__snap *snap)
 
 	if (snap == NULL)
 		return;
-	if (kt__wire_begin(&req, KT__OP_SNAPSHOT_FREE) == 0 &&
+	if (snap_handle(snap) != 0 &&
+	    kt__wire_begin(&req, KT__OP_SNAPSHOT_FREE) == 0 &&
 	    kt__wire_u64(&req, snap_handle(snap)) == 0)
 		round_trip(rm, &req, NULL, NULL, 1);
 	kt__buf_free(&req);
+	free(snap);
 }
 
 static int scan_put(kt__buf *b, const kt__scan *how)

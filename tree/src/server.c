@@ -24,9 +24,10 @@
  * fields listed for a successful call.
  *
  *   HELLO         bytes "keytree-rows", u32 version -> u32 version, u32 pid
- *   GET           u64 snap, bytes part, bytes sort  -> bytes value
- *   SCAN          u64 snap, u32 flags, bytes part, bytes after, bytes from
- *                                                   -> batch
+ *   GET           u64 snap, u8 take, bytes part, bytes sort
+ *                                                   -> [u64 snap], bytes value
+ *   SCAN          u64 snap, u8 take, u32 flags, bytes part, bytes after,
+ *                 bytes from                        -> [u64 snap], batch
  *   NEXT          u64 cursor                        -> batch
  *   CURSOR_FREE   u64 cursor                        (no reply)
  *   SNAPSHOT                                        -> u64 snap
@@ -65,6 +66,11 @@
  * commits created and did not delete; when the connection closes, the
  * client is gone and nothing can reach those orphans any more, so the
  * holder drops them (kt__server_on_orphans).
+ *
+ * With take 1 (and snap 0) the read first takes a snapshot and reads
+ * through it; the reply then carries the new snapshot's handle (0 if it
+ * could not be taken) right after the message, whatever the status.  So a
+ * transaction's snapshot costs no round trip of its own.
  *
  * A batch is u64 cursor, u32 n, n x (bytes part, bytes sort, bytes value),
  * i32 end, bytes message: end 0 means more rows may follow (ask NEXT with
@@ -968,6 +974,24 @@ static int serve_commit(kt__conn *c, kt__wire_in *in)
 	return rc;
 }
 
+/* Take a snapshot for connection @p c, for a read that asked for it
+ * ("take"): into *snap, its handle into *h (0 when it failed). */
+static int snap_take(kt__conn *c, kt__snap **snap, uint64_t *h)
+{
+	kt__rows *r = c->srv->rows;
+	int rc;
+
+	*h = 0;
+	if ((rc = r->ops->snapshot(snap, r)) != 0)
+		return rc;
+	if ((rc = slot_add((void ***)&c->snaps, &c->nsnaps, *snap, h)) != 0) {
+		r->ops->snapshot_free(r, *snap);
+		*snap = NULL;
+		*h = 0;
+	}
+	return rc;
+}
+
 /* Answer one request in @p req into @p out (empty when the request has no
  * reply).  0, or 1 when the request is malformed (the connection closes),
  * or a negative code when the reply cannot be built. */
@@ -981,20 +1005,26 @@ static int serve_one(kt__conn *c, const kt__buf *req, kt__buf *out)
 	kt__slice part, sort;
 	kt__snap *snap;
 	kt__cursor *cur;
-	uint64_t h;
+	uint64_t h, sh = 0;
+	unsigned int take;
 	int rc;
 
 	out->len = 0;
 	switch (op) {
 	case KT__OP_GET:
 		h = kt__wire_get_u64(&in);
+		take = kt__wire_get_u8(&in);
 		part = kt__wire_get_bytes(&in);
 		sort = kt__wire_get_bytes(&in);
 		snap = h ? slot_get((void **)c->snaps, c->nsnaps, h) : NULL;
-		if (in.bad || in.pos != in.len || (h && snap == NULL))
+		if (in.bad || in.pos != in.len || (h && snap == NULL) ||
+		    take > 1 || (take && h))
 			return 1;
-		rc = r->ops->get(r, snap, part, sort, &val);
+		rc = take ? snap_take(c, &snap, &h) : 0;
+		if (rc == 0)
+			rc = r->ops->get(r, snap, part, sort, &val);
 		if (reply_begin(out, rc) != 0 ||
+		    (take && kt__wire_u64(out, h) != 0) ||
 		    (rc == 0 && kt__wire_bytes(out, kt__slb(&val)) != 0))
 			rc = KT_ENOMEM;
 		else
@@ -1003,16 +1033,21 @@ static int serve_one(kt__conn *c, const kt__buf *req, kt__buf *out)
 		return rc;
 	case KT__OP_SCAN:
 		h = kt__wire_get_u64(&in);
+		take = kt__wire_get_u8(&in);
 		memset(&how, 0, sizeof(how));
 		read_scan(&in, &how);
 		snap = h ? slot_get((void **)c->snaps, c->nsnaps, h) : NULL;
-		if (in.bad || in.pos != in.len || (h && snap == NULL))
+		if (in.bad || in.pos != in.len || (h && snap == NULL) ||
+		    take > 1 || (take && h))
 			return 1;
-		rc = r->ops->scan(&cur, r, snap, &how);
+		rc = take ? snap_take(c, &snap, &sh) : 0;
+		if (rc == 0)
+			rc = r->ops->scan(&cur, r, snap, &how);
 		if (rc == 0 && (rc = slot_add((void ***)&c->curs, &c->ncurs,
 					      cur, &h)) != 0)
 			r->ops->cursor_free(cur);
-		if (reply_begin(out, rc) != 0)
+		if (reply_begin(out, rc) != 0 ||
+		    (take && kt__wire_u64(out, sh) != 0))
 			return KT_ENOMEM;
 		return rc == 0 ? batch_fill(c, h, out) : 0;
 	case KT__OP_NEXT:
