@@ -29,6 +29,11 @@ static pthread_cond_t heard_cv = PTHREAD_COND_INITIALIZER;
 static int block;
 
 static void heard_add(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static int heard_has(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static void heard_add(const char *fmt, ...)
 {
 	va_list ap;
 	int n;
