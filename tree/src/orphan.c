@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tree.h"
+#include "ops.h"
 
 #define SHOW(buf, s) kt__show(buf, sizeof(buf), (s), strlen(s))
 
@@ -72,7 +72,9 @@ static int writable(kt_store *st, const char *op)
 
 typedef struct detach_args {
 	const char *path;
-	uint64_t id; /* out */
+	uint64_t dir;   /* with path "/NAME": the child NAME of dir */
+	uint64_t if_id; /* with dir: the node there must have this id */
+	uint64_t id;    /* out */
 } detach_args;
 
 /* Take the item at a->path out of the tree, into the orphans. */
@@ -82,27 +84,43 @@ static int detach_fn(kt__tx *tx, void *arg)
 	kt_store *st = tx->st;
 	kt__rd rd = {st, tx, NULL};
 	kt__res r;
-	kt__buf part = {0};
+	kt__buf part = {0}, at = {0};
+	const char *path = a->path;
 	char s[KT__SHOWSZ];
 	size_t pl;
 	int rc;
 
 	a->id = 0;
-	if ((rc = kt__resolve(&r, &rd, a->path, 0, "orphan_detach")) != 0)
+	if (a->dir != 0) {
+		if ((rc = kt__at_path(&at, tx, a->dir, a->path)) != 0) {
+			kt__buf_free(&at);
+			return rc;
+		}
+		path = at.p;
+	}
+	rc = kt__resolve(&r, &rd, path, 0, "orphan_detach");
+	if (rc != 0) {
+		kt__buf_free(&at);
 		return rc;
+	}
 	if (!r.exists)
 		rc = kt__err(KT_ENOTFOUND, "orphan_detach '%s': no such node",
-			     SHOW(s, a->path));
+			     SHOW(s, path));
+	else if (a->dir != 0 && r.node.id != a->if_id)
+		rc = kt__err(KT_ECONFLICT, "orphan_detach '%s': the node "
+			     "there has id %llu, not %llu", SHOW(s, path),
+			     (unsigned long long)r.node.id,
+			     (unsigned long long)a->if_id);
 	else if (r.node.kind == KT_KIND_LINK || r.node.kind == KT_KIND_SPECIAL)
 		rc = kt__err(KT_EINVAL, "orphan_detach '%s': %s is not an "
-			     "item", SHOW(s, a->path), kt__node_noun(&r.node));
+			     "item", SHOW(s, path), kt__node_noun(&r.node));
 	else if (r.node.kind != KT_KIND_ITEM)
 		rc = kt__err(KT_EISDIR, "orphan_detach '%s': a directory "
-			     "cannot be detached", SHOW(s, a->path));
+			     "cannot be detached", SHOW(s, path));
 	else if (r.node.nlink > 1)
 		rc = kt__err(KT_EPERM, "orphan_detach '%s': the item has %u "
 			     "paths; delete this one instead",
-			     SHOW(s, a->path), (unsigned)r.node.nlink);
+			     SHOW(s, path), (unsigned)r.node.nlink);
 	if (rc != 0)
 		goto out;
 	/* Out of the tree (index row first), into the orphans. */
@@ -130,12 +148,13 @@ static int detach_fn(kt__tx *tx, void *arg)
 out:
 	kt__res_free(&r);
 	kt__buf_free(&part);
+	kt__buf_free(&at);
 	return rc;
 }
 
 int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 {
-	detach_args a = {path, 0};
+	detach_args a = {path, 0, 0, 0};
 	int rc;
 
 	if (id == NULL)
@@ -557,5 +576,34 @@ int kt__orphans_drop_all(kt_store *st)
 	for (i = 0; i < n && rc == 0; i++)
 		rc = kt_orphan_release(st, ids[i]);
 	free(ids);
+	return rc;
+}
+
+int kt_orphan_detach_at(kt_store *st, uint64_t dir, const char *name,
+			uint64_t id)
+{
+	char s[KT__SHOWSZ], *rel = NULL;
+	detach_args a = {NULL, dir, id, 0};
+	size_t n;
+	int rc;
+
+	if ((rc = writable(st, "orphan_detach_at")) != 0)
+		return rc;
+	if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return kt__err(KT_EINVAL, "orphan_detach_at: '%s' is not a "
+			       "name", name ? SHOW(s, name) : "(null)");
+	if (id == 0)
+		return kt__err(KT_EINVAL, "orphan_detach_at: id 0 names no "
+			       "node");
+	n = strlen(name);
+	if ((rel = malloc(n + 2)) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	rel[0] = '/';
+	memcpy(rel + 1, name, n + 1);
+	a.path = rel;
+	if ((rc = kt__path_check(&st->delim, rel, "orphan_detach_at")) == 0)
+		rc = kt__tx_run(st, detach_fn, &a);
+	free(rel);
 	return rc;
 }
