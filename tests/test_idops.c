@@ -58,7 +58,13 @@ static void test_idops__value_of_item_dir(void **state)
 	/* A directory without a value has none to write. */
 	expect_rc(kt_id_write(s, v, "x", 1, 0), KT_EISDIR);
 	expect_rc(kt_id_truncate(s, v, 0), KT_EISDIR);
-	put_str(s, "/v", "abc");
+	{
+		kt_create_options o = KT_CREATE_OPTIONS_INIT;
+
+		o.flags = KT_CREATE_EXCL;
+		ok(kt_id_put(s, v, "abc", 3, &o));
+		expect_rc(kt_id_put(s, v, "x", 1, &o), KT_EEXISTS);
+	}
 	assert_int_equal(lstat_of(s, "/v").kind, KT_KIND_ITEM | KT_KIND_DIR);
 	ok(kt_id_write(s, v, "Z", 1, 1));
 	assert_value(s, "/v", "aZc");
@@ -91,6 +97,10 @@ static void test_idops__links_and_specials(void **state)
 	/* By id the link itself is acted on, never its target. */
 	expect_rc(kt_id_write(s, l, "x", 1, 0), KT_EINVAL);
 	expect_rc(kt_id_truncate(s, l, 0), KT_EINVAL);
+	expect_rc(kt_id_put(s, l, "x", 1, NULL), KT_EINVAL);
+	assert_msg_names("link");
+	expect_rc(kt_id_put(s, n, "x", 1, NULL), KT_EINVAL);
+	expect_rc(kt_id_put(s, 1, "x", 1, NULL), KT_EINVAL);
 	expect_rc(kt_id_write(s, n, "x", 1, 0), KT_EINVAL);
 	assert_msg_names("holds no value");
 	assert_value(s, "/t", "target");
@@ -217,6 +227,7 @@ static void test_idops__unknown_ids(void **state)
 	expect_rc(kt_id_write(s, f, "x", 1, 0), KT_ENOTFOUND);
 	assert_msg_names("id");
 	expect_rc(kt_id_truncate(s, f, 0), KT_ENOTFOUND);
+	expect_rc(kt_id_put(s, f, "x", 1, NULL), KT_ENOTFOUND);
 	expect_rc(kt_id_setattr(NULL, s, f, &a), KT_ENOTFOUND);
 	expect_rc(kt_id_attr_set(s, f, "a", "x", 1, 0), KT_ENOTFOUND);
 	expect_rc(kt_id_attr_get(&v, &len, s, f, "a"), KT_ENOTFOUND);

@@ -671,6 +671,14 @@ KT_EXTERN int kt_delete_at_if(kt_store *store, uint64_t dir,
 KT_EXTERN int kt_id_write(kt_store *store, uint64_t id, const void *buf,
 			  size_t len, uint64_t offset);
 
+/** kt_put() on the node with id @p id: its whole value; a directory
+ * without one gets it (and is an item and directory from then on).
+ * KT_EINVAL for a link, a special file or the root, KT_EEXISTS with
+ * KT_CREATE_EXCL when it is an item already, KT_ECONFLICT with
+ * KT_CREATE_IF_VERSION, KT_ETOOBIG. */
+KT_EXTERN int kt_id_put(kt_store *store, uint64_t id, const void *value,
+			size_t len, const kt_create_options *opts);
+
 /** kt_truncate() on the node with id @p id; errors as kt_id_write(). */
 KT_EXTERN int kt_id_truncate(kt_store *store, uint64_t id, uint64_t size);
 

@@ -1029,6 +1029,17 @@ int kt_id_write(kt_store *st, uint64_t id, const void *buf, size_t len,
 	return kt__op_run(st, &op);
 }
 
+int kt_id_put(kt_store *st, uint64_t id, const void *value, size_t len,
+	      const kt_create_options *opts)
+{
+	kt__op op = op_id(KT__OP_PUT, id);
+
+	op.data = value;
+	op.len = len;
+	op_opts(&op, opts);
+	return kt__op_run(st, &op);
+}
+
 int kt_id_truncate(kt_store *st, uint64_t id, uint64_t size)
 {
 	kt__op op = op_id(KT__OP_TRUNCATE, id);

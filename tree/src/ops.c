@@ -520,9 +520,15 @@ static int op_put(kt__tx *tx, const kt__op *op)
 		}
 		kt__res_free(&r);
 	}
-	rc = kt__resolve(&r, &rd, op->path, KT__R_FOLLOW | KT__R_CREATE, "put");
+	rc = kt__resolve(&r, &rd, op->path,
+			 (op->self ? 0 : KT__R_FOLLOW) | KT__R_CREATE, "put");
 	if (rc != 0)
 		return rc;
+	if (r.exists && r.node.kind == KT_KIND_LINK) { /* only by id */
+		rc = kt__err(KT_EINVAL, "put '%s': a link holds no value",
+			     SHOW(a, op->path));
+		goto out;
+	}
 	if ((cf & KT_CREATE_IF_VERSION) &&
 	    (!r.exists || !(r.node.kind & KT_KIND_ITEM) ||
 	     r.node.version != op->opts.if_version)) {
