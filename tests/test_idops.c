@@ -424,6 +424,34 @@ static void test_idops__orphan_detach_at(void **state)
 	ok(kt_orphan_release(s, f));
 }
 
+static void test_idops__orphan_copy_id(void **state)
+{
+	kt_store *s = store_of(state);
+	size_t got = 0;
+	char buf[8];
+	uint64_t v, o1, o2;
+
+	ok(kt_mkdir(s, "/v", NULL));
+	put_str(s, "/v", "val");
+	put_str(s, "/v/c", "c");
+	v = id_of(s, "/v");
+	ok(kt_rename(s, "/v", "/w", 0));
+	ok(kt_orphan_copy_id(&o1, s, v, 0));
+	assert_value(s, "/w", "val");
+	ok(kt_orphan_copy_id(&o2, s, v, KT_DELETE_ITEM));
+	assert_int_equal(lstat_of(s, "/w").kind, KT_KIND_DIR);
+	assert_value(s, "/w/c", "c");
+	ok(kt_orphan_read(&got, s, o2, buf, sizeof(buf), 0));
+	assert_int_equal(got, 3);
+	assert_memory_equal(buf, "val", 3);
+	expect_rc(kt_orphan_copy_id(&o2, s, v, 0), KT_EISDIR);
+	expect_rc(kt_orphan_copy_id(&o2, s, v, KT_DELETE_RECURSIVE),
+		  KT_EINVAL);
+	expect_rc(kt_orphan_copy_id(&o2, s, 777777, 0), KT_ENOTFOUND);
+	expect_rc(kt_orphan_copy_id(NULL, s, v, 0), KT_EINVAL);
+	ok(kt_orphan_release(s, o1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +468,7 @@ int main(void)
 		T(test_idops__delete_kind_flags),
 		T(test_idops__rename_value_full),
 		T(test_idops__orphan_detach_at),
+		T(test_idops__orphan_copy_id),
 #undef T
 	};
 

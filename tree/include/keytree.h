@@ -715,6 +715,15 @@ KT_EXTERN int kt_id_attr_iter_new(kt_iter **out, kt_store *store, uint64_t id);
  * the value of an item and directory wherever it is. */
 KT_EXTERN int kt_id_delete(kt_store *store, uint64_t id, unsigned int flags);
 
+/** kt_orphan_copy() of the node with id @p id, into a new orphan whose
+ * id @p orphan receives; with @p flags KT_DELETE_ITEM the node's value is
+ * dropped in the same atomic step (as kt_id_delete() with KT_DELETE_ITEM
+ * drops it), so no write can fall between the copy and the drop: what
+ * unlinking an open value of an item and directory needs.  Other flags
+ * are KT_EINVAL; the errors of kt_orphan_copy() otherwise. */
+KT_EXTERN int kt_orphan_copy_id(uint64_t *orphan, kt_store *store,
+				uint64_t id, unsigned int flags);
+
 /** kt_orphan_detach() of (@p dir, @p name), only if it is the node with
  * id @p id (KT_ECONFLICT otherwise, KT_ENOTFOUND if nothing is there), in
  * one atomic step; the orphan keeps id @p id.  The errors of

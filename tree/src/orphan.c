@@ -304,7 +304,9 @@ static int copy_part(kt__tx *tx, const char *from, const char *to)
 
 typedef struct copy_args {
 	const char *path;
-	uint64_t id; /* out */
+	uint64_t from;     /* path NULL: the node with this id */
+	unsigned int drop; /* KT_DELETE_ITEM: drop its value in the step */
+	uint64_t id;       /* out */
 } copy_args;
 
 /* Make an orphan holding a copy of the value and attributes of the item
@@ -312,6 +314,8 @@ typedef struct copy_args {
 static int copy_fn(kt__tx *tx, void *arg)
 {
 	copy_args *a = arg;
+	const char *path = a->path;
+	kt__buf at = {0};
 	kt_store *st = tx->st;
 	kt__rd rd = {st, tx, NULL};
 	kt__res r;
@@ -321,17 +325,26 @@ static int copy_fn(kt__tx *tx, void *arg)
 	int rc;
 
 	a->id = 0;
-	if ((rc = kt__resolve(&r, &rd, a->path, 0, "orphan_copy")) != 0)
+	if (a->path == NULL) {
+		if ((rc = kt__at_path(&at, tx, a->from, NULL)) != 0) {
+			kt__buf_free(&at);
+			return rc;
+		}
+		path = at.p;
+	}
+	rc = kt__resolve(&r, &rd, path, 0, "orphan_copy");
+	kt__buf_free(&at);
+	if (rc != 0)
 		return rc;
 	if (!r.exists)
 		rc = kt__err(KT_ENOTFOUND, "orphan_copy '%s': no such node",
-			     SHOW(s, a->path));
+			     SHOW(s, a->path ? a->path : "(by id)"));
 	else if (r.node.kind == KT_KIND_LINK || r.node.kind == KT_KIND_SPECIAL)
 		rc = kt__err(KT_EINVAL, "orphan_copy '%s': %s is not an item",
-			     SHOW(s, a->path), kt__node_noun(&r.node));
+			     SHOW(s, a->path ? a->path : "(by id)"), kt__node_noun(&r.node));
 	else if (!(r.node.kind & KT_KIND_ITEM))
 		rc = kt__err(KT_EISDIR, "orphan_copy '%s': a directory "
-			     "without a value", SHOW(s, a->path));
+			     "without a value", SHOW(s, a->path ? a->path : "(by id)"));
 	if (rc != 0)
 		goto out;
 	n = r.node;
@@ -356,6 +369,15 @@ static int copy_fn(kt__tx *tx, void *arg)
 	}
 	if (rc == 0)
 		rc = orphan_put(tx, &n);
+	if (rc == 0 && a->drop) {
+		kt__op op;
+
+		memset(&op, 0, sizeof(op));
+		op.type = KT__OP_DELETE;
+		op.at = old;
+		op.flags = KT_DELETE_ITEM;
+		rc = kt__op_apply(tx, &op);
+	}
 	if (rc == 0)
 		a->id = n.id;
 out:
@@ -366,7 +388,7 @@ out:
 
 int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
 {
-	copy_args a = {path, 0};
+	copy_args a = {path, 0, 0, 0};
 	int rc;
 
 	if (id == NULL)
@@ -605,5 +627,24 @@ int kt_orphan_detach_at(kt_store *st, uint64_t dir, const char *name,
 	if ((rc = kt__path_check(&st->delim, rel, "orphan_detach_at")) == 0)
 		rc = kt__tx_run(st, detach_fn, &a);
 	free(rel);
+	return rc;
+}
+
+int kt_orphan_copy_id(uint64_t *orphan, kt_store *st, uint64_t id,
+		      unsigned int flags)
+{
+	copy_args a = {NULL, id, flags, 0};
+	int rc;
+
+	if (orphan == NULL)
+		return kt__err(KT_EINVAL, "orphan_copy_id: orphan is NULL");
+	*orphan = 0;
+	if ((rc = writable(st, "orphan_copy_id")) != 0)
+		return rc;
+	if (flags & ~KT_DELETE_ITEM)
+		return kt__err(KT_EINVAL, "orphan_copy_id: unknown flags 0x%x",
+			       flags);
+	if ((rc = kt__tx_run(st, copy_fn, &a)) == 0)
+		*orphan = a.id;
 	return rc;
 }
