@@ -8,7 +8,8 @@
  * gives the node's current path and metadata from one view.  The path
  * may name another node a moment later (another process may rename
  * anything at any time), so no change is made through it: changes go by
- * id (kt_id_*) or by directory id and name (kt_*_at).  A file unlinked while open is found in the open table first and
+ * id (kt_id_*) or by directory id and name (kt_*_at).  A file unlinked
+ * while open is found in the open table first and
  * served by its orphan id.  Nothing is cached per inode.
  */
 
