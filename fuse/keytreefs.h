@@ -23,6 +23,7 @@
  *   attr.c   getattr, setattr, statfs, extended attributes
  *   errno.c  kt_error -> errno
  *   io.c     reading requests: O_TMPFILE becomes a create
+ *   watch.c  other processes' changes -> kernel cache invalidations
  *
  * Threads and locks.  Requests run on libfuse's worker threads.  The
  * tree is protected by the library alone: every call is one atomic,
@@ -101,6 +102,10 @@ struct ktfs {
 
 	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
+
+	/** The session, while other processes' changes are watched
+	 * (watch.c); atomic. */
+	struct fuse_session *se;
 };
 
 /** What one inode names, as ktfs_node_get() resolved it. */
@@ -335,6 +340,17 @@ void ktfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		   size_t size);
 void ktfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ktfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/**@}*/
+
+/** @name Other processes' changes (watch.c) */
+/**@{*/
+
+/** Make the kernel forget what other processes change in the store, from
+ * now on; kt_watch()'s error otherwise. */
+int ktfs_watch_start(struct ktfs *fs, struct fuse_session *se);
+
+/** Stop that (before the session goes); waits for a call in progress. */
+void ktfs_watch_stop(struct ktfs *fs);
 /**@}*/
 
 #endif /* KEYTREEFS_H */

@@ -439,12 +439,20 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 	io.writev = ktfs_io_writev;
 	if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0)
 		goto out_unmount;
+	/* What other processes change, the kernel must not keep. */
+	if (ktfs_watch_start(fs, se) != 0) {
+		fprintf(stderr, "keytreefs: %s: cannot watch the store for "
+			"other processes' changes: %s\n", fs->store_dir,
+			kt_errmsg());
+		goto out_unmount;
+	}
 	if (ready >= 0) {
 		daemon_ready(ready);
 		ready = -1;
 	}
 	rc = run_loop(se, co) < 0 ? 1 : 0;
 out_unmount:
+	ktfs_watch_stop(fs);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);

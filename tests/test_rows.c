@@ -21,6 +21,7 @@
 #include "kt_test.h"
 
 #include "rows.h"
+#include "server.h"
 
 /* ------------------------------------------------------------------------ */
 /* Engines.  To run the suite on another engine, add one line to engines[]
@@ -45,8 +46,49 @@ static int leveldb_open(kt__rows **out, void **ctx, const char *dir)
 	return kt__leveldb_open(out, dir, &o);
 }
 
+/* The remote engine: a LevelDB engine served by a server in this very
+ * process, reached through the socket as another process would. */
+typedef struct remote_ctx {
+	kt__rows *ldb;
+	kt__server *srv;
+} remote_ctx;
+
+static int remote_open(kt__rows **out, void **ctx, const char *dir)
+{
+	remote_ctx *rc = calloc(1, sizeof(*rc));
+	int err;
+
+	*out = NULL;
+	*ctx = rc;
+	if (rc == NULL)
+		return KT_ENOMEM;
+	if ((err = leveldb_open(&rc->ldb, ctx, dir)) != 0 ||
+	    (err = kt__server_start(&rc->srv, rc->ldb, dir)) != 0 ||
+	    (err = kt__remote_open(out, dir)) != 0) {
+		kt__server_stop(rc->srv);
+		if (rc->ldb != NULL)
+			rc->ldb->ops->close(rc->ldb);
+		free(rc);
+		*ctx = NULL;
+		return err;
+	}
+	*ctx = rc;
+	return 0;
+}
+
+static void remote_close(kt__rows *r, void *ctx)
+{
+	remote_ctx *rc = ctx;
+
+	r->ops->close(r);
+	kt__server_stop(rc->srv);
+	rc->ldb->ops->close(rc->ldb);
+	free(rc);
+}
+
 static const engine engines[] = {
 	{"leveldb", leveldb_open, NULL},
+	{"remote", remote_open, remote_close},
 };
 
 /* The engine the current group runs on (cmocka runs groups one after the

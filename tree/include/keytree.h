@@ -236,6 +236,52 @@ KT_EXTERN const char *kt_delimiter(const kt_store *store, size_t *len);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */
+/** @name Watching what other processes change
+ * A program that caches what it read (keytreefs: the kernel's caches of
+ * names, attributes and pages) learns here what other processes sharing
+ * the store committed, so that it can forget it.  See
+ * docs/CONCURRENCY.md. */
+/**@{*/
+
+/** A name whose entry was added, removed or replaced. */
+#define KT_CHANGE_NAME 1
+/** A node whose metadata, value, attributes or paths changed. */
+#define KT_CHANGE_NODE 2
+
+/** One change, as a kt_watch() callback hears it. */
+typedef struct kt_change {
+	unsigned int what;  /**< KT_CHANGE_NAME or KT_CHANGE_NODE */
+	const char *dir;    /**< NAME: the directory, a canonical path */
+	size_t dir_len;
+	const char *name;   /**< NAME: the entry's name (not NUL-ended) */
+	size_t name_len;
+	uint64_t id;        /**< NODE: the node's id */
+} kt_change;
+
+/** Hears the @p n changes of one commit of another process, on a thread
+ * of the library.  The changes are valid during the call.  It may call
+ * the library (reads are what it is for) but must not wait for anything
+ * the committing process does. */
+typedef void (*kt_watch_cb)(const kt_change *changes, size_t n,
+			    void *payload);
+
+/**
+ * Hear every commit another process (or another handle) makes to the
+ * store from now on, until kt_watch(store, NULL, NULL) or kt_close().
+ * The handle's own commits are not reported.  A commit of a process that
+ * watches nothing returns only after every watcher has heard of it (or
+ * 2 s have passed), so that what it changed is not seen stale through a
+ * watcher's caches afterwards; a commit of a watching process does not
+ * wait (two watchers waiting for each other could never finish).
+ * Changes are reported at the level of names and node ids; a commit that
+ * moves a subtree reports every name in it.
+ * @return 0, KT_EEXISTS when a callback is already set, KT_EIO when the
+ *   holder cannot be reached, KT_ENOMEM.
+ */
+KT_EXTERN int kt_watch(kt_store *store, kt_watch_cb cb, void *payload);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
 /** @name Node metadata */
 /**@{*/
 

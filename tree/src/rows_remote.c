@@ -19,8 +19,12 @@
 
 #include "server.h"
 
+typedef struct kt__rwatch kt__rwatch;
+
 typedef struct kt__remote {
 	kt__rows base;
+	char *dir;          /* the store directory, for a second connection */
+	kt__rwatch *watch;  /* the notes of other processes' commits */
 	int fd;
 	long pid;           /* the holder's */
 	pthread_mutex_t mu; /* one round trip at a time; protects dead */
@@ -38,6 +42,15 @@ typedef struct kt__rcur {
 	int end;         /* after them: 0 more, KT_ITEROVER or an error */
 	kt__buf endmsg;  /* the error's message */
 } kt__rcur;
+
+/* A watch: a second connection, turned into a stream of notes by
+ * LISTEN, and the thread that reads them. */
+struct kt__rwatch {
+	kt__remote *lis;
+	kt__notify_fn fn;
+	void *arg;
+	pthread_t th;
+};
 
 static const kt__rows_ops remote_ops;
 
@@ -407,9 +420,11 @@ static void remote_close(kt__rows *r)
 
 	if (rm == NULL)
 		return;
+	kt__remote_watch(r, NULL, NULL);
 	/* The holder frees this connection's snapshots and cursors. */
 	close(rm->fd);
 	pthread_mutex_destroy(&rm->mu);
+	free(rm->dir);
 	free(rm);
 }
 
@@ -431,7 +446,9 @@ int kt__rows_is_remote(const kt__rows *r)
 	return r != NULL && r->ops == &remote_ops;
 }
 
-int kt__remote_open(kt__rows **out, const char *dir)
+/* Connect to the holder of the store in @p dir and say HELLO.  0 with
+ * *out set; KT_ENOTFOUND (no message) when nobody listens; an error. */
+static int dial(kt__remote **out, const char *dir)
 {
 	kt__remote *rm;
 	kt__buf req = {0}, rep = {0};
@@ -460,7 +477,8 @@ int kt__remote_open(kt__rows **out, const char *dir)
 	if (afd >= 0)
 		close(afd);
 	rm = calloc(1, sizeof(*rm));
-	if (rm == NULL) {
+	if (rm == NULL || (rm->dir = strdup(dir)) == NULL) {
+		free(rm);
 		close(fd);
 		return kt__err(KT_ENOMEM, "out of memory");
 	}
@@ -496,6 +514,112 @@ int kt__remote_open(kt__rows **out, const char *dir)
 		 * nobody listened. */
 		return gone ? KT_ENOTFOUND : rc;
 	}
-	*out = &rm->base;
+	*out = rm;
+	return 0;
+}
+
+int kt__remote_open(kt__rows **out, const char *dir)
+{
+	kt__remote *rm;
+	int rc = dial(&rm, dir);
+
+	*out = rc == 0 ? &rm->base : NULL;
+	return rc;
+}
+
+static void *watch_main(void *arg)
+{
+	kt__rwatch *wt = arg;
+	kt__buf frame = {0}, ack = {0};
+
+	for (;;) {
+		kt__wire_in in;
+		kt__write *w;
+		size_t n;
+
+		if (kt__wire_recv(wt->lis->fd, &frame, KT__FRAME_MAX) != 0)
+			break;
+		in.p = (const unsigned char *)frame.p;
+		in.len = frame.len;
+		in.pos = 0;
+		in.bad = 0;
+		if (kt__wire_get_u8(&in) != KT__OP_NOTE ||
+		    kt__note_decode(&w, &n, &in) != 0)
+			break;
+		wt->fn(wt->arg, w, n);
+		free(w);
+		if (kt__wire_begin(&ack, KT__OP_ACK) != 0 ||
+		    kt__wire_send(wt->lis->fd, &ack) != 0)
+			break;
+		if (frame.cap > (4u << 20))
+			kt__buf_free(&frame);
+	}
+	kt__buf_free(&frame);
+	kt__buf_free(&ack);
+	return NULL;
+}
+
+int kt__remote_watch(kt__rows *r, kt__notify_fn fn, void *arg)
+{
+	kt__remote *rm = (kt__remote *)r;
+	kt__buf req = {0}, rep = {0};
+	kt__wire_in in;
+	kt__rwatch *wt;
+	uint64_t sid = 0;
+	int rc;
+
+	if (fn == NULL) {
+		if ((wt = rm->watch) == NULL)
+			return 0;
+		rm->watch = NULL;
+		shutdown(wt->lis->fd, SHUT_RDWR);
+		pthread_join(wt->th, NULL);
+		remote_close(&wt->lis->base);
+		free(wt);
+		return 0;
+	}
+	if (rm->watch != NULL)
+		return kt__err(KT_EEXISTS, "this store handle is watched "
+			       "already");
+	if (kt__wire_begin(&req, KT__OP_WATCH) != 0)
+		rc = kt__err(KT_ENOMEM, "out of memory");
+	else
+		rc = round_trip(rm, &req, &rep, &in, 0);
+	if (rc == 0) {
+		sid = kt__wire_get_u64(&in);
+		if (in.bad)
+			rc = bad_reply(rm);
+	}
+	kt__buf_free(&req);
+	kt__buf_free(&rep);
+	if (rc != 0)
+		return rc;
+	if ((wt = calloc(1, sizeof(*wt))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	wt->fn = fn;
+	wt->arg = arg;
+	rc = dial(&wt->lis, rm->dir);
+	if (rc == KT_ENOTFOUND)
+		rc = dead_err(rm);
+	if (rc == 0) {
+		if (kt__wire_begin(&req, KT__OP_LISTEN) != 0 ||
+		    kt__wire_u64(&req, sid) != 0)
+			rc = kt__err(KT_ENOMEM, "out of memory");
+		else
+			rc = round_trip(wt->lis, &req, &rep, &in, 0);
+		kt__buf_free(&req);
+		kt__buf_free(&rep);
+		if (rc == 0 && pthread_create(&wt->th, NULL, watch_main,
+					      wt) != 0)
+			rc = kt__err(KT_ENOMEM, "cannot start a thread to "
+				     "watch the store");
+		if (rc != 0)
+			remote_close(&wt->lis->base);
+	}
+	if (rc != 0) {
+		free(wt);
+		return rc;
+	}
+	rm->watch = wt;
 	return 0;
 }

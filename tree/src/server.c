@@ -15,7 +15,7 @@
  * own that reads a request, answers it, and reads the next.  kt__server_stop
  * shuts every socket down and joins them all.
  *
- * Protocol, version 1.  Every message is a frame: u32 length, then that
+ * Protocol, version 2.  Every message is a frame: u32 length, then that
  * many bytes.  Integers are little-endian; "bytes" is u32 length and the
  * bytes; snapshots and cursors are u64 handles, 0 meaning none.  A request
  * is u8 op and its fields; a reply is i32 status (0, or a kt_error code,
@@ -36,6 +36,35 @@
  *                 bytes sort, u32 flags, bytes part, bytes after,
  *                 bytes from, u64 nrows, u8 complete)  -> nothing
  *   SYNC, EMPTY                                     -> nothing
+ *   WATCH                                           -> u64 session
+ *   LISTEN        u64 session                       -> nothing, and then
+ *                 the connection carries notes: the holder sends
+ *   NOTE          u32 n, n x (bytes part, bytes sort, u8 del, bytes value
+ *                 cut to KT__NOTE_VALUE)
+ *                 for each commit of another session, and the listener
+ *                 answers each with
+ *   ACK           (no reply) once its watcher has heard it.
+ *
+ * Watching.  WATCH marks the connection as watching and names its
+ * session; the client opens a second connection and sends LISTEN with
+ * that session, which turns it into the stream of notes of every commit
+ * the holder applies, its own and other clients', except those of the
+ * session itself.  A commit of a session that does not watch (a CLI, say)
+ * is answered only once every listener has acknowledged its note, or
+ * after KT__NOTE_WAIT_MS: when the CLI's call returns, a mount that
+ * watches has already dropped its kernel caches of what changed.  A
+ * commit of a watching session is not held back: two watchers each
+ * waiting for the other's acknowledgement, while the kernel holds a
+ * directory lock that one of them needs to invalidate, would stall.
+ * Notes not yet acknowledged queue in the holder; a listener whose queue
+ * passes KT__NOTE_QUEUE_MAX is disconnected.  The holder's own watcher
+ * (kt__server_watch) hears the same notes in process, on a thread of
+ * its own.
+ *
+ * Orphans.  The holder remembers which orphan rows each connection's
+ * commits created and did not delete; when the connection closes, the
+ * client is gone and nothing can reach those orphans any more, so the
+ * holder drops them (kt__server_on_orphans).
  *
  * A batch is u64 cursor, u32 n, n x (bytes part, bytes sort, bytes value),
  * i32 end, bytes message: end 0 means more rows may follow (ask NEXT with
@@ -69,9 +98,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server.h"
+#include "tree.h"
 
 /* ---- Wire helpers ------------------------------------------------------ */
 
@@ -251,9 +282,39 @@ kt__slice kt__wire_get_bytes(kt__wire_in *in)
 
 /* ---- The server -------------------------------------------------------- */
 
+/* A note waiting for a listener. */
+typedef struct kt__note {
+	struct kt__note *next;
+	uint64_t seq;
+	size_t len;
+	char body[]; /* as kt__note_encode wrote it */
+} kt__note;
+
+/* A watcher: the holder's own (session 0, a thread calling fn), or a
+ * client's LISTEN connection.  Protected by srv->mu. */
+typedef struct kt__listener {
+	struct kt__server *srv;
+	uint64_t session;       /* its commits are not sent to it */
+	kt__notify_fn fn;       /* the holder's own */
+	void *arg;
+	pthread_t th;
+	int fd;                 /* a client's; -1 */
+	kt__note *head, *tail;  /* queued, not yet sent */
+	size_t queued;          /* bytes queued */
+	uint64_t seq, heard;    /* the last note queued, and heard */
+	int dead;               /* hears nothing more */
+	int listed;             /* on srv->listeners */
+	unsigned int refs;      /* the list's and each waiting publisher's */
+	struct kt__listener *next;
+} kt__listener;
+
 typedef struct kt__conn {
 	struct kt__server *srv;
 	int fd;
+	uint64_t sid;     /* its session */
+	int watching;     /* sent WATCH; protected by srv->mu */
+	uint64_t *orphans; /* orphan ids its commits made */
+	size_t norphans, corphans;
 	pthread_t th;
 	int done; /* the thread has finished; protected by srv->mu */
 	/* Handles are slot index + 1. */
@@ -271,9 +332,15 @@ struct kt__server {
 	pthread_t accept_th;
 	uid_t euid;          /* the holder's */
 	struct stat dir;     /* the store directory, at start */
-	pthread_mutex_t mu;  /* protects conns and stopping */
+	pthread_mutex_t mu;  /* protects conns, stopping and listeners */
+	pthread_cond_t cv;   /* a note was queued or heard, a listener died */
 	kt__conn *conns;
 	int stopping;
+	uint64_t nsid;       /* the last session given out */
+	kt__listener *listeners;
+	int nlisteners;      /* also read without mu, as a hint */
+	kt__orphans_fn ofn;
+	void *oarg;
 };
 
 /* Is group @p gid among those of process @p pid (its /proc status)? */
@@ -421,6 +488,419 @@ static void read_scan(kt__wire_in *in, kt__scan *how)
 	how->from = kt__wire_get_bytes(in);
 }
 
+/* ---- Notes: telling watchers what was committed ----------------------- */
+
+int kt__note_encode(kt__buf *b, const kt__commit *cm)
+{
+	size_t i;
+
+	if (kt__wire_u32(b, (uint32_t)cm->nw) != 0)
+		return KT_ENOMEM;
+	for (i = 0; i < cm->nw; i++) {
+		const kt__write *w = &cm->w[i];
+		int del = w->del || w->value.p == NULL;
+		size_t vlen = del ? 0 : w->value.len;
+
+		if (vlen > KT__NOTE_VALUE)
+			vlen = KT__NOTE_VALUE;
+		if (kt__wire_bytes(b, w->part) != 0 ||
+		    kt__wire_bytes(b, w->sort) != 0 ||
+		    kt__wire_u8(b, (unsigned int)del) != 0 ||
+		    kt__wire_bytes(b, kt__sl(del ? "" : w->value.p, vlen)) != 0)
+			return KT_ENOMEM;
+	}
+	return 0;
+}
+
+int kt__note_decode(kt__write **out, size_t *nout, kt__wire_in *in)
+{
+	uint32_t i, n = kt__wire_get_u32(in);
+	kt__write *w = NULL;
+
+	*out = NULL;
+	*nout = 0;
+	/* Each write takes at least 13 bytes of the frame. */
+	if (in->bad || n > (in->len - in->pos) / 13)
+		return 1;
+	if (n > 0 && (w = calloc(n, sizeof(*w))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		w[i].part = kt__wire_get_bytes(in);
+		w[i].sort = kt__wire_get_bytes(in);
+		w[i].del = kt__wire_get_u8(in) != 0;
+		w[i].value = kt__wire_get_bytes(in);
+		if (w[i].del)
+			w[i].value.p = NULL;
+	}
+	if (in->bad || in->pos != in->len) {
+		free(w);
+		return 1;
+	}
+	*out = w;
+	*nout = n;
+	return 0;
+}
+
+/* Free the notes still queued for @p l.  Caller holds srv->mu. */
+static void notes_clear(kt__listener *l)
+{
+	kt__note *n;
+
+	while ((n = l->head) != NULL) {
+		l->head = n->next;
+		free(n);
+	}
+	l->tail = NULL;
+	l->queued = 0;
+}
+
+static void listener_unref(kt__listener *l)
+{
+	if (--l->refs == 0) {
+		notes_clear(l);
+		free(l);
+	}
+}
+
+/* @p l hears nothing more: wake its thread and whoever waits for it.
+ * Caller holds srv->mu. */
+static void listener_kill(kt__listener *l)
+{
+	l->dead = 1;
+	if (l->fd >= 0)
+		shutdown(l->fd, SHUT_RDWR);
+	pthread_cond_broadcast(&l->srv->cv);
+}
+
+/* Take @p l off the list (once).  Caller holds srv->mu. */
+static void listener_unlink(kt__listener *l)
+{
+	kt__server *srv = l->srv;
+	kt__listener **pp;
+
+	if (!l->listed)
+		return;
+	for (pp = &srv->listeners; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	l->listed = 0;
+	__atomic_store_n(&srv->nlisteners, srv->nlisteners - 1,
+			 __ATOMIC_RELEASE);
+	listener_kill(l);
+	notes_clear(l);
+	listener_unref(l);
+}
+
+static kt__listener *listener_new(kt__server *srv, uint64_t session)
+{
+	kt__listener *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return NULL;
+	l->srv = srv;
+	l->session = session;
+	l->fd = -1;
+	l->refs = 1;
+	l->listed = 1;
+	l->next = srv->listeners;
+	srv->listeners = l;
+	__atomic_store_n(&srv->nlisteners, srv->nlisteners + 1,
+			 __ATOMIC_RELEASE);
+	return l;
+}
+
+/* Wait for the next note of @p l: NULL when it is dead or the server
+ * stops.  Caller holds srv->mu. */
+static kt__note *listener_next(kt__listener *l)
+{
+	kt__server *srv = l->srv;
+	kt__note *n;
+
+	while (l->head == NULL && !l->dead && !srv->stopping)
+		pthread_cond_wait(&srv->cv, &srv->mu);
+	if (l->dead || srv->stopping)
+		return NULL;
+	n = l->head;
+	l->head = n->next;
+	if (l->head == NULL)
+		l->tail = NULL;
+	l->queued -= n->len;
+	return n;
+}
+
+/* Note @p n has been heard.  Caller holds srv->mu. */
+static void listener_heard(kt__listener *l, kt__note *n)
+{
+	l->heard = n->seq;
+	pthread_cond_broadcast(&l->srv->cv);
+	free(n);
+}
+
+/* Does session @p sid watch?  0 is the holder.  Caller holds srv->mu. */
+static int session_watches(kt__server *srv, uint64_t sid)
+{
+	kt__listener *l;
+
+	for (l = srv->listeners; l != NULL; l = l->next)
+		if (l->session == sid && !l->dead)
+			return 1;
+	return 0;
+}
+
+/* Queue @p cm, committed by session @p sid, for every other listener;
+ * unless that session watches, wait until they have heard it. */
+static void publish(kt__server *srv, const kt__commit *cm, uint64_t sid)
+{
+	struct target {
+		kt__listener *l;
+		uint64_t seq;
+	} *t = NULL;
+	size_t nt = 0, i;
+	kt__buf body = {0};
+	kt__listener *l;
+	struct timespec dl;
+	int wait, late = 0;
+
+	if (__atomic_load_n(&srv->nlisteners, __ATOMIC_ACQUIRE) == 0 ||
+	    cm->nw == 0)
+		return;
+	if (kt__note_encode(&body, cm) != 0) {
+		kt__buf_free(&body);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += KT__NOTE_WAIT_MS / 1000;
+	dl.tv_nsec += (long)(KT__NOTE_WAIT_MS % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&srv->mu);
+	wait = !session_watches(srv, sid);
+	if (wait)
+		t = calloc((size_t)srv->nlisteners + 1, sizeof(*t));
+	for (l = srv->listeners; l != NULL; l = l->next) {
+		kt__note *n;
+
+		if (l->session == sid || l->dead)
+			continue;
+		if (l->queued + body.len > KT__NOTE_QUEUE_MAX ||
+		    (n = malloc(sizeof(*n) + body.len)) == NULL) {
+			/* It cannot keep up, or no memory to tell it:
+			 * it must not believe it heard everything. */
+			listener_kill(l);
+			continue;
+		}
+		n->next = NULL;
+		n->seq = ++l->seq;
+		n->len = body.len;
+		memcpy(n->body, body.p, body.len);
+		if (l->tail != NULL)
+			l->tail->next = n;
+		else
+			l->head = n;
+		l->tail = n;
+		l->queued += n->len;
+		if (t != NULL) {
+			l->refs++;
+			t[nt].l = l;
+			t[nt].seq = n->seq;
+			nt++;
+		}
+	}
+	pthread_cond_broadcast(&srv->cv);
+	for (i = 0; i < nt; i++) {
+		l = t[i].l;
+		while (!late && !l->dead && !srv->stopping &&
+		       l->heard < t[i].seq)
+			if (pthread_cond_timedwait(&srv->cv, &srv->mu,
+						   &dl) == ETIMEDOUT)
+				late = 1;
+		listener_unref(l);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	free(t);
+	kt__buf_free(&body);
+}
+
+void kt__server_publish(kt__server *srv, const kt__commit *cm)
+{
+	if (srv != NULL)
+		publish(srv, cm, 0);
+}
+
+static void *local_main(void *arg)
+{
+	kt__listener *l = arg;
+	kt__server *srv = l->srv;
+	kt__note *n;
+
+	pthread_mutex_lock(&srv->mu);
+	while ((n = listener_next(l)) != NULL) {
+		kt__wire_in in = {(const unsigned char *)n->body, n->len, 0, 0};
+		kt__write *w;
+		size_t nw;
+
+		pthread_mutex_unlock(&srv->mu);
+		if (kt__note_decode(&w, &nw, &in) == 0) {
+			l->fn(l->arg, w, nw);
+			free(w);
+		}
+		pthread_mutex_lock(&srv->mu);
+		listener_heard(l, n);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return NULL;
+}
+
+int kt__server_watch(kt__server *srv, kt__notify_fn fn, void *arg)
+{
+	kt__listener *l;
+
+	pthread_mutex_lock(&srv->mu);
+	for (l = srv->listeners; l != NULL; l = l->next)
+		if (l->session == 0 && !l->dead)
+			break;
+	if (fn == NULL) {
+		if (l == NULL) {
+			pthread_mutex_unlock(&srv->mu);
+			return 0;
+		}
+		l->refs++;
+		listener_kill(l);
+		pthread_mutex_unlock(&srv->mu);
+		pthread_join(l->th, NULL);
+		pthread_mutex_lock(&srv->mu);
+		listener_unlink(l);
+		listener_unref(l);
+		pthread_mutex_unlock(&srv->mu);
+		return 0;
+	}
+	if (l != NULL) {
+		pthread_mutex_unlock(&srv->mu);
+		return kt__err(KT_EEXISTS, "this store handle is watched "
+			       "already");
+	}
+	if ((l = listener_new(srv, 0)) == NULL) {
+		pthread_mutex_unlock(&srv->mu);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	l->fn = fn;
+	l->arg = arg;
+	if (pthread_create(&l->th, NULL, local_main, l) != 0) {
+		listener_unlink(l);
+		pthread_mutex_unlock(&srv->mu);
+		return kt__err(KT_ENOMEM, "cannot start a thread to watch "
+			       "the store");
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return 0;
+}
+
+/* A client's LISTEN connection: send it every note queued for it and
+ * read its acknowledgement.  Returns when either side is done. */
+static void serve_listen(kt__conn *c, uint64_t sid, kt__buf *out)
+{
+	kt__server *srv = c->srv;
+	kt__buf ack = {0};
+	kt__listener *l = NULL;
+	kt__conn *w;
+	kt__note *n;
+	int rc = 0;
+
+	pthread_mutex_lock(&srv->mu);
+	for (w = srv->conns; w != NULL; w = w->next)
+		if (w->sid == sid && w != c && w->watching && !w->done)
+			break;
+	if (w == NULL)
+		rc = kt__err(KT_EINVAL, "no session %llu is watching",
+			     (unsigned long long)sid);
+	else if (session_watches(srv, sid))
+		rc = kt__err(KT_EEXISTS, "session %llu has a listener "
+			     "already", (unsigned long long)sid);
+	else if ((l = listener_new(srv, sid)) == NULL)
+		rc = kt__err(KT_ENOMEM, "out of memory");
+	else
+		l->fd = c->fd;
+	pthread_mutex_unlock(&srv->mu);
+	if (reply_begin(out, rc) != 0 || kt__wire_send(c->fd, out) != 0 ||
+	    rc != 0)
+		goto done;
+	pthread_mutex_lock(&srv->mu);
+	while ((n = listener_next(l)) != NULL) {
+		pthread_mutex_unlock(&srv->mu);
+		rc = -1;
+		if (kt__wire_begin(out, KT__OP_NOTE) == 0 &&
+		    kt__buf_add(out, n->body, n->len) == 0 &&
+		    kt__wire_send(c->fd, out) == 0 &&
+		    kt__wire_recv(c->fd, &ack, 16) == 0 && ack.len == 1 &&
+		    (unsigned char)ack.p[0] == KT__OP_ACK)
+			rc = 0;
+		if (out->cap > (4u << 20))
+			kt__buf_free(out);
+		pthread_mutex_lock(&srv->mu);
+		if (rc != 0) {
+			free(n);
+			break;
+		}
+		listener_heard(l, n);
+	}
+	pthread_mutex_unlock(&srv->mu);
+done:
+	kt__buf_free(&ack);
+	if (l != NULL) {
+		pthread_mutex_lock(&srv->mu);
+		listener_unlink(l);
+		pthread_mutex_unlock(&srv->mu);
+	}
+}
+
+/* Remember or forget the orphans @p cm of connection @p c made or
+ * dropped. */
+static void orphans_note(kt__conn *c, const kt__commit *cm)
+{
+	size_t plen = strlen(KT__PART_ORPHAN), i, j;
+
+	for (i = 0; i < cm->nw; i++) {
+		const kt__write *w = &cm->w[i];
+		uint64_t id;
+
+		if (w->part.len != plen || w->sort.len != 8 ||
+		    memcmp(w->part.p, KT__PART_ORPHAN, plen) != 0)
+			continue;
+		id = kt__get64be((const unsigned char *)w->sort.p);
+		for (j = 0; j < c->norphans; j++)
+			if (c->orphans[j] == id)
+				break;
+		if (w->del || w->value.p == NULL) {
+			if (j < c->norphans)
+				c->orphans[j] = c->orphans[--c->norphans];
+			continue;
+		}
+		if (j < c->norphans)
+			continue;
+		if (c->norphans == c->corphans) {
+			size_t nc = c->corphans ? 2 * c->corphans : 8;
+			uint64_t *t = realloc(c->orphans, nc * sizeof(*t));
+			if (t == NULL)
+				continue; /* the next holder drops it */
+			c->orphans = t;
+			c->corphans = nc;
+		}
+		c->orphans[c->norphans++] = id;
+	}
+}
+
+void kt__server_on_orphans(kt__server *srv, kt__orphans_fn fn, void *arg)
+{
+	pthread_mutex_lock(&srv->mu);
+	srv->ofn = fn;
+	srv->oarg = arg;
+	pthread_mutex_unlock(&srv->mu);
+}
+
 /* Decode and run a COMMIT.  Returns the engine's status, or 1 for a
  * malformed request. */
 static int serve_commit(kt__conn *c, kt__wire_in *in)
@@ -478,6 +958,10 @@ static int serve_commit(kt__conn *c, kt__wire_in *in)
 		cm.c = cd;
 		cm.nc = nc;
 		rc = r->ops->commit(r, &cm);
+		if (rc == 0) {
+			orphans_note(c, &cm);
+			publish(c->srv, &cm, c->sid);
+		}
 	}
 	free(w);
 	free(cd);
@@ -581,6 +1065,21 @@ static int serve_one(kt__conn *c, const kt__buf *req, kt__buf *out)
 			return 1;
 		rc = r->ops->empty(r);
 		return reply_begin(out, rc) != 0 ? KT_ENOMEM : 0;
+	case KT__OP_WATCH:
+		if (in.pos != in.len)
+			return 1;
+		pthread_mutex_lock(&c->srv->mu);
+		c->watching = 1;
+		pthread_mutex_unlock(&c->srv->mu);
+		if (reply_begin(out, 0) != 0 || kt__wire_u64(out, c->sid) != 0)
+			return KT_ENOMEM;
+		return 0;
+	case KT__OP_LISTEN:
+		h = kt__wire_get_u64(&in);
+		if (in.bad || in.pos != in.len)
+			return 1;
+		serve_listen(c, h, out);
+		return 1; /* the connection is done */
 	default:
 		return 1;
 	}
@@ -611,6 +1110,32 @@ static int serve_hello(kt__conn *c, kt__buf *req, kt__buf *out)
 	    kt__wire_send(c->fd, out) != 0)
 		return -1;
 	return rc == 0 ? 0 : -1;
+}
+
+/* Connection @p c is closing: its listener hears nothing more, and the
+ * orphans it left are dropped. */
+static void conn_end(kt__conn *c)
+{
+	kt__server *srv = c->srv;
+	kt__listener *l;
+	kt__orphans_fn fn;
+	void *arg;
+	int stopping;
+
+	pthread_mutex_lock(&srv->mu);
+	for (l = srv->listeners; l != NULL; l = l->next)
+		if (c->watching && l->session == c->sid)
+			listener_kill(l);
+	c->watching = 0;
+	stopping = srv->stopping;
+	fn = srv->ofn;
+	arg = srv->oarg;
+	pthread_mutex_unlock(&srv->mu);
+	if (c->norphans > 0 && fn != NULL && !stopping)
+		fn(arg, c->orphans, c->norphans);
+	free(c->orphans);
+	c->orphans = NULL;
+	c->norphans = c->corphans = 0;
 }
 
 static void *conn_main(void *arg)
@@ -651,6 +1176,7 @@ static void *conn_main(void *arg)
 	c->curs = NULL;
 	c->snaps = NULL;
 	c->ncurs = c->nsnaps = 0;
+	conn_end(c);
 	/* The descriptor stays open until the join, so that stop never
 	 * shuts down a number that has been reused meanwhile. */
 	shutdown(c->fd, SHUT_RDWR);
@@ -717,6 +1243,7 @@ static void *accept_main(void *arg)
 		c->srv = srv;
 		c->fd = fd;
 		pthread_mutex_lock(&srv->mu);
+		c->sid = ++srv->nsid;
 		if (srv->stopping ||
 		    pthread_create(&c->th, NULL, conn_main, c) != 0) {
 			pthread_mutex_unlock(&srv->mu);
@@ -746,6 +1273,14 @@ int kt__server_start(kt__server **out, kt__rows *rows, const char *dir)
 	srv->lfd = -1;
 	srv->euid = geteuid();
 	pthread_mutex_init(&srv->mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&srv->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	srv->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (srv->dfd < 0 || fstat(srv->dfd, &srv->dir) != 0) {
 		rc = kt__err(KT_EIO, "serving '%s': %s", dir, strerror(errno));
@@ -792,6 +1327,7 @@ fail:
 		close(srv->lfd);
 	if (srv->dfd >= 0)
 		close(srv->dfd);
+	pthread_cond_destroy(&srv->cv);
 	pthread_mutex_destroy(&srv->mu);
 	free(srv);
 	return rc;
@@ -803,8 +1339,10 @@ void kt__server_stop(kt__server *srv)
 
 	if (srv == NULL)
 		return;
+	kt__server_watch(srv, NULL, NULL);
 	pthread_mutex_lock(&srv->mu);
 	srv->stopping = 1;
+	pthread_cond_broadcast(&srv->cv);
 	/* Wake the accept thread and every connection's. */
 	shutdown(srv->lfd, SHUT_RDWR);
 	for (c = srv->conns; c != NULL; c = c->next)
@@ -815,6 +1353,7 @@ void kt__server_stop(kt__server *srv)
 	close(srv->lfd);
 	unlinkat(srv->dfd, KT__SOCK_NAME, 0);
 	close(srv->dfd);
+	pthread_cond_destroy(&srv->cv);
 	pthread_mutex_destroy(&srv->mu);
 	free(srv);
 }

@@ -13,7 +13,7 @@
 #include "rows.h"
 
 #define KT__SOCK_NAME "keytree.sock"
-#define KT__PROTO_VERSION 1u
+#define KT__PROTO_VERSION 2u
 #define KT__PROTO_MAGIC "keytree-rows"
 #define KT__PROTO_MAGIC_LEN 12
 /* The largest frame either side accepts; larger ones close the
@@ -34,15 +34,49 @@ enum {
 	KT__OP_SNAPSHOT_FREE = 7, /* no reply */
 	KT__OP_COMMIT = 8,
 	KT__OP_SYNC = 9,
-	KT__OP_EMPTY = 10
+	KT__OP_EMPTY = 10,
+	KT__OP_WATCH = 11,  /* version 2 */
+	KT__OP_LISTEN = 12,
+	KT__OP_NOTE = 13,   /* holder -> listener */
+	KT__OP_ACK = 14     /* listener -> holder, no reply */
 };
 
+/* A note carries at most this many bytes of each written value: enough
+ * for the id of a node row (bytes 2..9) or an index row (1..8). */
+#define KT__NOTE_VALUE 16u
+/* A listener whose unheard notes pass this many bytes is dropped. */
+#define KT__NOTE_QUEUE_MAX (64u << 20)
+/* How long a commit of a process that watches nothing waits for the
+ * watchers to hear it, in milliseconds. */
+#define KT__NOTE_WAIT_MS 2000
+
 typedef struct kt__server kt__server;
+
+/* Hears the writes of one commit (values cut to KT__NOTE_VALUE bytes). */
+typedef void (*kt__notify_fn)(void *arg, const kt__write *w, size_t n);
+
+/* Drops the orphans @p ids a client left when its connection closed. */
+typedef void (*kt__orphans_fn)(void *arg, const uint64_t *ids, size_t n);
 
 /* Serve @p rows (the holder's LevelDB engine, which must outlive the
  * server) on DIR/keytree.sock, replacing a stale socket file.  0, or an
  * error with the message set. */
 int kt__server_start(kt__server **out, kt__rows *rows, const char *dir);
+
+/* Call @p fn with the orphans a client leaves behind when its connection
+ * closes (the orphan rows its commits wrote and did not delete), unless
+ * the server is stopping.  Set once, before clients can commit. */
+void kt__server_on_orphans(kt__server *srv, kt__orphans_fn fn, void *arg);
+
+/* Tell the watchers about @p cm, which the holder's own handle has just
+ * committed; when the holder itself watches nothing, wait (a bounded
+ * time) until each has heard it. */
+void kt__server_publish(kt__server *srv, const kt__commit *cm);
+
+/* The holder's own watcher: @p fn hears every client's commit on a thread
+ * of the server.  NULL removes it (waiting until a call in progress
+ * returns).  0, KT_EEXISTS when one is set, KT_ENOMEM. */
+int kt__server_watch(kt__server *srv, kt__notify_fn fn, void *arg);
 
 /* Stop serving: close the listening socket and every connection, join the
  * threads, free what the clients held (snapshots, cursors) and remove the
@@ -58,6 +92,11 @@ int kt__remote_open(kt__rows **out, const char *dir);
 
 /* Is @p r the remote engine? */
 int kt__rows_is_remote(const kt__rows *r);
+
+/* In a client: hear every commit of the other processes on a thread of
+ * the remote engine (a second connection, on which the holder sends
+ * notes); NULL @p fn stops it.  0, KT_EEXISTS, KT_EIO, KT_ENOMEM. */
+int kt__remote_watch(kt__rows *r, kt__notify_fn fn, void *arg);
 
 /* ---- Wire helpers shared by both sides --------------------------------
  * A frame is u32 length (little-endian) then that many bytes.  A frame
@@ -103,5 +142,12 @@ unsigned int kt__wire_get_u8(kt__wire_in *in);
 uint32_t kt__wire_get_u32(kt__wire_in *in);
 uint64_t kt__wire_get_u64(kt__wire_in *in);
 kt__slice kt__wire_get_bytes(kt__wire_in *in);
+
+/* Notes on the wire: u32 n, n x (bytes part, bytes sort, u8 del, bytes
+ * value cut to KT__NOTE_VALUE).  Encode @p cm's writes into @p b (appended);
+ * decode the note at @p in into a malloc'd array (*w, *n) pointing into
+ * the frame.  Decoding: 0, or 1 for a malformed note. */
+int kt__note_encode(kt__buf *b, const kt__commit *cm);
+int kt__note_decode(kt__write **w, size_t *n, kt__wire_in *in);
 
 #endif /* KT_SERVER_H */

@@ -213,6 +213,16 @@ static int upgrade(kt_store *st, const char *dir)
 	return rc;
 }
 
+/* A client's connection closed: nothing can reach the orphans it left. */
+static void drop_orphans(void *arg, const uint64_t *ids, size_t n)
+{
+	kt_store *st = arg;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		kt_orphan_release(st, ids[i]);
+}
+
 /* Open the engine of the store in @p dir into st->rows: LevelDB when this
  * process gets the lock (it becomes the holder), else the remote engine
  * connected to the holder.  While the store is locked and nobody serves
@@ -337,6 +347,8 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 	 * as before, with a message naming this process. */
 	if (!st->remote && kt__server_start(&st->server, st->rows, dir) != 0)
 		st->server = NULL;
+	if (st->server != NULL && !opts->read_only)
+		kt__server_on_orphans(st->server, drop_orphans, st);
 	st->read_only = opts->read_only != 0;
 	*out = st;
 	return 0;
@@ -346,7 +358,8 @@ void kt_close(kt_store *st)
 {
 	if (st == NULL)
 		return;
-	/* Clients first, then the engine they use. */
+	/* The watcher, the clients, then the engine they use. */
+	kt__watch_stop(st);
 	kt__server_stop(st->server);
 	if (st->rows != NULL)
 		st->rows->ops->close(st->rows);

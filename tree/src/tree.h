@@ -41,6 +41,7 @@ struct kt_store {
 	 * could not start. */
 	struct kt__server *server;
 	int remote; /* rows is the remote engine: another process holds */
+	struct kt__watch *watch; /* kt_watch()'s callback (watch.c) */
 	uint32_t euid, egid; /* the process's, read once at open */
 	kt__delim delim;
 	int read_only;
@@ -292,5 +293,16 @@ int64_t kt__now(void);
 
 /* Drop every orphan (at open: their users are gone). */
 int kt__orphans_drop_all(kt_store *st);
+
+typedef struct kt__watch kt__watch;
+struct kt__write;
+
+/* The changes the writes @p w of one commit stand for, each once: *out
+ * (malloc'd) points into *arena (malloc'd); free both. */
+int kt__changes(kt_change **out, size_t *n, char **arena,
+		const kt__delim *d, const struct kt__write *w, size_t nw);
+
+/* Stop kt_watch()'s callback, if any (kt_close). */
+void kt__watch_stop(kt_store *st);
 
 #endif /* KT_TREE_H */

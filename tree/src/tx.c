@@ -22,6 +22,7 @@
 #include <time.h>
 #include <stdlib.h>
 
+#include "server.h"
 #include "tree.h"
 
 void kt__tx_init(kt__tx *tx, kt_store *st)
@@ -424,6 +425,9 @@ int kt__tx_commit(kt__tx *tx)
 		cm.nc = nc;
 		cm.sync = st->sync;
 		rc = st->rows->ops->commit(st->rows, &cm);
+		/* Other processes that watch the store hear of it. */
+		if (rc == 0 && st->server != NULL)
+			kt__server_publish(st->server, &cm);
 	}
 	free(conds);
 	free(wv);
