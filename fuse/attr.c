@@ -33,12 +33,10 @@ void ktfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = ktfs_node_get(&n, fs, ino, file_of(fi))) == 0) {
 		ktfs_node_stat(&st, fs, &n);
 		ktfs_node_free(&n);
 	}
-	ktfs_ns_unlock(fs);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else
@@ -106,8 +104,10 @@ static int setattr_node(struct ktfs *fs, const struct ktfs_node *n,
 			rc = kt_orphan_truncate(fs->store, n->id,
 						(uint64_t)attr->st_size);
 		else
-			rc = kt_truncate(fs->store, n->path,
-					 (uint64_t)attr->st_size);
+			rc = kt_id_truncate(fs->store, n->id,
+					    (uint64_t)attr->st_size);
+		if (rc == KT_EISDIR) /* a value file whose value went */
+			rc = KT_ENOTFOUND;
 		if ((rc = ktfs_file_error(fs, f, ktfs_errno(rc))) < 0)
 			return rc;
 	}
@@ -116,8 +116,7 @@ static int setattr_node(struct ktfs *fs, const struct ktfs_node *n,
 	if (n->orphan)
 		rc = kt_orphan_setattr(fs->store, n->id, &a);
 	else
-		rc = kt_setattr(fs->store, n->path, &a,
-				n->value ? 0 : KT_NOFOLLOW);
+		rc = kt_id_setattr(NULL, fs->store, n->id, &a);
 	return ktfs_errno(rc);
 }
 
@@ -129,7 +128,6 @@ void ktfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct stat st;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = ktfs_node_get(&n, fs, ino, file_of(fi))) == 0) {
 		rc = setattr_node(fs, &n, attr, to_set, file_of(fi));
 		if (rc == 0 &&
@@ -139,7 +137,6 @@ void ktfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		}
 		ktfs_node_free(&n);
 	}
-	ktfs_ns_unlock(fs);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else
@@ -197,15 +194,14 @@ void ktfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		kflags |= KT_ATTR_CREATE;
 	if (flags & XATTR_REPLACE)
 		kflags |= KT_ATTR_REPLACE;
-	ktfs_ns_lock(fs, 0);
 	if ((rc = xattr_node(&n, fs, ino)) == 0) {
-		rc = kt_attr_set(fs->store, n.path, an, value, size, kflags);
+		rc = kt_id_attr_set(fs->store, n.id, an, value, size,
+				    kflags);
 		rc = rc == KT_ETOOBIG ? -E2BIG : ktfs_errno(rc);
 	} else if (rc == 1) {
 		rc = -ENOTSUP;
 	}
 	ktfs_node_free(&n);
-	ktfs_ns_unlock(fs);
 	ktfs_reply_err(req, rc);
 }
 
@@ -225,13 +221,12 @@ void ktfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		ktfs_reply_err(req, -ENODATA);
 		return;
 	}
-	ktfs_ns_lock(fs, 0);
 	if ((rc = xattr_node(&n, fs, ino)) == 0)
-		rc = ktfs_errno(kt_attr_get(&v, &len, fs->store, n.path, an));
+		rc = ktfs_errno(kt_id_attr_get(&v, &len, fs->store, n.id,
+					       an));
 	else if (rc == 1)
 		rc = -ENODATA;
 	ktfs_node_free(&n);
-	ktfs_ns_unlock(fs);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else if (size == 0)
@@ -243,9 +238,9 @@ void ktfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	kt_free(v);
 }
 
-/* The "user." names of the attributes at @path, in @list (malloc'd). */
+/* The "user." names of the attributes of node @id, in @list (malloc'd). */
 static int list_names(char **list, size_t *total, struct ktfs *fs,
-		      const char *path)
+		      uint64_t id)
 {
 	const kt_entry *e;
 	kt_iter *it = NULL;
@@ -255,7 +250,7 @@ static int list_names(char **list, size_t *total, struct ktfs *fs,
 
 	*list = NULL;
 	*total = 0;
-	if ((rc = kt_attr_iter_new(&it, fs->store, path)) < 0)
+	if ((rc = kt_id_attr_iter_new(&it, fs->store, id)) < 0)
 		return ktfs_errno(rc);
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		size_t n = XATTR_USER_LEN + e->name_len + 1;
@@ -285,15 +280,13 @@ void ktfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	size_t total = 0;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	rc = xattr_node(&n, fs, ino);
 	/* Links (and orphans) carry no user attributes. */
 	if (rc == 0 && !(n.st.kind & KT_KIND_LINK))
-		rc = list_names(&list, &total, fs, n.path);
+		rc = list_names(&list, &total, fs, n.id);
 	else if (rc == 1)
 		rc = 0;
 	ktfs_node_free(&n);
-	ktfs_ns_unlock(fs);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else if (size == 0)
@@ -316,12 +309,10 @@ void ktfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		ktfs_reply_err(req, -ENODATA);
 		return;
 	}
-	ktfs_ns_lock(fs, 0);
 	if ((rc = xattr_node(&n, fs, ino)) == 0)
-		rc = ktfs_errno(kt_attr_delete(fs->store, n.path, an));
+		rc = ktfs_errno(kt_id_attr_delete(fs->store, n.id, an));
 	else if (rc == 1)
 		rc = -ENODATA;
 	ktfs_node_free(&n);
-	ktfs_ns_unlock(fs);
 	ktfs_reply_err(req, rc);
 }

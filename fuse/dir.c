@@ -186,10 +186,8 @@ void ktfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ktfs_dir *d;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	rc = ktfs_dir_get(&n, fs, ino);
 	ktfs_node_free(&n);
-	ktfs_ns_unlock(fs);
 	if (rc < 0) {
 		ktfs_reply_err(req, rc);
 		return;
@@ -282,19 +280,16 @@ static int child_stat(struct stat *st, off_t *off, struct fill *f,
 		      const struct ktfs_node *dir, const kt_entry *e)
 {
 	kt_statbuf ks;
-	char *p;
 	int rc = 0;
 
 	memset(st, 0, sizeof(*st));
 	memset(&ks, 0, sizeof(ks));
 	ks.nlink = 1;
 	if (f->plus || !(e->kind & KT_KIND_DIR)) {
-		if (!(p = ktfs_child_path(dir->path, dir->path_len, e->name)))
-			return -ENOMEM;
-		rc = kt_lstat(&ks, f->fs->store, p);
+		/* By the directory's id: its path may be another's by now. */
+		rc = kt_lstat_at(&ks, f->fs->store, dir->id, e->name);
 		if (rc == 0 && f->plus)
-			ktfs_fill_stat(st, f->fs, p, &ks, 0);
-		free(p);
+			ktfs_fill_stat(st, f->fs, NULL, &ks, 0);
 		if (rc < 0)
 			return rc == KT_ENOTFOUND ? 1 : ktfs_errno(rc);
 	}
@@ -359,7 +354,6 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ktfs_reply_err(req, -ENOMEM);
 		return;
 	}
-	ktfs_ns_lock(f.fs, 0);
 	pthread_mutex_lock(&f.d->lock);
 	if ((rc = ktfs_dir_get(&dir, f.fs, ino)) < 0) {
 		/* Removed while open: nothing is left in it. */
@@ -376,7 +370,6 @@ out_dir:
 	ktfs_node_free(&dir);
 out:
 	pthread_mutex_unlock(&f.d->lock);
-	ktfs_ns_unlock(f.fs);
 	if (rc < 0 && f.used == 0)
 		ktfs_reply_err(req, rc);
 	else

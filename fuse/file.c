@@ -44,12 +44,15 @@ static int file_take_error(struct ktfs *fs, struct ktfs_file *f)
 	return rc;
 }
 
-/* Register an open of inode @ino in @fi.  The caller holds ns_lock, so no
- * unlink can pass between its resolution and this count. */
+/* Register an open of inode @ino in @fi.  The handle is counted first and
+ * the node checked afterwards: an unlink in this mount decides under the
+ * open table's lock, so it either sees this handle (and keeps an orphan)
+ * or has removed the node before it was counted (and the open fails). */
 static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
 		     int orphan)
 {
 	struct ktfs_file *f = calloc(1, sizeof(*f));
+	struct ktfs_node n;
 	int err;
 
 	if (!f)
@@ -59,22 +62,29 @@ static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
 		free(f);
 		return err;
 	}
+	if ((err = ktfs_node_get(&n, fs, ino, f)) < 0) {
+		ktfs_open_put(fs, f->open);
+		free(f);
+		return err;
+	}
+	ktfs_node_free(&n);
 	fi->fh = (uintptr_t)f;
-	/* The mount is the store's only writer: keep the page cache. */
+	/* Other writers (another mount, the CLI) tell the kernel what they
+	 * change; this mount's writes go through the page cache. */
 	fi->keep_cache = 1;
 	return 0;
 }
 
 /* O_TRUNC: cut the value, and mark mtime and ctime even when it was
  * already empty, as POSIX asks of open(). */
-static int truncate_on_open(struct ktfs *fs, const char *path)
+static int truncate_on_open(struct ktfs *fs, uint64_t id)
 {
 	kt_setattr_args a = {0};
-	int rc = kt_truncate(fs->store, path, 0);
+	int rc = kt_id_truncate(fs->store, id, 0);
 
 	if (rc == 0) {
 		a.mask = KT_SET_MTIME_NOW;
-		rc = kt_setattr(fs->store, path, &a, 0);
+		rc = kt_id_setattr(NULL, fs->store, id, &a);
 	}
 	return ktfs_errno(rc);
 }
@@ -85,21 +95,27 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ktfs_node n;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	rc = ktfs_node_get(&n, fs, ino, NULL);
 	if (rc == 0 && !n.value && !n.orphan && (n.st.kind & KT_KIND_DIR))
 		rc = -EISDIR;
+	if (rc == 0)
+		rc = file_open(fs, fi, ino, n.orphan);
 	/* Linux truncates on O_TRUNC whatever the access mode (it has
 	 * checked write permission), and with atomic O_TRUNC it counts on
 	 * the OPEN to have done it. */
-	if (rc == 0 && !n.orphan && (fi->flags & O_TRUNC))
-		rc = truncate_on_open(fs, n.path);
-	if (rc == 0 && n.orphan && (fi->flags & O_TRUNC))
-		rc = ktfs_errno(kt_orphan_truncate(fs->store, n.id, 0));
-	if (rc == 0)
-		rc = file_open(fs, fi, ino, n.orphan);
+	if (rc == 0 && (fi->flags & O_TRUNC)) {
+		if (ktfs_open_orphan(fs, file_of(fi)->open, ino, &n.id))
+			rc = ktfs_errno(kt_orphan_truncate(fs->store, n.id, 0));
+		else
+			rc = truncate_on_open(fs, ino & ~KTFS_VALUE_BIT);
+		if (rc == -EISDIR)
+			rc = -ENOENT;
+		if (rc < 0) {
+			ktfs_open_put(fs, file_of(fi)->open);
+			free(file_of(fi));
+		}
+	}
 	ktfs_node_free(&n);
-	ktfs_ns_unlock(fs);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else if (fuse_reply_open(req, fi) != 0) {
@@ -123,55 +139,55 @@ static void new_file_owner(kt_create_options *o, fuse_req_t req,
 }
 
 /* Create (or, without O_EXCL, open) @name in the directory @dir; the
- * stat of the file in @st. */
+ * stat of the file in @st.  A new file is made in one exclusive step
+ * (kt_make_at); without O_EXCL an existing file is opened instead, and a
+ * name that vanished in between is tried again.  The value file gives
+ * its directory a value, by the directory's id. */
 static int create_in(struct ktfs *fs, fuse_req_t req, const struct ktfs_node *dir,
 		     const char *name, mode_t mode, int flags, struct stat *st)
 {
 	kt_create_options o = KT_CREATE_OPTIONS_INIT;
-	int excl = (flags & O_EXCL) != 0, value = 0, rc;
-	pthread_mutex_t *stripe;
-	const char *path;
-	char *child = NULL;
+	int excl = (flags & O_EXCL) != 0, value = 0, rc = 0, tries;
+	kt_make_args a;
 	kt_statbuf ks;
 
 	if (ktfs_is_value_name(fs, name)) {
 		if (dir->st.id == 1)
 			return -EPERM; /* the root holds no value */
 		value = 1;
-		path = dir->path;
-	} else {
-		if (!(child = ktfs_child_path(dir->path, dir->path_len, name)))
-			return -ENOMEM;
-		path = child;
-	}
-	stripe = ktfs_name_lock(fs, dir->st.id, name);
-	rc = value ? 0 : kt_lstat(&ks, fs->store, path);
-	if (value) {
-		/* Give the directory a value: it becomes an item+dir. */
-		ks = dir->st;
-		if (!(ks.kind & KT_KIND_ITEM))
-			rc = ktfs_errno(kt_put(fs->store, path, NULL, 0, NULL));
-		else if (excl)
-			rc = -EEXIST;
-	} else if (rc == 0) {
-		rc = excl ? -EEXIST : (ks.kind & KT_KIND_DIR) ? -EISDIR : 0;
-	} else if (rc != KT_ENOTFOUND) {
-		rc = ktfs_errno(rc);
-	} else {
 		o.flags = KT_CREATE_EXCL;
-		new_file_owner(&o, req, &dir->st, mode);
-		rc = ktfs_errno(kt_put(fs->store, path, NULL, 0, &o));
-	}
-	if (rc == 0 && (rc = ktfs_errno(kt_lstat(&ks, fs->store, path))) == 0) {
-		if (!value && (ks.kind & KT_KIND_LINK))
+		rc = kt_id_put(fs->store, dir->st.id, NULL, 0, &o);
+		if (rc == KT_EEXISTS && !excl)
+			rc = 0;
+		rc = ktfs_errno(rc);
+		if (rc == 0)
+			rc = ktfs_errno(kt_id_lstat(&ks, NULL, NULL, fs->store,
+						    dir->st.id));
+	} else {
+		memset(&a, 0, sizeof(a));
+		a.version = KT_MAKE_ARGS_VERSION;
+		a.kind = KT_KIND_ITEM;
+		a.create = o;
+		new_file_owner(&a.create, req, &dir->st, mode);
+		for (tries = 0; tries < 64; tries++) {
+			rc = kt_make_at(&ks, fs->store, dir->st.id, name, &a);
+			if (rc != KT_EEXISTS || excl)
+				break;
+			rc = kt_lstat_at(&ks, fs->store, dir->st.id, name);
+			if (rc != KT_ENOTFOUND)
+				break;
+		}
+		rc = ktfs_errno(rc);
+		if (rc == 0 && (ks.kind & KT_KIND_DIR))
+			rc = -EISDIR;
+		else if (rc == 0 && (ks.kind & KT_KIND_LINK))
 			rc = -EEXIST; /* O_CREAT of a dangling link's name */
-		else if ((flags & O_TRUNC) && ks.size > 0)
-			rc = truncate_on_open(fs, path);
 	}
-	if (rc == 0 && (rc = ktfs_errno(kt_lstat(&ks, fs->store, path))) == 0)
-		ktfs_fill_stat(st, fs, path, &ks, value);
-	pthread_mutex_unlock(stripe);
-	free(child);
+	if (rc == 0 && (flags & O_TRUNC) && ks.size > 0 &&
+	    (rc = truncate_on_open(fs, ks.id)) == 0)
+		rc = ktfs_errno(kt_id_lstat(&ks, NULL, NULL, fs->store, ks.id));
+	if (rc == 0)
+		ktfs_fill_stat(st, fs, NULL, &ks, value);
 	return rc;
 }
 
@@ -217,7 +233,6 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct stat st;
 	int rc, tmpfile = strcmp(name, KTFS_TMPFILE_NAME) == 0;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = ktfs_dir_get(&dir, fs, parent)) == 0) {
 		if (tmpfile)
 			rc = create_tmpfile(fs, req, &dir, mode, fi, &st);
@@ -228,7 +243,6 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (rc == 0 && !tmpfile)
 		rc = file_open(fs, fi, st.st_ino, 0);
-	ktfs_ns_unlock(fs);
 	if (rc < 0) {
 		ktfs_reply_err(req, rc);
 		return;
@@ -249,13 +263,11 @@ void ktfs_mknod_file(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct stat st;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = ktfs_dir_get(&dir, fs, parent)) == 0) {
 		rc = create_in(fs, req, &dir, name, mode, O_CREAT | O_EXCL,
 			       &st);
 		ktfs_node_free(&dir);
 	}
-	ktfs_ns_unlock(fs);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else
@@ -314,10 +326,10 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* An O_APPEND write goes to the end of the value as the store has it,
- * under the library's writer lock (KT_APPEND), so appenders never
- * overwrite each other.  The reply is the byte count; the kernel moves
- * the file position past the end it knows, which is the store's end since
- * the mount is the store's only writer. */
+ * in the library's atomic step (KT_APPEND), so appenders never overwrite
+ * each other, in any process.  The write goes by id (kt_id_write), so a
+ * rename at the same time cannot send it elsewhere; an unlink that makes
+ * the file an orphan meanwhile shows as KT_ENOTFOUND: look again. */
 void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		off_t off, struct fuse_file_info *fi)
 {
@@ -326,19 +338,20 @@ void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	/* A page of a shared mapping written back through an O_APPEND
 	 * handle still goes to its own offset. */
 	uint64_t at = f->append && !fi->writepage ? KT_APPEND : (uint64_t)off;
-	struct ktfs_node n;
-	int rc;
+	uint64_t oid = 0;
+	int rc = 0, tries;
 
-	ktfs_ns_lock(fs, 0);
-	if ((rc = ktfs_node_get(&n, fs, ino, f)) == 0) {
-		if (n.orphan)
-			rc = kt_orphan_write(fs->store, n.id, buf, size, at);
+	for (tries = 0; tries < 2; tries++) {
+		if (ktfs_open_orphan(fs, f->open, ino, &oid))
+			rc = kt_orphan_write(fs->store, oid, buf, size, at);
 		else
-			rc = kt_write(fs->store, n.path, buf, size, at);
-		rc = ktfs_errno(rc);
-		ktfs_node_free(&n);
+			rc = kt_id_write(fs->store, ino & ~KTFS_VALUE_BIT, buf,
+					 size, at);
+		if (rc != KT_ENOTFOUND && rc != KT_EISDIR)
+			break;
 	}
-	ktfs_ns_unlock(fs);
+	/* A value file whose directory lost its value is gone. */
+	rc = rc == KT_EISDIR ? -ENOENT : ktfs_errno(rc);
 	if (rc < 0)
 		ktfs_reply_err(req, ktfs_file_error(fs, f, rc));
 	else

@@ -25,21 +25,36 @@
  *   io.c     reading requests: O_TMPFILE becomes a create
  *   watch.c  other processes' changes -> kernel cache invalidations
  *
- * Threads and locks.  Requests run on libfuse's worker threads.  Lock
- * order: ns_lock, then one name stripe, then the open table's lock, then a
- * directory handle's lock.
- * - ns_lock (a writer-preferring rwlock): unlink, rmdir and rename take it
- *   exclusively, because they are what can make a path name another node
- *   (or none); every other request holds it shared from its inode's
- *   resolution to its last library call, so a path it resolved cannot go
- *   stale while it uses it.  read needs no path and takes no lock: it
- *   reads by id from one snapshot (kt_id_read).
- * - name stripes: mkdir, create and symlink check that a name is free and
- *   then make it; a stripe (by parent id and name) makes that pair atomic
- *   against the other creators of the same name, so a file and a directory
- *   racing for one name never merge into an item+dir.
+ * Threads and locks.  Requests run on libfuse's worker threads.  The
+ * tree is protected by the library alone: every call is one atomic,
+ * guarded transaction that reruns on conflict, also against other
+ * processes (a second mount, the CLI).  So the mount never changes the
+ * store through a path it resolved earlier: it names a node by id
+ * (kt_id_write, kt_id_truncate, kt_id_setattr, kt_id_attr_*, kt_id_put,
+ * kt_id_delete) or a child by directory id and name (kt_lstat_at,
+ * kt_make_at, kt_delete_at, kt_rename_at, kt_link_at), resolved inside
+ * the call's own step.  Creation is exclusive in one step (kt_make_at), so
+ * no name stripe is needed for a file and a directory racing for a name;
+ * rmdir and unlink say in the call what they may remove (KT_DELETE_DIR,
+ * KT_DELETE_NOTDIR), so no lock is needed between a look and the removal.
+ * What is left is in-process state, and two locks guard it; order: the
+ * open table's lock, then a directory handle's lock.
  * - the open table's lock (open.c) protects the table and each open
- *   file's error field.
+ *   file's error field, and is held from the decision "this file has
+ *   handles here: orphan it" (or "none: delete it") to the library call
+ *   that carries it out, and across a rename that replaces a file, so no
+ *   handle of this mount opens on a file in between (an open counts its
+ *   handle first and then checks the node is still there).  Another
+ *   process cannot break that decision: the call is conditional on the
+ *   node decided about (kt_delete_at_if and kt_orphan_detach_at refuse if
+ *   another node has the name by then, and the mount looks again;
+ *   kt_orphan_copy_id copies and drops a value in one step).  What the
+ *   lock cannot do is know another process's handles: a file open only
+ *   in another mount and unlinked here is deleted, as that mount's
+ *   orphans are its own (docs/CONCURRENCY.md).
+ * - a directory handle's lock (dir.c) protects its listing position.
+ * Reads take no lock: kt_id_read, kt_id_lstat and kt_id_attr_get read by
+ * id from one snapshot.
  */
 #ifndef KEYTREEFS_H
 #define KEYTREEFS_H
@@ -60,7 +75,6 @@
 #define KTFS_VALUE_BIT (UINT64_C(1) << 63)
 
 #define KTFS_OPEN_BUCKETS 256
-#define KTFS_NAME_STRIPES 64
 
 /** One open inode's entry in the open table (open.c). */
 struct ktfs_open;
@@ -85,9 +99,6 @@ struct ktfs {
 	double entry_timeout;      /**< kernel cache timeouts, seconds */
 	double attr_timeout;
 	double negative_timeout;
-
-	pthread_rwlock_t ns_lock;  /**< see the opening comment */
-	pthread_mutex_t names[KTFS_NAME_STRIPES]; /**< name stripes */
 
 	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
@@ -128,20 +139,11 @@ int ktfs_errno(int code);
 /** The mount of request @p req. */
 struct ktfs *ktfs_of(fuse_req_t req);
 
-/** Take ns_lock shared (@p excl 0) or exclusively; and release it. */
-void ktfs_ns_lock(struct ktfs *fs, int excl);
-void ktfs_ns_unlock(struct ktfs *fs);
-
-/** The name stripe for @p name in directory @p parent_id, locked;
- * unlock it with pthread_mutex_unlock(). */
-pthread_mutex_t *ktfs_name_lock(struct ktfs *fs, uint64_t parent_id,
-				const char *name);
-
 /** Resolve inode @p ino into @p n: an orphan if it was unlinked while open
  * (and @p f, its open file or NULL, says so, or no handle does), else the
  * node's current path and metadata, read in one view.  0, or -ENOENT when
- * no node has that id any more (or the value file is gone).  Call with
- * ns_lock held; release @p n with ktfs_node_free(). */
+ * no node has that id any more (or the value file is gone).  The path is
+ * for reading only; release @p n with ktfs_node_free(). */
 int ktfs_node_get(struct ktfs_node *n, struct ktfs *fs, uint64_t ino,
 		  const struct ktfs_file *f);
 
@@ -157,10 +159,14 @@ char *ktfs_child_path(const char *dir, size_t dir_len, const char *name);
 /** 1 if @p name is the value file's name. */
 int ktfs_is_value_name(const struct ktfs *fs, const char *name);
 
-/** Fill @p st for the node @p ks at store path @p path (@p value: its value
- * file).  A link costs one more read, for the length readlink returns. */
+/** Fill @p st for the node @p ks (@p value: its value file); @p path is
+ * unused.  A link costs more reads, for the length readlink returns. */
 void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
 		    const kt_statbuf *ks, int value);
+
+/** The target of the link with id @p id (kt_free), read by its path and
+ * checked to be still that node's; 0 or a negative errno. */
+int ktfs_readlink_id(char **target, struct ktfs *fs, uint64_t id);
 
 /** The S_IF* file type bits of a special file of type @p type
  * (KT_TYPE_*), e.g. S_IFIFO for KT_TYPE_FIFO; 0 for an unknown type. */
@@ -236,33 +242,45 @@ unsigned int ktfs_open_busy(struct ktfs *fs, uint64_t ino);
 /** How ktfs_orphan_make() takes the file out of the tree. */
 enum ktfs_orphan_how {
 	KTFS_ORPHAN_DETACH, /**< detach the plain item at path itself */
-	KTFS_ORPHAN_COPY    /**< copy the item's (or item+dir's) value into a
+	KTFS_ORPHAN_COPY,   /**< copy the item's (or item+dir's) value into a
 			       new orphan; the caller then removes or
 			       replaces the original */
+	KTFS_ORPHAN_TAKE    /**< copy an item+dir's value into a new orphan
+			       and drop it from the node, in one step */
 };
 
-/** Make the file at store path @p path an orphan for the handles of inode
- * @p ino; the table must be held.  0 or a negative errno. */
-int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, const char *path,
-		     enum ktfs_orphan_how how);
+/** Make the file of inode @p ino an orphan for its handles: the plain
+ * item (@p dir, @p name) is detached if it still has the id of @p ino; a
+ * value file's node is copied by id.  The table must be held.  0, -EAGAIN
+ * when another node has the name by now (look again), or a negative
+ * errno. */
+int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, uint64_t dir,
+		     const char *name, enum ktfs_orphan_how how);
 
-/** Undo a KTFS_ORPHAN_COPY whose follow-up failed: the handles of @p ino
- * go back to the path.  The table must be held. */
-void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino);
+/** Undo an orphan_make whose follow-up failed: the handles of @p ino go
+ * back to the file.  @p dir 0: the orphan was a copy and is dropped; else
+ * the detached file is linked back as (@p dir, @p name) if that name is
+ * free (if not, it stays an orphan for its handles).  Table held. */
+void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino, uint64_t dir,
+			const char *name);
 
 /** Set the orphaned entry of @p ino aside: its handles still reach the
  * orphan, but handle-less requests on @p ino reach the file that has the
  * name now (a value file replaced by a rename).  The table must be held. */
 void ktfs_open_setaside(struct ktfs *fs, uint64_t ino);
 
-/** Take the file @p path (inode @p ino, a value file if @p value, with
- * @p nlink paths) out of the tree: an orphan for its handles if it has
- * any and this is its last path, else deleted if @p or_delete, else left
- * alone (returning 1).  The value of an item+dir is copied into its
- * orphan, since it cannot be detached without its directory.  Call with
- * ns_lock held exclusively. */
-int ktfs_unlink_file(struct ktfs *fs, const char *path, uint64_t ino,
-		     int value, uint32_t nlink, int or_delete);
+/** Take the file (@p dir, @p name), inode @p ino (a value file if it has
+ * KTFS_VALUE_BIT) with @p nlink paths, out of the tree: an orphan for its
+ * handles if it has any and this is its last path, else deleted if
+ * @p or_delete, else left alone (returning 1).  The value of an item+dir
+ * is copied into its orphan, since it cannot be detached without its
+ * directory.  -EAGAIN: another node has the name by now; look again. */
+int ktfs_unlink_file(struct ktfs *fs, uint64_t dir, const char *name,
+		     uint64_t ino, uint32_t nlink, int or_delete);
+
+/** ktfs_unlink_file() with the open table held by the caller. */
+int ktfs_unlink_file_held(struct ktfs *fs, uint64_t dir, const char *name,
+			  uint64_t ino, uint32_t nlink, int or_delete);
 /**@}*/
 
 /** @name Handlers (file.c, ns.c, dir.c, attr.c) */

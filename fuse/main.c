@@ -464,36 +464,15 @@ out_ready:
 	return rc;
 }
 
-/* The locks of @fs (keytreefs.h): a writer-preferring namespace lock, so
- * a rename is not starved by a stream of reads. */
+/* The open table's lock: the only lock of the mount (keytreefs.h). */
 static int locks_init(struct ktfs *fs)
 {
-	pthread_rwlockattr_t a;
-	size_t i;
-
-	if (pthread_rwlockattr_init(&a) != 0)
-		return -1;
-	pthread_rwlockattr_setkind_np(&a,
-				      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	if (pthread_rwlock_init(&fs->ns_lock, &a) != 0) {
-		pthread_rwlockattr_destroy(&a);
-		return -1;
-	}
-	pthread_rwlockattr_destroy(&a);
-	for (i = 0; i < KTFS_NAME_STRIPES; i++)
-		pthread_mutex_init(&fs->names[i], NULL);
-	pthread_mutex_init(&fs->lock, NULL);
-	return 0;
+	return pthread_mutex_init(&fs->lock, NULL) == 0 ? 0 : -1;
 }
 
 static void locks_destroy(struct ktfs *fs)
 {
-	size_t i;
-
-	for (i = 0; i < KTFS_NAME_STRIPES; i++)
-		pthread_mutex_destroy(&fs->names[i]);
 	pthread_mutex_destroy(&fs->lock);
-	pthread_rwlock_destroy(&fs->ns_lock);
 }
 
 int main(int argc, char *argv[])

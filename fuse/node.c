@@ -1,13 +1,15 @@
 /*
  * node.c - how keytreefs turns a FUSE inode number into a store node, and
- * the helpers every handler shares: the namespace lock and name stripes,
- * struct stat from a kt_statbuf, entry replies, times.
+ * the helpers every handler shares: struct stat from a kt_statbuf, entry
+ * replies, times.
  *
  * An inode number is a node's persistent id (bit 63 set: the value file of
  * an item+dir).  Each request resolves it with one kt_id_lstat(), which
- * gives the node's current path and metadata from one view, under ns_lock
- * (see keytreefs.h), so the path stays the node's until the request is
- * done.  A file unlinked while open is found in the open table first and
+ * gives the node's current path and metadata from one view.  The path
+ * may name another node a moment later (another process may rename
+ * anything at any time), so no change is made through it: changes go by
+ * id (kt_id_*) or by directory id and name (kt_*_at).  A file unlinked
+ * while open is found in the open table first and
  * served by its orphan id.  Nothing is cached per inode.
  */
 
@@ -21,32 +23,6 @@
 struct ktfs *ktfs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
-}
-
-void ktfs_ns_lock(struct ktfs *fs, int excl)
-{
-	if (excl)
-		pthread_rwlock_wrlock(&fs->ns_lock);
-	else
-		pthread_rwlock_rdlock(&fs->ns_lock);
-}
-
-void ktfs_ns_unlock(struct ktfs *fs)
-{
-	pthread_rwlock_unlock(&fs->ns_lock);
-}
-
-pthread_mutex_t *ktfs_name_lock(struct ktfs *fs, uint64_t parent_id,
-				const char *name)
-{
-	uint64_t h = 1469598103934665603ull ^ parent_id;
-	pthread_mutex_t *m;
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 1099511628211ull;
-	m = &fs->names[h % KTFS_NAME_STRIPES];
-	pthread_mutex_lock(m);
-	return m;
 }
 
 int ktfs_is_value_name(const struct ktfs *fs, const char *name)
@@ -95,6 +71,33 @@ int ktfs_node_get(struct ktfs_node *n, struct ktfs *fs, uint64_t ino,
 		return -ENOENT;
 	}
 	return 0;
+}
+
+int ktfs_readlink_id(char **target, struct ktfs *fs, uint64_t id)
+{
+	kt_statbuf ks;
+	char *path = NULL;
+	int rc = KT_ENOTFOUND, tries;
+
+	*target = NULL;
+	/* There is no readlink by id: read by the id's path, then make sure
+	 * the path still names the node (a rename may pass in between). */
+	for (tries = 0; tries < 8; tries++) {
+		if ((rc = kt_id_path(&path, NULL, fs->store, id)) < 0)
+			break;
+		rc = kt_readlink(target, NULL, fs->store, path);
+		if (rc == 0 && kt_lstat(&ks, fs->store, path) == 0 &&
+		    ks.id == id)
+			break;
+		kt_free(*target);
+		*target = NULL;
+		kt_free(path);
+		path = NULL;
+		if (rc == 0)
+			rc = KT_ECONFLICT;
+	}
+	kt_free(path);
+	return ktfs_errno(rc);
 }
 
 int ktfs_dir_get(struct ktfs_node *n, struct ktfs *fs, uint64_t ino)
@@ -172,7 +175,8 @@ void ktfs_fill_stat(struct stat *st, struct ktfs *fs, const char *path,
 		char *target = NULL;
 
 		st->st_mode = S_IFLNK | (ks->mode & 07777);
-		if (path && kt_readlink(&target, NULL, fs->store, path) == 0 &&
+		(void)path;
+		if (ktfs_readlink_id(&target, fs, ks->id) == 0 &&
 		    ktfs_link_shows_mountpoint(fs, target))
 			st->st_size += (off_t)fs->mountpoint_len;
 		kt_free(target);

@@ -2,12 +2,17 @@
  * ns.c - the namespace handlers of keytreefs: lookup, mkdir, mknod,
  * unlink, rmdir, symlink, readlink, rename and link.
  *
- * Each names a child by (parent inode, name): the parent is resolved to
- * its path (node.c) and the child's path is built from it.  The value file
+ * Each names a child by (parent inode, name) and hands exactly that to
+ * the library's calls by directory id (kt_lstat_at, kt_make_at,
+ * kt_delete_at, kt_rename_at, kt_link_at), which resolve the directory
+ * inside their own atomic step: a rename of the directory at the same
+ * time, by this mount or another process, can never make a call act on a
+ * stale path, and an exclusive create fails on anything at the name, so
+ * a file and a directory racing for one name never merge.  The value file
  * of an item+dir is the name fs->value_name inside it; since every store
- * name is free of the delimiter, no child can have that name.  unlink,
- * rmdir and rename hold ns_lock exclusively (keytreefs.h): they are what
- * can make a path stop naming a node.
+ * name is free of the delimiter, no child can have that name.  Its
+ * changes go by the directory's id (kt_id_put, kt_id_delete), except a
+ * rename to or from it (value_rename), which is a copy by paths.
  */
 
 #include <errno.h>
@@ -17,24 +22,20 @@
 
 #include "keytreefs.h"
 
-/* A child named by (parent, name): its store path, and whether it is the
- * parent's value file (then path is the parent's). */
+/* A child named by (parent, name): its parent resolved, and whether it is
+ * the parent's value file. */
 struct child {
 	struct ktfs_node dir; /* the parent */
-	char *path;           /* malloc'd, or the parent's path for value */
 	int value;
 };
 
 static void child_free(struct child *c)
 {
-	if (!c->value)
-		free(c->path);
-	c->path = NULL;
 	ktfs_node_free(&c->dir);
 }
 
-/* Resolve the parent @parent and the child @name's path.  The value name
- * in the root is -ENOENT, or -EPERM when @creating. */
+/* Resolve the parent @parent of the child @name.  The value name in the
+ * root is -ENOENT, or -EPERM when @creating. */
 static int child_get(struct child *c, struct ktfs *fs, uint64_t parent,
 		     const char *name, int creating)
 {
@@ -49,28 +50,30 @@ static int child_get(struct child *c, struct ktfs *fs, uint64_t parent,
 			return creating ? -EPERM : -ENOENT;
 		}
 		c->value = 1;
-		c->path = c->dir.path;
-		return 0;
-	}
-	c->path = ktfs_child_path(c->dir.path, c->dir.path_len, name);
-	if (!c->path) {
-		ktfs_node_free(&c->dir);
-		return -ENOMEM;
 	}
 	return 0;
 }
 
-/* kt_lstat() of the child @c, checking that a value file exists. */
-static int child_stat(kt_statbuf *ks, struct ktfs *fs, const struct child *c)
+/* The metadata of the child @name of @c (a link not followed), checking
+ * that a value file exists. */
+static int child_stat(kt_statbuf *ks, struct ktfs *fs, const struct child *c,
+		      const char *name)
 {
-	int rc;
-
 	if (c->value) {
 		*ks = c->dir.st;
 		return (ks->kind & KT_KIND_ITEM) ? 0 : -ENOENT;
 	}
-	rc = kt_lstat(ks, fs->store, c->path);
-	return ktfs_errno(rc);
+	return ktfs_errno(kt_lstat_at(ks, fs->store, c->dir.st.id, name));
+}
+
+/* The store path of the child @name of @c as its parent was resolved:
+ * only for what has no call by id (a value file's rename, an unnamed
+ * file's first name).  From malloc, NULL when out of memory. */
+static char *child_path(const struct child *c, const char *name)
+{
+	if (c->value)
+		return strdup(c->dir.path);
+	return ktfs_child_path(c->dir.path, c->dir.path_len, name);
 }
 
 void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -82,13 +85,11 @@ void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct stat st;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = child_get(&c, fs, parent, name, 0)) == 0) {
-		if ((rc = child_stat(&ks, fs, &c)) == 0)
-			ktfs_fill_stat(&st, fs, c.path, &ks, c.value);
+		if ((rc = child_stat(&ks, fs, &c, name)) == 0)
+			ktfs_fill_stat(&st, fs, NULL, &ks, c.value);
 		child_free(&c);
 	}
-	ktfs_ns_unlock(fs);
 	/* A name holding the delimiter (KT_ERESERVED) can never exist, nor
 	 * can a name within the name limit whose path would be over the
 	 * store's path limit (a program may be deep below the root). */
@@ -106,60 +107,66 @@ void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 }
 
-/* Reply to a request that made the node at @path (lstat'ed now). */
-static int made_stat(struct stat *st, struct ktfs *fs, const char *path)
-{
-	kt_statbuf ks;
-	int rc = ktfs_errno(kt_lstat(&ks, fs->store, path));
-
-	if (rc == 0)
-		ktfs_fill_stat(st, fs, path, &ks, 0);
-	return rc;
-}
-
-void ktfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		mode_t mode)
+/* Make the child @name of @parent as @a says, in one exclusive step
+ * (kt_make_at: EEXIST whatever is at the name, the value file included),
+ * and reply with its entry.  The caller's uid and gid own it; in a
+ * set-group-ID directory the directory's group does, and a new directory
+ * gets the bit itself. */
+static void make_child(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       kt_make_args *a, mode_t mode)
 {
 	struct ktfs *fs = ktfs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	kt_create_options o = KT_CREATE_OPTIONS_INIT;
-	pthread_mutex_t *stripe;
 	struct child c;
 	kt_statbuf ks;
 	struct stat st;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = child_get(&c, fs, parent, name, 1)) == 0) {
-		stripe = ktfs_name_lock(fs, c.dir.st.id, name);
-		/* kt_mkdir would turn an item there into an item+dir. */
-		if (c.value || kt_lstat(&ks, fs->store, c.path) == 0) {
-			rc = -EEXIST;
-		} else {
-			/* The caller's uid and gid, the mode after its umask;
-			 * a set-group-ID parent passes on its group and the
-			 * bit itself. */
-			o.flags = KT_CREATE_EXCL | KT_CREATE_MODE |
-				  KT_CREATE_OWNER;
-			o.mode = mode & 07777 & ~ctx->umask;
-			o.uid = ctx->uid;
-			o.gid = ctx->gid;
-			if (c.dir.st.mode & S_ISGID) {
-				o.gid = c.dir.st.gid;
-				o.mode |= S_ISGID;
-			}
-			rc = ktfs_errno(kt_mkdir(fs->store, c.path, &o));
-			if (rc == 0)
-				rc = made_stat(&st, fs, c.path);
+		a->create.version = KT_CREATE_OPTIONS_VERSION;
+		a->create.flags = KT_CREATE_OWNER;
+		if (a->kind != KT_KIND_LINK) {
+			a->create.flags |= KT_CREATE_MODE;
+			a->create.mode = mode & 07777 & ~ctx->umask;
 		}
-		pthread_mutex_unlock(stripe);
+		a->create.uid = ctx->uid;
+		a->create.gid = ctx->gid;
+		if (c.dir.st.mode & S_ISGID) {
+			a->create.gid = c.dir.st.gid;
+			if (a->kind == KT_KIND_DIR)
+				a->create.mode |= S_ISGID;
+		}
+		if (c.value)
+			rc = -EEXIST;
+		else
+			rc = ktfs_errno(kt_make_at(&ks, fs->store, parent,
+						   name, a));
+		if (rc == 0)
+			ktfs_fill_stat(&st, fs, NULL, &ks, 0);
 		child_free(&c);
 	}
-	ktfs_ns_unlock(fs);
 	if (rc == 0)
 		ktfs_reply_entry(req, fs, &st);
 	else
 		ktfs_reply_err(req, rc);
+}
+
+static kt_make_args make_args(unsigned int kind)
+{
+	kt_make_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.version = KT_MAKE_ARGS_VERSION;
+	a.kind = kind;
+	return a;
+}
+
+void ktfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		mode_t mode)
+{
+	kt_make_args a = make_args(KT_KIND_DIR);
+
+	make_child(req, parent, name, &a, mode);
 }
 
 /* The KT_TYPE_* of the file type in @p mode; 0 when it is no special
@@ -182,79 +189,57 @@ static unsigned int special_type(mode_t mode)
 /* mknod of a regular file makes one as create would.  A FIFO, socket
  * (bind() of a Unix socket comes here) or device node becomes a special
  * file that records its type and device number; the kernel gives it its
- * behaviour, and opens of it never reach keytreefs.  Made as mkdir makes
- * a directory: the name checked free, then made, under its name stripe. */
+ * behaviour, and opens of it never reach keytreefs. */
 void ktfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		mode_t mode, dev_t rdev)
 {
-	struct ktfs *fs = ktfs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	kt_create_options o = KT_CREATE_OPTIONS_INIT;
-	unsigned int type = special_type(mode);
-	/* Only a device has a number; the kernel passes 0 for the rest. */
-	uint64_t dev = (type == KT_TYPE_CHR || type == KT_TYPE_BLK) ? rdev : 0;
-	pthread_mutex_t *stripe;
-	struct child c;
-	kt_statbuf ks;
-	struct stat st;
-	int rc;
+	kt_make_args a = make_args(KT_KIND_SPECIAL);
 
 	if (S_ISREG(mode)) {
 		ktfs_mknod_file(req, parent, name, mode);
 		return;
 	}
-	if (type == 0) {
+	if ((a.type = special_type(mode)) == 0) {
 		ktfs_reply_err(req, -EINVAL);
 		return;
 	}
-	ktfs_ns_lock(fs, 0);
-	if ((rc = child_get(&c, fs, parent, name, 1)) == 0) {
-		stripe = ktfs_name_lock(fs, c.dir.st.id, name);
-		if (c.value || kt_lstat(&ks, fs->store, c.path) == 0) {
-			rc = -EEXIST;
-		} else {
-			/* The caller's, with the mode after its umask; in a
-			 * set-group-ID directory, the directory's group. */
-			o.flags = KT_CREATE_MODE | KT_CREATE_OWNER;
-			o.mode = mode & 07777 & ~ctx->umask;
-			o.uid = ctx->uid;
-			o.gid = (c.dir.st.mode & S_ISGID) ? c.dir.st.gid
-							  : ctx->gid;
-			rc = ktfs_errno(
-				kt_mknod(fs->store, c.path, type, dev, &o));
-			if (rc == 0)
-				rc = made_stat(&st, fs, c.path);
-		}
-		pthread_mutex_unlock(stripe);
-		child_free(&c);
-	}
-	ktfs_ns_unlock(fs);
-	if (rc == 0)
-		ktfs_reply_entry(req, fs, &st);
-	else
-		ktfs_reply_err(req, rc);
+	/* Only a device has a number; the kernel passes 0 for the rest. */
+	if (a.type == KT_TYPE_CHR || a.type == KT_TYPE_BLK)
+		a.rdev = rdev;
+	make_child(req, parent, name, &a, mode);
 }
 
-/* link(2): the node of @ino gets the further path newparent/newname
- * (kt_link), so both names are one inode: same number, value, attributes
- * and times, link count from the node.  A directory, an item+dir and its
- * value file cannot be linked (EPERM).  linkat(2) of a file opened with
- * O_TMPFILE gives the unnamed file its first name instead (open.c).
- * Adding a path makes no path name another node, so ns_lock is shared. */
-static int link_node(struct ktfs *fs, uint64_t ino, const char *newpath)
+/* link(2): the node of @ino gets the further name newparent/newname
+ * (kt_link_at, by the node's id), so both names are one inode: same
+ * number, value, attributes and times, link count from the node.  A
+ * directory, an item+dir and its value file cannot be linked (EPERM).
+ * linkat(2) of a file opened with O_TMPFILE gives the unnamed file its
+ * first name instead (open.c). */
+static int link_node(kt_statbuf *ks, struct ktfs *fs, uint64_t ino,
+		     const struct child *c, const char *newname)
 {
 	struct ktfs_node n;
+	char *path;
 	uint64_t oid;
 	int rc;
 
-	if (ktfs_open_orphan(fs, NULL, ino, &oid))
-		return ktfs_open_link(fs, ino, newpath);
+	if (ktfs_open_orphan(fs, NULL, ino, &oid)) {
+		if (!(path = child_path(c, newname)))
+			return -ENOMEM;
+		rc = ktfs_open_link(fs, ino, path);
+		free(path);
+		if (rc == 0)
+			rc = ktfs_errno(kt_lstat_at(ks, fs->store,
+						    c->dir.st.id, newname));
+		return rc;
+	}
 	if ((rc = ktfs_node_get(&n, fs, ino, NULL)) < 0)
 		return rc;
 	if (n.value || n.orphan || (n.st.kind & KT_KIND_DIR))
 		rc = -EPERM;
 	else
-		rc = ktfs_errno(kt_link(fs->store, n.path, newpath));
+		rc = ktfs_errno(kt_link_at(ks, fs->store, n.id, c->dir.st.id,
+					   newname));
 	ktfs_node_free(&n);
 	return rc;
 }
@@ -263,23 +248,18 @@ void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	       const char *newname)
 {
 	struct ktfs *fs = ktfs_of(req);
-	pthread_mutex_t *stripe;
 	struct child c;
 	kt_statbuf ks;
 	struct stat st;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = child_get(&c, fs, newparent, newname, 1)) == 0) {
-		stripe = ktfs_name_lock(fs, c.dir.st.id, newname);
-		if (c.value || kt_lstat(&ks, fs->store, c.path) == 0)
+		if (c.value)
 			rc = -EEXIST;
-		else if ((rc = link_node(fs, ino, c.path)) == 0)
-			rc = made_stat(&st, fs, c.path);
-		pthread_mutex_unlock(stripe);
+		else if ((rc = link_node(&ks, fs, ino, &c, newname)) == 0)
+			ktfs_fill_stat(&st, fs, NULL, &ks, 0);
 		child_free(&c);
 	}
-	ktfs_ns_unlock(fs);
 	if (rc == 0)
 		ktfs_reply_entry(req, fs, &st);
 	else
@@ -289,54 +269,52 @@ void ktfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 /* Unlink: a file with open handles becomes an orphan for them (open.c),
  * so its name is gone at once and its content lives until the last
  * close.  A file with further paths (hard links) only loses this one: its
- * handles keep reaching it by id through the others. */
+ * handles keep reaching it by id through the others.  The decision is
+ * made for the node seen at the name; if another process put another
+ * node there meanwhile, the removal refuses (it is conditional on the id)
+ * and the name is looked at again. */
 void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct ktfs *fs = ktfs_of(req);
 	struct child c;
 	kt_statbuf ks;
-	int rc;
+	int rc, tries;
 
-	ktfs_ns_lock(fs, 1);
-	if ((rc = child_get(&c, fs, parent, name, 0)) == 0) {
-		if ((rc = child_stat(&ks, fs, &c)) < 0)
+	for (tries = 0; tries < 64; tries++) {
+		if ((rc = child_get(&c, fs, parent, name, 0)) < 0)
+			break;
+		if ((rc = child_stat(&ks, fs, &c, name)) < 0)
 			;
 		else if (!c.value && (ks.kind & KT_KIND_DIR))
 			rc = -EISDIR;
 		else
-			rc = ktfs_unlink_file(fs, c.path,
+			rc = ktfs_unlink_file(fs, parent, name,
 					      c.value ? (ks.id | KTFS_VALUE_BIT)
 						      : ks.id,
-					      c.value, c.value ? 1 : ks.nlink,
-					      1);
+					      c.value ? 1 : ks.nlink, 1);
 		child_free(&c);
+		if (rc != -EAGAIN)
+			break;
 	}
-	ktfs_ns_unlock(fs);
 	ktfs_reply_err(req, rc);
 }
 
+/* rmdir: only a directory without a value (an item+dir holds its value
+ * file: ENOTEMPTY), checked in the step that removes it. */
 void ktfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct ktfs *fs = ktfs_of(req);
 	struct child c;
-	kt_statbuf ks;
 	int rc;
 
-	ktfs_ns_lock(fs, 1);
 	if ((rc = child_get(&c, fs, parent, name, 0)) == 0) {
 		if (c.value)
 			rc = -ENOTDIR;
-		else if ((rc = child_stat(&ks, fs, &c)) < 0)
-			;
-		else if (!(ks.kind & KT_KIND_DIR))
-			rc = -ENOTDIR;
-		else if (ks.kind & KT_KIND_ITEM) /* it holds its value file */
-			rc = -ENOTEMPTY;
 		else
-			rc = ktfs_errno(kt_delete(fs->store, c.path, 0));
+			rc = ktfs_errno(kt_delete_at(fs->store, parent, name,
+						     KT_DELETE_DIR));
 		child_free(&c);
 	}
-	ktfs_ns_unlock(fs);
 	ktfs_reply_err(req, rc);
 }
 
@@ -344,12 +322,7 @@ void ktfs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 		  const char *name)
 {
 	struct ktfs *fs = ktfs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	kt_create_options o = KT_CREATE_OPTIONS_INIT;
-	pthread_mutex_t *stripe;
-	struct child c;
-	struct stat st;
-	int rc;
+	kt_make_args a = make_args(KT_KIND_LINK);
 
 	/* A target inside the mount is kept as the store path it names;
 	 * the mountpoint itself is the store's root. */
@@ -359,30 +332,9 @@ void ktfs_symlink(fuse_req_t req, const char *target, fuse_ino_t parent,
 	     target[fs->mountpoint_len] == '\0'))
 		target = target[fs->mountpoint_len] ? target + fs->mountpoint_len
 						    : "/";
-	ktfs_ns_lock(fs, 0);
-	if ((rc = child_get(&c, fs, parent, name, 1)) == 0) {
-		stripe = ktfs_name_lock(fs, c.dir.st.id, name);
-		if (c.value) {
-			rc = -EEXIST;
-		} else {
-			o.flags = KT_CREATE_OWNER;
-			o.uid = ctx->uid;
-			/* In a set-group-ID directory, its group. */
-			o.gid = (c.dir.st.mode & S_ISGID) ? c.dir.st.gid
-							  : ctx->gid;
-			rc = ktfs_errno(
-				kt_symlink(fs->store, c.path, target, &o));
-			if (rc == 0)
-				rc = made_stat(&st, fs, c.path);
-		}
-		pthread_mutex_unlock(stripe);
-		child_free(&c);
-	}
-	ktfs_ns_unlock(fs);
-	if (rc == 0)
-		ktfs_reply_entry(req, fs, &st);
-	else
-		ktfs_reply_err(req, rc);
+	a.data = target;
+	a.len = strlen(target);
+	make_child(req, parent, name, &a, 0);
 }
 
 void ktfs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -392,16 +344,13 @@ void ktfs_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct ktfs_node n;
 	int rc;
 
-	ktfs_ns_lock(fs, 0);
 	if ((rc = ktfs_node_get(&n, fs, ino, NULL)) == 0) {
 		if (n.orphan || n.value || !(n.st.kind & KT_KIND_LINK))
 			rc = -EINVAL;
 		else
-			rc = ktfs_errno(
-				kt_readlink(&target, NULL, fs->store, n.path));
+			rc = ktfs_readlink_id(&target, fs, n.id);
 		ktfs_node_free(&n);
 	}
-	ktfs_ns_unlock(fs);
 	if (rc == 0 &&
 	    asprintf(&shown, "%s%s",
 		     ktfs_link_shows_mountpoint(fs, target) ? fs->mountpoint
@@ -420,12 +369,18 @@ void ktfs_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* A rename from or to a value file: the value is copied in one atomic
  * batch (so the cost is the value's size, and a moved file gets a new
- * inode number).  RENAME_EXCHANGE is not supported here (EINVAL). */
+ * inode number).  RENAME_EXCHANGE is not supported here (EINVAL).  The
+ * batch works by the paths the parents had when resolved; each put in it
+ * is conditional on the version read (KT_CREATE_IF_VERSION), so if another
+ * process changed the source meanwhile the batch fails (EAGAIN) rather
+ * than lose its write. */
 static int value_rename(struct ktfs *fs, const struct child *from,
-			const struct child *to, unsigned int flags)
+			const char *name, const struct child *to,
+			const char *newname, unsigned int flags)
 {
 	kt_create_options o = KT_CREATE_OPTIONS_INIT;
-	kt_statbuf fs_, ts;
+	char *fpath = NULL, *tpath = NULL;
+	kt_statbuf fs_, ts, now;
 	kt_batch *b = NULL;
 	void *val = NULL;
 	size_t len = 0;
@@ -433,71 +388,74 @@ static int value_rename(struct ktfs *fs, const struct child *from,
 
 	if (flags & RENAME_EXCHANGE)
 		return -EINVAL;
-	if ((rc = child_stat(&fs_, fs, from)) < 0)
+	if ((rc = child_stat(&fs_, fs, from, name)) < 0)
 		return rc;
 	if (!from->value &&
 	    (fs_.kind & (KT_KIND_DIR | KT_KIND_LINK | KT_KIND_SPECIAL)))
 		return (fs_.kind & KT_KIND_DIR) ? -EISDIR : -EINVAL;
-	rc = kt_lstat(&ts, fs->store, to->path);
-	if (to->value && rc < 0)
-		return ktfs_errno(rc);
-	dst_exists = to->value ? (ts.kind & KT_KIND_ITEM) != 0 : rc == 0;
+	rc = child_stat(&ts, fs, to, newname);
+	if (to->value && rc < 0 && rc != -ENOENT)
+		return rc;
+	dst_exists = rc == 0;
 	if (!to->value && dst_exists && (ts.kind & KT_KIND_DIR))
 		return -EISDIR;
 	if (dst_exists && (flags & RENAME_NOREPLACE))
 		return -EEXIST;
-	if (from->value == to->value && strcmp(from->path, to->path) == 0)
+	if (from->value == to->value && from->dir.st.id == to->dir.st.id &&
+	    (from->value || strcmp(name, newname) == 0))
 		return 0;
+	if (!(fpath = child_path(from, name)) ||
+	    !(tpath = child_path(to, newname))) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	o.flags = KT_CREATE_MODE | KT_CREATE_OWNER;
 	o.mode = fs_.mode & 0666;
 	o.uid = fs_.uid;
 	o.gid = fs_.gid;
-	if ((rc = kt_get(&val, &len, fs->store, from->path)) == 0 &&
-	    (rc = kt_batch_new(&b, fs->store)) == 0 &&
-	    (!dst_exists || to->value ||
-	     (rc = kt_batch_delete(b, to->path, 0)) == 0) &&
-	    (rc = kt_batch_put(b, to->path, val, len, &o)) == 0 &&
-	    (rc = kt_batch_delete(b, from->path,
-				  from->value ? KT_DELETE_ITEM : 0)) == 0)
-		rc = kt_batch_commit(b);
+	/* The value and the version it has, read together; the source must
+	 * still be that node at that path. */
+	if ((rc = kt_get(&val, &len, fs->store, fpath)) == 0 &&
+	    (rc = kt_lstat(&now, fs->store, fpath)) == 0 &&
+	    (now.id != fs_.id || now.version != fs_.version))
+		rc = KT_ECONFLICT;
+	if (rc == 0 && (rc = kt_batch_new(&b, fs->store)) == 0) {
+		kt_create_options same = KT_CREATE_OPTIONS_INIT;
+
+		same.flags = KT_CREATE_IF_VERSION;
+		same.if_version = fs_.version;
+		if ((rc = kt_batch_put(b, fpath, val, len, &same)) == 0 &&
+		    (!dst_exists || to->value ||
+		     (rc = kt_batch_delete(b, tpath, 0)) == 0) &&
+		    (rc = kt_batch_put(b, tpath, val, len, &o)) == 0 &&
+		    (rc = kt_batch_delete(b, fpath,
+					  from->value ? KT_DELETE_ITEM
+						      : 0)) == 0)
+			rc = kt_batch_commit(b);
+	}
+	rc = ktfs_errno(rc);
+out:
 	kt_batch_free(b);
 	kt_free(val);
-	return ktfs_errno(rc);
-}
-
-/* A rename between two plain paths (no value file). */
-static int plain_rename(struct ktfs *fs, const char *from, const char *to,
-			unsigned int flags)
-{
-	unsigned int kflags = 0;
-	kt_statbuf ks, ds;
-
-	if (flags & RENAME_NOREPLACE)
-		kflags |= KT_RENAME_NOREPLACE;
-	if (flags & RENAME_EXCHANGE)
-		kflags |= KT_RENAME_EXCHANGE;
-	/* An item+dir target holds its value file: not empty. */
-	if (!(flags & (RENAME_EXCHANGE | RENAME_NOREPLACE)) &&
-	    kt_lstat(&ks, fs->store, from) == 0 && (ks.kind & KT_KIND_DIR) &&
-	    kt_lstat(&ds, fs->store, to) == 0 && (ds.kind & KT_KIND_DIR) &&
-	    (ds.kind & KT_KIND_ITEM) && ks.id != ds.id)
-		return -ENOTEMPTY;
-	return ktfs_errno(kt_rename(fs->store, from, to, kflags));
+	free(fpath);
+	free(tpath);
+	return rc;
 }
 
 /* A plain rename over a file with open handles: the target becomes an
  * orphan for them first (its content stays readable through them), then
  * the source moves.  1: the target is not open or keeps other paths,
- * nothing was done.  Only
- * when the rename can replace it: the source exists and is a file. */
+ * nothing was done.  Only when the rename can replace it: the source
+ * exists and is a file.  The open table is held by the caller. */
 static int rename_over_open(uint64_t *ino, struct ktfs *fs,
-			    const struct child *from, const struct child *to)
+			    const struct child *from, const char *name,
+			    const struct child *to, const char *newname)
 {
 	kt_statbuf fs_, ts;
 
-	if (child_stat(&fs_, fs, from) < 0 ||
+	if (child_stat(&fs_, fs, from, name) < 0 ||
 	    (!from->value && (fs_.kind & KT_KIND_DIR)) ||
-	    child_stat(&ts, fs, to) < 0 ||
+	    child_stat(&ts, fs, to, newname) < 0 ||
 	    (!to->value && (ts.kind & (KT_KIND_DIR | KT_KIND_LINK))) ||
 	    (!from->value && !to->value && fs_.id == ts.id))
 		return 1;
@@ -505,8 +463,8 @@ static int rename_over_open(uint64_t *ino, struct ktfs *fs,
 	/* A value target is copied, and then replaced by the rename; a
 	 * target with further paths loses only this one, so its handles
 	 * need no orphan. */
-	return ktfs_unlink_file(fs, to->path, *ino, to->value,
-				to->value ? 1 : ts.nlink, 0);
+	return ktfs_unlink_file_held(fs, to->dir.st.id, newname, *ino,
+				     to->value ? 1 : ts.nlink, 0);
 }
 
 void ktfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -515,6 +473,7 @@ void ktfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct ktfs *fs = ktfs_of(req);
 	struct child from, to;
+	unsigned int kflags = KT_RENAME_VALUE_FULL;
 	uint64_t ino = 0;
 	int rc, made = 0;
 
@@ -522,37 +481,53 @@ void ktfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_reply_err(req, -EINVAL);
 		return;
 	}
-	ktfs_ns_lock(fs, 1);
+	if (flags & RENAME_NOREPLACE)
+		kflags |= KT_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		kflags |= KT_RENAME_EXCHANGE;
 	if ((rc = child_get(&from, fs, parent, name, 0)) < 0)
 		goto out;
 	if ((rc = child_get(&to, fs, newparent, newname, 1)) < 0) {
 		child_free(&from);
 		goto out;
 	}
-	if (flags == 0)
-		made = (rc = rename_over_open(&ino, fs, &from, &to)) == 0;
+	/* Replacing a file: the open table is held from the decision to
+	 * orphan it (or not) until the rename is done, so no handle of this
+	 * mount opens on it in between. */
+	if (flags == 0) {
+		ktfs_open_lock(fs);
+		made = (rc = rename_over_open(&ino, fs, &from, name, &to,
+					      newname)) == 0;
+	}
 	if (rc >= 0) {
 		if (from.value || to.value)
-			rc = value_rename(fs, &from, &to, flags);
+			rc = value_rename(fs, &from, name, &to, newname, flags);
 		else
-			rc = plain_rename(fs, from.path, to.path, flags);
+			rc = ktfs_errno(kt_rename_at(fs->store, parent, name,
+						     newparent, newname,
+						     kflags));
 	}
-	if (to.value && (made || rc >= 0)) {
-		/* An orphan (copied now, or left by an earlier unlink of the
-		 * open value) serves the old handles; the inode number is the
-		 * new value's now, or the old value's again on failure. */
-		if (!made)
-			ino = to.dir.st.id | KTFS_VALUE_BIT;
-		ktfs_open_lock(fs);
-		if (rc < 0)
-			ktfs_orphan_unmake(fs, ino);
-		else
-			ktfs_open_setaside(fs, ino);
+	if (flags == 0) {
+		if (to.value && (made || rc >= 0)) {
+			/* An orphan (copied now, or left by an earlier unlink
+			 * of the open value) serves the old handles; the
+			 * inode number is the new value's now, or the old
+			 * value's again on failure. */
+			if (!made)
+				ino = to.dir.st.id | KTFS_VALUE_BIT;
+			if (rc < 0)
+				ktfs_orphan_unmake(fs, ino, 0, NULL);
+			else
+				ktfs_open_setaside(fs, ino);
+		} else if (made && rc < 0) {
+			/* The detached target gets its name back if it is
+			 * still free. */
+			ktfs_orphan_unmake(fs, ino, to.dir.st.id, newname);
+		}
 		ktfs_open_unlock(fs);
 	}
 	child_free(&from);
 	child_free(&to);
 out:
-	ktfs_ns_unlock(fs);
 	ktfs_reply_err(req, rc);
 }

@@ -182,56 +182,92 @@ unsigned int ktfs_open_busy(struct ktfs *fs, uint64_t ino)
 	return o && !o->orphaned ? o->count : 0;
 }
 
-/* Copy the value, owner, times and attributes of the item (or item+dir)
- * at @path into a new orphan (kt_orphan_copy: stored blocks only, so
- * holes stay holes); @id receives it.  The value file of an item+dir
- * shows its mode without the execute bits, and so does the copy. */
-static int orphan_copy(uint64_t *id, struct ktfs *fs, const char *path)
+/* Copy the value, owner, times and attributes of the node @id's value
+ * (an item, or an item+dir) into a new orphan (stored blocks only, so
+ * holes stay holes); @oid receives it.  With @drop the node's value goes
+ * in the same atomic step, so no write can fall between copy and drop.
+ * The value file of an item+dir shows its mode without the execute bits,
+ * and so does the copy. */
+static int orphan_copy(uint64_t *oid, struct ktfs *fs, uint64_t id, int drop)
 {
 	kt_setattr_args a = {0};
 	kt_statbuf ks;
 	int rc;
 
-	if ((rc = kt_orphan_copy(id, fs->store, path)) < 0)
+	rc = kt_orphan_copy_id(oid, fs->store, id, drop ? KT_DELETE_ITEM : 0);
+	if (rc < 0)
 		return rc;
-	if ((rc = kt_orphan_stat(&ks, fs->store, *id)) == 0 &&
+	if ((rc = kt_orphan_stat(&ks, fs->store, *oid)) == 0 &&
 	    (ks.mode & 0111)) {
 		a.mask = KT_SET_MODE;
 		a.mode = ks.mode & 0666;
-		rc = kt_orphan_setattr(fs->store, *id, &a);
+		rc = kt_orphan_setattr(fs->store, *oid, &a);
 	}
-	if (rc < 0)
-		kt_orphan_release(fs->store, *id);
-	return rc;
+	/* The value is gone from the node already: the orphan, even with
+	 * its mode unchanged, is what its handles must keep. */
+	if (rc < 0 && !drop)
+		kt_orphan_release(fs->store, *oid);
+	return drop ? 0 : rc;
 }
 
-int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, const char *path,
-		     enum ktfs_orphan_how how)
+/* The library's answer when the node seen at a name is no longer there
+ * (another process renamed or replaced it): look again. */
+static int changed(int code)
+{
+	return code == KT_ECONFLICT ? -EAGAIN : ktfs_errno(code);
+}
+
+int ktfs_orphan_make(struct ktfs *fs, uint64_t ino, uint64_t dir,
+		     const char *name, enum ktfs_orphan_how how)
 {
 	struct ktfs_open *o = *slot(fs, ino);
-	uint64_t id = 0;
+	uint64_t id = ino & ~KTFS_VALUE_BIT, oid = 0;
 	int rc;
 
 	if (!o)
 		return -ENOENT;
-	if (how == KTFS_ORPHAN_DETACH)
-		rc = kt_orphan_detach(&id, fs->store, path);
-	else
-		rc = orphan_copy(&id, fs, path);
+	if (how == KTFS_ORPHAN_DETACH) {
+		/* EPERM: it gained a path meanwhile; look again. */
+		rc = kt_orphan_detach_at(fs->store, dir, name, id);
+		if (rc == KT_EPERM)
+			rc = KT_ECONFLICT;
+		oid = id;
+	} else {
+		rc = orphan_copy(&oid, fs, id, how == KTFS_ORPHAN_TAKE);
+	}
 	if (rc < 0)
-		return ktfs_errno(rc);
+		return (ino & KTFS_VALUE_BIT) && rc == KT_EISDIR ? -ENOENT
+								: changed(rc);
 	o->orphaned = 1;
-	o->orphan = id;
+	o->orphan = oid;
 	return 0;
 }
 
-void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino)
+void ktfs_orphan_unmake(struct ktfs *fs, uint64_t ino, uint64_t dir,
+			const char *name)
 {
 	struct ktfs_open *o = *slot(fs, ino);
+	char *dpath = NULL, *path = NULL;
+	size_t dlen = 0;
 
 	if (!o || !o->orphaned)
 		return;
-	kt_orphan_release(fs->store, o->orphan);
+	if (dir == 0) {
+		kt_orphan_release(fs->store, o->orphan);
+	} else {
+		/* A detached file goes back under its name if that is still
+		 * free; if not, it stays an orphan for its handles (its
+		 * content is never dropped while they are open). */
+		if (kt_id_path(&dpath, &dlen, fs->store, dir) < 0 ||
+		    !(path = ktfs_child_path(dpath, dlen, name)) ||
+		    kt_orphan_link(fs->store, o->orphan, path) < 0) {
+			kt_free(dpath);
+			free(path);
+			return;
+		}
+		kt_free(dpath);
+		free(path);
+	}
 	o->orphaned = 0;
 	o->orphan = 0;
 }
@@ -244,28 +280,45 @@ void ktfs_open_setaside(struct ktfs *fs, uint64_t ino)
 		unhook(fs, o);
 }
 
-int ktfs_unlink_file(struct ktfs *fs, const char *path, uint64_t ino,
-		     int value, uint32_t nlink, int or_delete)
+int ktfs_unlink_file_held(struct ktfs *fs, uint64_t dir, const char *name,
+			  uint64_t ino, uint32_t nlink, int or_delete)
+{
+	int value = (ino & KTFS_VALUE_BIT) != 0;
+	uint64_t id = ino & ~KTFS_VALUE_BIT;
+	int rc;
+
+	/* With other paths left the item stays in the tree, and its handles
+	 * reach it by id (kt_id_lstat gives one of those paths).  Every
+	 * removal is conditional on the node decided about: the plain
+	 * file's on its id at the name, the value's on its directory's id. */
+	if (ktfs_open_busy(fs, ino) == 0 || (!value && nlink > 1)) {
+		if (!or_delete)
+			rc = 1;
+		else if (value)
+			rc = (rc = kt_id_delete(fs->store, id,
+						KT_DELETE_ITEM)) == KT_EISDIR
+				     ? -ENOENT
+				     : ktfs_errno(rc);
+		else
+			rc = changed(kt_delete_at_if(fs->store, dir, name, id,
+						     KT_DELETE_NOTDIR));
+	} else if (!value) {
+		rc = ktfs_orphan_make(fs, ino, dir, name, KTFS_ORPHAN_DETACH);
+	} else {
+		rc = ktfs_orphan_make(fs, ino, dir, name,
+				      or_delete ? KTFS_ORPHAN_TAKE
+						: KTFS_ORPHAN_COPY);
+	}
+	return rc;
+}
+
+int ktfs_unlink_file(struct ktfs *fs, uint64_t dir, const char *name,
+		     uint64_t ino, uint32_t nlink, int or_delete)
 {
 	int rc;
 
 	ktfs_open_lock(fs);
-	/* With other paths left the item stays in the tree, and its handles
-	 * reach it by id (kt_id_lstat gives one of those paths). */
-	if (ktfs_open_busy(fs, ino) == 0 || (!value && nlink > 1)) {
-		rc = or_delete ? ktfs_errno(kt_delete(fs->store, path,
-						      value ? KT_DELETE_ITEM
-							    : 0))
-			       : 1;
-	} else if (!value) {
-		rc = ktfs_orphan_make(fs, ino, path, KTFS_ORPHAN_DETACH);
-	} else if ((rc = ktfs_orphan_make(fs, ino, path, KTFS_ORPHAN_COPY)) ==
-			   0 &&
-		   or_delete) {
-		rc = ktfs_errno(kt_delete(fs->store, path, KT_DELETE_ITEM));
-		if (rc < 0)
-			ktfs_orphan_unmake(fs, ino);
-	}
+	rc = ktfs_unlink_file_held(fs, dir, name, ino, nlink, or_delete);
 	ktfs_open_unlock(fs);
 	return rc;
 }

@@ -673,6 +673,109 @@ KT_EXTERN int kt_rename_at(kt_store *store, uint64_t dir, const char *name,
  * @p id. */
 KT_EXTERN int kt_link_at(kt_statbuf *st, kt_store *store, uint64_t id,
 			 uint64_t newdir, const char *newname);
+
+/** kt_delete() and kt_delete_at() flag: remove only a directory without a
+ * value (what rmdir(2) removes): KT_ENOTDIR for anything that is not a
+ * directory (a link to one included), KT_ENOTEMPTY for an item and
+ * directory (its value counts as content).  Not with KT_DELETE_ITEM or
+ * KT_DELETE_NOTDIR (KT_EINVAL). */
+#define KT_DELETE_DIR 0x10u
+/** kt_delete() and kt_delete_at() flag: remove only a node that is not a
+ * directory (what unlink(2) removes): KT_EISDIR for a directory, an item
+ * and directory included. */
+#define KT_DELETE_NOTDIR 0x20u
+/** kt_rename() and kt_rename_at() flag: a directory that is also an item
+ * is not empty (KT_ENOTEMPTY when a directory would replace it), as for a
+ * filesystem that shows the value as a file inside it. */
+#define KT_RENAME_VALUE_FULL 0x04u
+
+/** kt_delete_at(), only if the node (@p dir, @p name) is the one with id
+ * @p id: KT_ECONFLICT if another node has the name now (KT_ENOTFOUND if
+ * none has), checked in the same atomic step as the delete.  For a caller
+ * that decided what to do from the node it saw there. */
+KT_EXTERN int kt_delete_at_if(kt_store *store, uint64_t dir,
+			      const char *name, uint64_t id,
+			      unsigned int flags);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Calls by node id
+ * What a filesystem does to an inode it knows by number.  Each resolves
+ * @p id (its id row) inside the call's own atomic step and acts on that
+ * node wherever it is when the step commits, so a rename of the node or of
+ * a directory above it at the same time, in this process or another,
+ * cannot make it act on another node or lose the change.  The node itself
+ * is acted on: a link is never followed.  Besides each call's own errors:
+ * KT_ENOTFOUND (no node in the tree has id @p id: it was deleted, never
+ * existed, or is an orphan, reached by the kt_orphan_* calls),
+ * KT_EREADONLY for the changing calls on a read-only store. */
+/**@{*/
+
+/** kt_write() on the node with id @p id: KT_EISDIR for a directory
+ * without a value, KT_EINVAL for a link or a special file, KT_ETOOBIG.
+ * The value of an item and directory is written. */
+KT_EXTERN int kt_id_write(kt_store *store, uint64_t id, const void *buf,
+			  size_t len, uint64_t offset);
+
+/** kt_put() on the node with id @p id: its whole value; a directory
+ * without one gets it (and is an item and directory from then on).
+ * KT_EINVAL for a link, a special file or the root, KT_EEXISTS with
+ * KT_CREATE_EXCL when it is an item already, KT_ECONFLICT with
+ * KT_CREATE_IF_VERSION, KT_ETOOBIG. */
+KT_EXTERN int kt_id_put(kt_store *store, uint64_t id, const void *value,
+			size_t len, const kt_create_options *opts);
+
+/** kt_truncate() on the node with id @p id; errors as kt_id_write(). */
+KT_EXTERN int kt_id_truncate(kt_store *store, uint64_t id, uint64_t size);
+
+/** kt_setattr() on the node with id @p id (a link itself, as with
+ * KT_NOFOLLOW); @p st (may be NULL) receives its metadata afterwards.
+ * KT_EINVAL for bad @p args as kt_setattr(). */
+KT_EXTERN int kt_id_setattr(kt_statbuf *st, kt_store *store, uint64_t id,
+			    const kt_setattr_args *args);
+
+/** kt_attr_set() on the node with id @p id.  KT_EEXISTS, KT_ENOATTR as
+ * @p flags say, KT_EINVAL for a link (links carry no attributes) or a bad
+ * name, KT_ENAMETOOLONG, KT_ERESERVED, KT_ETOOBIG. */
+KT_EXTERN int kt_id_attr_set(kt_store *store, uint64_t id, const char *name,
+			     const void *value, size_t len,
+			     unsigned int flags);
+
+/** kt_attr_get() on the node with id @p id, read from one snapshot;
+ * release @p value with kt_free().  KT_ENOATTR if absent (always for a
+ * link), and the name errors of kt_id_attr_set(). */
+KT_EXTERN int kt_id_attr_get(void **value, size_t *len, kt_store *store,
+			     uint64_t id, const char *name);
+
+/** kt_attr_delete() on the node with id @p id: KT_ENOATTR if absent, and
+ * the name errors of kt_id_attr_set(). */
+KT_EXTERN int kt_id_attr_delete(kt_store *store, uint64_t id,
+				const char *name);
+
+/** kt_attr_iter_new() on the node with id @p id, over a snapshot taken
+ * now (a link's iteration is empty). */
+KT_EXTERN int kt_id_attr_iter_new(kt_iter **out, kt_store *store, uint64_t id);
+
+/** kt_delete() of the node with id @p id at the path its id row names,
+ * with kt_delete()'s @p flags and errors: with KT_DELETE_ITEM, what drops
+ * the value of an item and directory wherever it is. */
+KT_EXTERN int kt_id_delete(kt_store *store, uint64_t id, unsigned int flags);
+
+/** kt_orphan_copy() of the node with id @p id, into a new orphan whose
+ * id @p orphan receives; with @p flags KT_DELETE_ITEM the node's value is
+ * dropped in the same atomic step (as kt_id_delete() with KT_DELETE_ITEM
+ * drops it), so no write can fall between the copy and the drop: what
+ * unlinking an open value of an item and directory needs.  Other flags
+ * are KT_EINVAL; the errors of kt_orphan_copy() otherwise. */
+KT_EXTERN int kt_orphan_copy_id(uint64_t *orphan, kt_store *store,
+				uint64_t id, unsigned int flags);
+
+/** kt_orphan_detach() of (@p dir, @p name), only if it is the node with
+ * id @p id (KT_ECONFLICT otherwise, KT_ENOTFOUND if nothing is there), in
+ * one atomic step; the orphan keeps id @p id.  The errors of
+ * kt_orphan_detach() and of the calls by directory id. */
+KT_EXTERN int kt_orphan_detach_at(kt_store *store, uint64_t dir,
+				  const char *name, uint64_t id);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */

@@ -985,3 +985,149 @@ int kt_link_at(kt_statbuf *sb, kt_store *st, uint64_t id, uint64_t newdir,
 	free(b);
 	return rc;
 }
+
+int kt_delete_at_if(kt_store *st, uint64_t dir, const char *name,
+		    uint64_t id, unsigned int flags)
+{
+	kt__op op;
+	char *rel = NULL;
+	int rc;
+
+	if (id == 0)
+		return kt__err(KT_EINVAL, "delete_at_if: id 0 names no node");
+	if ((rc = at_name(&rel, name, "delete_at_if")) != 0)
+		return rc;
+	op = op_delete(rel, flags);
+	op.at = dir;
+	op.if_id = id;
+	rc = kt__op_run(st, &op);
+	free(rel);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Calls by node id: a kt__op with path NULL and at = id names the node
+ * with that id, resolved inside the operation's transaction. */
+
+static kt__op op_id(int type, uint64_t id)
+{
+	kt__op op;
+
+	op_init(&op, type, NULL);
+	op.at = id;
+	return op;
+}
+
+int kt_id_write(kt_store *st, uint64_t id, const void *buf, size_t len,
+		uint64_t offset)
+{
+	kt__op op = op_id(KT__OP_WRITE, id);
+
+	op.data = buf;
+	op.len = len;
+	op.off = offset;
+	return kt__op_run(st, &op);
+}
+
+int kt_id_put(kt_store *st, uint64_t id, const void *value, size_t len,
+	      const kt_create_options *opts)
+{
+	kt__op op = op_id(KT__OP_PUT, id);
+
+	op.data = value;
+	op.len = len;
+	op_opts(&op, opts);
+	return kt__op_run(st, &op);
+}
+
+int kt_id_truncate(kt_store *st, uint64_t id, uint64_t size)
+{
+	kt__op op = op_id(KT__OP_TRUNCATE, id);
+
+	op.off = size;
+	return kt__op_run(st, &op);
+}
+
+int kt_id_setattr(kt_statbuf *sb, kt_store *st, uint64_t id,
+		  const kt_setattr_args *args)
+{
+	kt__op op = op_id(KT__OP_SETATTR, id);
+
+	if (args == NULL)
+		return kt__err(KT_EINVAL, "id_setattr: args is NULL");
+	op.sa = *args;
+	op.flags = KT_NOFOLLOW;
+	op.out = sb;
+	return kt__op_run(st, &op);
+}
+
+int kt_id_attr_set(kt_store *st, uint64_t id, const char *name,
+		   const void *value, size_t len, unsigned int flags)
+{
+	kt__op op = op_id(KT__OP_ATTR_SET, id);
+
+	op.path2 = name;
+	op.data = value;
+	op.len = len;
+	op.flags = flags;
+	return kt__op_run(st, &op);
+}
+
+int kt_id_attr_delete(kt_store *st, uint64_t id, const char *name)
+{
+	kt__op op = op_id(KT__OP_ATTR_DELETE, id);
+
+	op.path2 = name;
+	return kt__op_run(st, &op);
+}
+
+int kt_id_delete(kt_store *st, uint64_t id, unsigned int flags)
+{
+	kt__op op = op_id(KT__OP_DELETE, id);
+
+	op.flags = flags;
+	return kt__op_run(st, &op);
+}
+
+int kt_id_attr_get(void **value, size_t *len, kt_store *st, uint64_t id,
+		   const char *name)
+{
+	kt__rd rd = {st, NULL, NULL};
+	char b[KT__SHOWSZ], part[32];
+	kt__node n = {0};
+	kt__buf v = {0};
+	int rc;
+
+	if (value == NULL || len == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "id_attr_get: NULL argument");
+	*value = NULL;
+	*len = 0;
+	if (name == NULL || name[0] == '\0')
+		return kt__err(KT_EINVAL, "id_attr_get: empty attribute name");
+	if (strlen(name) > KT_NAME_MAX)
+		return kt__err(KT_ENAMETOOLONG, "id_attr_get: attribute name "
+			       "of %zu bytes is over the limit of %d",
+			       strlen(name), KT_NAME_MAX);
+	if (strncmp(name, st->delim.s, st->delim.len) == 0)
+		return kt__err(KT_ERESERVED, "id_attr_get: attribute name "
+			       "'%s' starts with the reserved delimiter",
+			       SHOW(b, name));
+	/* One snapshot: the node is alive where its attribute is read. */
+	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
+		return rc;
+	if ((rc = id_lookup_rd(&n, NULL, &rd, id)) == 0) {
+		kt__part_attr(part, id);
+		rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
+				kt__sl(name, strlen(name)), &v);
+		if (rc == KT_ENOTFOUND)
+			rc = kt__err(KT_ENOATTR, "id_attr_get: node %llu has "
+				     "no attribute '%s'",
+				     (unsigned long long)id, SHOW(b, name));
+	}
+	kt__node_free(&n);
+	rd_done(&rd);
+	if (rc == 0 && (*value = kt__buf_detach(&v, len)) == NULL)
+		rc = kt__err(KT_ENOMEM, "out of memory");
+	kt__buf_free(&v);
+	return rc;
+}

@@ -245,6 +245,42 @@ int kt_attr_iter_new(kt_iter **out, kt_store *st, const char *path)
 	return 0;
 }
 
+int kt_id_attr_iter_new(kt_iter **out, kt_store *st, uint64_t id)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt_iter *it = NULL;
+	kt__buf part = {0};
+	kt__scan how;
+	char ap[32];
+	int rc;
+
+	if (out == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "id_attr_list: NULL argument");
+	*out = NULL;
+	if ((rc = iter_alloc(&it, st, IT_ATTR)) != 0)
+		return rc;
+	/* The node must be in the tree in the snapshot the listing reads. */
+	rd.snap = it->snap;
+	rc = kt__id_get(&part, &rd, id);
+	kt__buf_free(&part);
+	if (rc == KT_ENOTFOUND)
+		rc = kt__err(KT_ENOTFOUND, "id_attr_list: no node has id %llu",
+			     (unsigned long long)id);
+	kt__part_attr(ap, id);
+	if (rc == 0)
+		rc = kt__buf_set(&it->pre, ap, strlen(ap));
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&it->pre);
+	if (rc == 0)
+		rc = start_scan(it, &how);
+	if (rc != 0) {
+		kt_iter_free(it);
+		return rc;
+	}
+	*out = it;
+	return 0;
+}
+
 /* Fill the entry for node row (part, value) found by a find scan. */
 static int find_entry(kt_iter *it, kt__slice part, kt__slice value)
 {

@@ -520,9 +520,15 @@ static int op_put(kt__tx *tx, const kt__op *op)
 		}
 		kt__res_free(&r);
 	}
-	rc = kt__resolve(&r, &rd, op->path, KT__R_FOLLOW | KT__R_CREATE, "put");
+	rc = kt__resolve(&r, &rd, op->path,
+			 (op->self ? 0 : KT__R_FOLLOW) | KT__R_CREATE, "put");
 	if (rc != 0)
 		return rc;
+	if (r.exists && r.node.kind == KT_KIND_LINK) { /* only by id */
+		rc = kt__err(KT_EINVAL, "put '%s': a link holds no value",
+			     SHOW(a, op->path));
+		goto out;
+	}
 	if ((cf & KT_CREATE_IF_VERSION) &&
 	    (!r.exists || !(r.node.kind & KT_KIND_ITEM) ||
 	     r.node.version != op->opts.if_version)) {
@@ -741,6 +747,21 @@ static int op_delete(kt__tx *tx, const kt__op *op)
 			     "removed", SHOW(a, op->path));
 		goto out;
 	}
+	if ((op->flags & KT_DELETE_NOTDIR) && (r.node.kind & KT_KIND_DIR)) {
+		rc = kt__err(KT_EISDIR, "delete '%s': a directory",
+			     SHOW(a, op->path));
+		goto out;
+	}
+	if ((op->flags & KT_DELETE_DIR) && !(r.node.kind & KT_KIND_DIR)) {
+		rc = kt__err(KT_ENOTDIR, "delete '%s': %s is not a directory",
+			     SHOW(a, op->path), kt__node_noun(&r.node));
+		goto out;
+	}
+	if ((op->flags & KT_DELETE_DIR) && (r.node.kind & KT_KIND_ITEM)) {
+		rc = kt__err(KT_ENOTEMPTY, "delete '%s': the directory holds "
+			     "a value", SHOW(a, op->path));
+		goto out;
+	}
 	if (op->flags & KT_DELETE_ITEM) {
 		if (r.node.kind == KT_KIND_LINK ||
 		    r.node.kind == KT_KIND_SPECIAL) {
@@ -915,6 +936,11 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 			rc = kt__err(KT_EISDIR, "rename '%s': '%s' is a "
 				     "directory", SHOW(a, op->path),
 				     SHOW(b, op->path2));
+		else if (ddir && (op->flags & KT_RENAME_VALUE_FULL) &&
+			 (d.node.kind & KT_KIND_ITEM))
+			rc = kt__err(KT_ENOTEMPTY, "rename '%s': directory "
+				     "'%s' holds a value", SHOW(a, op->path),
+				     SHOW(b, op->path2));
 		else if (ddir &&
 			 (rc = has_children(tx, d.path.p, d.path.len)) == 1)
 			rc = kt__err(KT_ENOTEMPTY, "rename '%s': directory "
@@ -945,6 +971,8 @@ static int target(kt__res *r, kt__tx *tx, const kt__op *op, int follow)
 	char a[KT__SHOWSZ];
 	int rc;
 
+	if (op->self)
+		follow = 0; /* by id: the node itself */
 	rc = kt__resolve(r, &rd, op->path, follow ? KT__R_FOLLOW : 0, name);
 	if (rc == 0 && !r->exists) {
 		kt__res_free(r);
@@ -964,6 +992,12 @@ static int op_attr(kt__tx *tx, const kt__op *op)
 
 	if ((rc = target(&r, tx, op, 1)) != 0)
 		return rc;
+	/* Only a call by id ends on a link; a link carries no attributes. */
+	if (r.node.kind == KT_KIND_LINK && op->type == KT__OP_ATTR_SET) {
+		rc = kt__err(KT_EINVAL, "attr_set '%s': a link has no "
+			     "attributes", SHOW(a, op->path));
+		goto out;
+	}
 	kt__part_attr(part, r.node.id);
 	rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
 			kt__sl(op->path2, strlen(op->path2)), &old);
@@ -1017,8 +1051,9 @@ static int op_data(kt__tx *tx, const kt__op *op)
 
 	if ((rc = target(&r, tx, op, 1)) != 0)
 		return rc;
-	/* A path that follows links never ends on a link. */
-	if (r.node.kind == KT_KIND_SPECIAL) {
+	/* A path that follows links never ends on a link; a call by id
+	 * may. */
+	if (r.node.kind == KT_KIND_SPECIAL || r.node.kind == KT_KIND_LINK) {
 		rc = kt__err(KT_EINVAL, "%s '%s': %s holds no value", name,
 			     SHOW(a, op->path), kt__node_noun(&r.node));
 		goto out;
@@ -1083,22 +1118,23 @@ static int op_setattr(kt__tx *tx, const kt__op *op)
 static int check_attr_name(kt_store *st, const kt__op *op)
 {
 	const char *name = kt__op_name(op->type);
+	const char *vpath = op->path != NULL ? op->path : "";
 	char a[KT__SHOWSZ];
 	size_t len;
 
 	if (op->path2 == NULL || op->path2[0] == '\0')
 		return kt__err(KT_EINVAL, "%s '%s': empty attribute name",
-			       name, SHOW(a, op->path));
+			       name, SHOW(a, vpath));
 	len = strlen(op->path2);
 	if (len > KT_NAME_MAX)
 		return kt__err(KT_ENAMETOOLONG, "%s '%s': attribute name of "
 			       "%zu bytes is over the limit of %d", name,
-			       SHOW(a, op->path), len, KT_NAME_MAX);
+			       SHOW(a, vpath), len, KT_NAME_MAX);
 	if (len >= st->delim.len &&
 	    memcmp(op->path2, st->delim.s, st->delim.len) == 0)
 		return kt__err(KT_ERESERVED, "%s '%s': attribute name '%s' "
 			       "starts with the reserved delimiter", name,
-			       SHOW(a, op->path), op->path2);
+			       SHOW(a, vpath), op->path2);
 	return 0;
 }
 
@@ -1175,9 +1211,14 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 				       (unsigned long long)op->rdev);
 		break;
 	case KT__OP_DELETE:
-		if (op->flags & ~15u)
+		if (op->flags & ~63u)
 			return kt__err(KT_EINVAL, "delete '%s': unknown flags "
 				       "0x%x", SHOW(a, vpath), op->flags);
+		if ((op->flags & KT_DELETE_DIR) &&
+		    (op->flags & (KT_DELETE_NOTDIR | KT_DELETE_ITEM)))
+			return kt__err(KT_EINVAL, "delete '%s': flags 0x%x "
+				       "contradict each other", SHOW(a, vpath),
+				       op->flags);
 		break;
 	case KT__OP_LINK:
 		if ((rc = kt__path_check(&st->delim, op->path2, name)) != 0)
@@ -1186,7 +1227,7 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 	case KT__OP_RENAME:
 		if ((rc = kt__path_check(&st->delim, op->path2, name)) != 0)
 			return rc;
-		if ((op->flags & ~3u) ||
+		if ((op->flags & ~7u) ||
 		    (op->flags & 3u) == 3u)
 			return kt__err(KT_EINVAL, "rename '%s': bad flags 0x%x "
 				       "(NOREPLACE and EXCHANGE exclude each "
@@ -1266,7 +1307,7 @@ static int id_path(kt__buf *out, kt__tx *tx, uint64_t id, int want_dir)
 }
 
 /* Resolve an *_at path: @p at's path, then "/NAME" (or nothing). */
-static int at_path(kt__buf *out, kt__tx *tx, uint64_t at, const char *name)
+int kt__at_path(kt__buf *out, kt__tx *tx, uint64_t at, const char *name)
 {
 	int rc;
 
@@ -1296,6 +1337,29 @@ static int nothing_there(kt__tx *tx, const char *path, const char *op)
 	return rc;
 }
 
+/* Is the node at @p path (a link not followed) the one with id @p id?
+ * KT_ECONFLICT if another node is there, KT_ENOTFOUND if none is. */
+static int is_node(kt__tx *tx, const char *path, uint64_t id, const char *op)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__res r;
+	char a[KT__SHOWSZ];
+	int rc;
+
+	if ((rc = kt__resolve(&r, &rd, path, 0, op)) != 0)
+		return rc;
+	if (!r.exists)
+		rc = kt__err(KT_ENOTFOUND, "%s '%s': no such node", op,
+			     SHOW(a, path));
+	else if (r.node.id != id)
+		rc = kt__err(KT_ECONFLICT, "%s '%s': the node there has id "
+			     "%llu, not %llu", op, SHOW(a, path),
+			     (unsigned long long)r.node.id,
+			     (unsigned long long)id);
+	kt__res_free(&r);
+	return rc;
+}
+
 static int op_dispatch(kt__tx *tx, const kt__op *op);
 
 int kt__op_apply(kt__tx *tx, const kt__op *op)
@@ -1305,14 +1369,18 @@ int kt__op_apply(kt__tx *tx, const kt__op *op)
 	int rc = 0;
 
 	if (op->at == 0 && op->at2 == 0 && op->out == NULL &&
+	    op->if_id == 0 &&
 	    !(op->has_opts && (op->opts.flags & KT_CREATE_NEW)))
 		return op_dispatch(tx, op);
 	o = *op;
-	if (op->at != 0 && (rc = at_path(&p1, tx, op->at, op->path)) == 0)
+	if (op->at != 0 && (rc = kt__at_path(&p1, tx, op->at, op->path)) == 0)
 		o.path = p1.p;
 	if (rc == 0 && op->at2 != 0 &&
-	    (rc = at_path(&p2, tx, op->at2, op->path2)) == 0)
+	    (rc = kt__at_path(&p2, tx, op->at2, op->path2)) == 0)
 		o.path2 = p2.p;
+	o.self = op->at != 0 && op->path == NULL;
+	if (rc == 0 && op->if_id != 0)
+		rc = is_node(tx, o.path, op->if_id, kt__op_name(o.type));
 	if (rc == 0 && o.has_opts && (o.opts.flags & KT_CREATE_NEW))
 		rc = nothing_there(tx, o.type == KT__OP_LINK ? o.path2 : o.path,
 				   kt__op_name(o.type));

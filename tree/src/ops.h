@@ -42,6 +42,13 @@ typedef struct kt__op {
 	 * The id is resolved inside the transaction, so a concurrent rename
 	 * of the directory makes the commit rerun, not land elsewhere. */
 	uint64_t at, at2;
+	/* With at: the node at path must have this id, else KT_ECONFLICT
+	 * (0: any node).  What a caller that decided on one node uses so
+	 * that its change cannot land on another that took the name. */
+	uint64_t if_id;
+	/* Set by kt__op_apply on its copy when path was NULL: path is the
+	 * node's own (by id), so a link there is acted on, not followed. */
+	int self;
 	kt_statbuf *out;   /* filled with the node at path afterwards */
 } kt__op;
 
@@ -56,5 +63,10 @@ int kt__op_apply(kt__tx *tx, const kt__op *op);
 int kt__op_run(kt_store *st, const kt__op *op);
 
 const char *kt__op_name(int type);
+
+/* The path of the node with id @p at into @p out, then "/NAME" when
+ * @p name ("/NAME") is not NULL, in @p tx: KT_ENOTFOUND when no node has
+ * that id, KT_ENOTDIR when @p name is given and it is no directory. */
+int kt__at_path(kt__buf *out, kt__tx *tx, uint64_t at, const char *name);
 
 #endif /* KT_OPS_H */

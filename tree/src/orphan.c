@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tree.h"
+#include "ops.h"
 
 #define SHOW(buf, s) kt__show(buf, sizeof(buf), (s), strlen(s))
 
@@ -72,7 +72,9 @@ static int writable(kt_store *st, const char *op)
 
 typedef struct detach_args {
 	const char *path;
-	uint64_t id; /* out */
+	uint64_t dir;   /* with path "/NAME": the child NAME of dir */
+	uint64_t if_id; /* with dir: the node there must have this id */
+	uint64_t id;    /* out */
 } detach_args;
 
 /* Take the item at a->path out of the tree, into the orphans. */
@@ -82,27 +84,43 @@ static int detach_fn(kt__tx *tx, void *arg)
 	kt_store *st = tx->st;
 	kt__rd rd = {st, tx, NULL};
 	kt__res r;
-	kt__buf part = {0};
+	kt__buf part = {0}, at = {0};
+	const char *path = a->path;
 	char s[KT__SHOWSZ];
 	size_t pl;
 	int rc;
 
 	a->id = 0;
-	if ((rc = kt__resolve(&r, &rd, a->path, 0, "orphan_detach")) != 0)
+	if (a->dir != 0) {
+		if ((rc = kt__at_path(&at, tx, a->dir, a->path)) != 0) {
+			kt__buf_free(&at);
+			return rc;
+		}
+		path = at.p;
+	}
+	rc = kt__resolve(&r, &rd, path, 0, "orphan_detach");
+	if (rc != 0) {
+		kt__buf_free(&at);
 		return rc;
+	}
 	if (!r.exists)
 		rc = kt__err(KT_ENOTFOUND, "orphan_detach '%s': no such node",
-			     SHOW(s, a->path));
+			     SHOW(s, path));
+	else if (a->dir != 0 && r.node.id != a->if_id)
+		rc = kt__err(KT_ECONFLICT, "orphan_detach '%s': the node "
+			     "there has id %llu, not %llu", SHOW(s, path),
+			     (unsigned long long)r.node.id,
+			     (unsigned long long)a->if_id);
 	else if (r.node.kind == KT_KIND_LINK || r.node.kind == KT_KIND_SPECIAL)
 		rc = kt__err(KT_EINVAL, "orphan_detach '%s': %s is not an "
-			     "item", SHOW(s, a->path), kt__node_noun(&r.node));
+			     "item", SHOW(s, path), kt__node_noun(&r.node));
 	else if (r.node.kind != KT_KIND_ITEM)
 		rc = kt__err(KT_EISDIR, "orphan_detach '%s': a directory "
-			     "cannot be detached", SHOW(s, a->path));
+			     "cannot be detached", SHOW(s, path));
 	else if (r.node.nlink > 1)
 		rc = kt__err(KT_EPERM, "orphan_detach '%s': the item has %u "
 			     "paths; delete this one instead",
-			     SHOW(s, a->path), (unsigned)r.node.nlink);
+			     SHOW(s, path), (unsigned)r.node.nlink);
 	if (rc != 0)
 		goto out;
 	/* Out of the tree (index row first), into the orphans. */
@@ -130,12 +148,13 @@ static int detach_fn(kt__tx *tx, void *arg)
 out:
 	kt__res_free(&r);
 	kt__buf_free(&part);
+	kt__buf_free(&at);
 	return rc;
 }
 
 int kt_orphan_detach(uint64_t *id, kt_store *st, const char *path)
 {
-	detach_args a = {path, 0};
+	detach_args a = {path, 0, 0, 0};
 	int rc;
 
 	if (id == NULL)
@@ -285,7 +304,9 @@ static int copy_part(kt__tx *tx, const char *from, const char *to)
 
 typedef struct copy_args {
 	const char *path;
-	uint64_t id; /* out */
+	uint64_t from;     /* path NULL: the node with this id */
+	unsigned int drop; /* KT_DELETE_ITEM: drop its value in the step */
+	uint64_t id;       /* out */
 } copy_args;
 
 /* Make an orphan holding a copy of the value and attributes of the item
@@ -293,6 +314,8 @@ typedef struct copy_args {
 static int copy_fn(kt__tx *tx, void *arg)
 {
 	copy_args *a = arg;
+	const char *path = a->path;
+	kt__buf at = {0};
 	kt_store *st = tx->st;
 	kt__rd rd = {st, tx, NULL};
 	kt__res r;
@@ -302,17 +325,26 @@ static int copy_fn(kt__tx *tx, void *arg)
 	int rc;
 
 	a->id = 0;
-	if ((rc = kt__resolve(&r, &rd, a->path, 0, "orphan_copy")) != 0)
+	if (a->path == NULL) {
+		if ((rc = kt__at_path(&at, tx, a->from, NULL)) != 0) {
+			kt__buf_free(&at);
+			return rc;
+		}
+		path = at.p;
+	}
+	rc = kt__resolve(&r, &rd, path, 0, "orphan_copy");
+	kt__buf_free(&at);
+	if (rc != 0)
 		return rc;
 	if (!r.exists)
 		rc = kt__err(KT_ENOTFOUND, "orphan_copy '%s': no such node",
-			     SHOW(s, a->path));
+			     SHOW(s, a->path ? a->path : "(by id)"));
 	else if (r.node.kind == KT_KIND_LINK || r.node.kind == KT_KIND_SPECIAL)
 		rc = kt__err(KT_EINVAL, "orphan_copy '%s': %s is not an item",
-			     SHOW(s, a->path), kt__node_noun(&r.node));
+			     SHOW(s, a->path ? a->path : "(by id)"), kt__node_noun(&r.node));
 	else if (!(r.node.kind & KT_KIND_ITEM))
 		rc = kt__err(KT_EISDIR, "orphan_copy '%s': a directory "
-			     "without a value", SHOW(s, a->path));
+			     "without a value", SHOW(s, a->path ? a->path : "(by id)"));
 	if (rc != 0)
 		goto out;
 	n = r.node;
@@ -337,6 +369,15 @@ static int copy_fn(kt__tx *tx, void *arg)
 	}
 	if (rc == 0)
 		rc = orphan_put(tx, &n);
+	if (rc == 0 && a->drop) {
+		kt__op op;
+
+		memset(&op, 0, sizeof(op));
+		op.type = KT__OP_DELETE;
+		op.at = old;
+		op.flags = KT_DELETE_ITEM;
+		rc = kt__op_apply(tx, &op);
+	}
 	if (rc == 0)
 		a->id = n.id;
 out:
@@ -347,7 +388,7 @@ out:
 
 int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
 {
-	copy_args a = {path, 0};
+	copy_args a = {path, 0, 0, 0};
 	int rc;
 
 	if (id == NULL)
@@ -557,5 +598,53 @@ int kt__orphans_drop_all(kt_store *st)
 	for (i = 0; i < n && rc == 0; i++)
 		rc = kt_orphan_release(st, ids[i]);
 	free(ids);
+	return rc;
+}
+
+int kt_orphan_detach_at(kt_store *st, uint64_t dir, const char *name,
+			uint64_t id)
+{
+	char s[KT__SHOWSZ], *rel = NULL;
+	detach_args a = {NULL, dir, id, 0};
+	size_t n;
+	int rc;
+
+	if ((rc = writable(st, "orphan_detach_at")) != 0)
+		return rc;
+	if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL ||
+	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return kt__err(KT_EINVAL, "orphan_detach_at: '%s' is not a "
+			       "name", name ? SHOW(s, name) : "(null)");
+	if (id == 0)
+		return kt__err(KT_EINVAL, "orphan_detach_at: id 0 names no "
+			       "node");
+	n = strlen(name);
+	if ((rel = malloc(n + 2)) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	rel[0] = '/';
+	memcpy(rel + 1, name, n + 1);
+	a.path = rel;
+	if ((rc = kt__path_check(&st->delim, rel, "orphan_detach_at")) == 0)
+		rc = kt__tx_run(st, detach_fn, &a);
+	free(rel);
+	return rc;
+}
+
+int kt_orphan_copy_id(uint64_t *orphan, kt_store *st, uint64_t id,
+		      unsigned int flags)
+{
+	copy_args a = {NULL, id, flags, 0};
+	int rc;
+
+	if (orphan == NULL)
+		return kt__err(KT_EINVAL, "orphan_copy_id: orphan is NULL");
+	*orphan = 0;
+	if ((rc = writable(st, "orphan_copy_id")) != 0)
+		return rc;
+	if (flags & ~KT_DELETE_ITEM)
+		return kt__err(KT_EINVAL, "orphan_copy_id: unknown flags 0x%x",
+			       flags);
+	if ((rc = kt__tx_run(st, copy_fn, &a)) == 0)
+		*orphan = a.id;
 	return rc;
 }
