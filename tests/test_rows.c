@@ -670,6 +670,46 @@ static void test_rows__batch_together_in_order(void **state)
 	r->ops->snapshot_free(r, before);
 }
 
+/* Each applied commit gets the next number of the engine's commit order;
+ * a refused one gets none. */
+static void test_rows__commit_order_numbers(void **state)
+{
+	kt__rows *r = rows_of(state);
+	uint64_t a = 0, b = 0, c = 77;
+	kt__commit cm;
+	kt__write w;
+	kt__snap *s;
+	kt__cond cd;
+
+	memset(&w, 0, sizeof(w));
+	w.part = L("n");
+	w.sort = L("1");
+	w.value = L("x");
+	memset(&cm, 0, sizeof(cm));
+	cm.w = &w;
+	cm.nw = 1;
+	cm.applied = &a;
+	expect_rc(r->ops->commit(r, &cm), 0);
+	cm.applied = &b;
+	expect_rc(r->ops->commit(r, &cm), 0);
+	assert_true(a >= 1);
+	assert_int_equal(b, a + 1);
+	/* A commit whose condition fails applies nothing, numbers nothing. */
+	s = snap_take(r);
+	put(r, L("n"), L("1"), L("changed"));
+	memset(&cd, 0, sizeof(cd));
+	cd.kind = KT__COND_ROW;
+	cd.part = L("n");
+	cd.sort = L("1");
+	cm.snap = s;
+	cm.c = &cd;
+	cm.nc = 1;
+	cm.applied = &c;
+	expect_rc(r->ops->commit(r, &cm), KT__ERETRY);
+	assert_int_equal(c, 77);
+	r->ops->snapshot_free(r, s);
+}
+
 /* A commit refused for one failed condition applies none of its writes,
  * however many conditions hold. */
 static void test_rows__refused_commit_applies_nothing(void **state)
@@ -1107,6 +1147,7 @@ int main(void)
 		T(test_rows__snapshot_isolation),
 		T(test_rows__cursor_on_snapshot),
 		T(test_rows__batch_together_in_order),
+		T(test_rows__commit_order_numbers),
 		T(test_rows__refused_commit_applies_nothing),
 		T(test_rows__commit_unconditional),
 		T(test_rows__commit_no_conditions),

@@ -92,6 +92,10 @@ typedef struct kt__commit {
 	const kt__cond *c;
 	size_t nc;
 	int sync; /* durable on disk before returning */
+	/* When not NULL, receives the commit's place in the order of all
+	 * commits the engine applied (1, 2, ...), for tests that replay
+	 * several processes' calls in commit order. */
+	uint64_t *applied;
 } kt__commit;
 
 #define KT__SCAN_PREFIX 0x01u  /* every partition starting with part */

@@ -431,6 +431,8 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 			/* A failed write may still have reached the log:
 			 * count it, so later snapshots check again. */
 			l->seq++;
+			if (rc == 0 && cm->applied != NULL)
+				*cm->applied = l->seq;
 		} else if (rc == 0) {
 			rc = KT__ERETRY;
 		}

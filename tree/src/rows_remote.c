@@ -413,6 +413,14 @@ static int remote_commit(kt__rows *r, const kt__commit *cm)
 			     "to send to the holder", req.len);
 	if (rc == 0)
 		rc = round_trip(rm, &req, &rep, &in, 0);
+	if (rc == 0) {
+		uint64_t seq = kt__wire_get_u64(&in);
+
+		if (in.bad)
+			rc = bad_reply(rm);
+		else if (cm->applied != NULL)
+			*cm->applied = seq;
+	}
 	kt__buf_free(&req);
 	kt__buf_free(&rep);
 	return rc;

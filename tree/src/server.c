@@ -35,7 +35,7 @@
  *   COMMIT        u64 snap, u8 sync, u32 nw, nw x (bytes part, bytes sort,
  *                 u8 del, bytes value), u32 nc, nc x (u8 kind, bytes part,
  *                 bytes sort, u32 flags, bytes part, bytes after,
- *                 bytes from, u64 nrows, u8 complete)  -> nothing
+ *                 bytes from, u64 nrows, u8 complete)  -> u64 seq
  *   SYNC, EMPTY                                     -> nothing
  *   WATCH                                           -> u64 session
  *   LISTEN        u64 session                       -> nothing, and then
@@ -909,7 +909,7 @@ void kt__server_on_orphans(kt__server *srv, kt__orphans_fn fn, void *arg)
 
 /* Decode and run a COMMIT.  Returns the engine's status, or 1 for a
  * malformed request. */
-static int serve_commit(kt__conn *c, kt__wire_in *in)
+static int serve_commit(kt__conn *c, kt__wire_in *in, uint64_t *applied)
 {
 	kt__rows *r = c->srv->rows;
 	kt__commit cm;
@@ -963,6 +963,7 @@ static int serve_commit(kt__conn *c, kt__wire_in *in)
 		cm.nw = nw;
 		cm.c = cd;
 		cm.nc = nc;
+		cm.applied = applied;
 		rc = r->ops->commit(r, &cm);
 		if (rc == 0) {
 			orphans_note(c, &cm);
@@ -1086,10 +1087,14 @@ static int serve_one(kt__conn *c, const kt__buf *req, kt__buf *out)
 		c->snaps[h - 1] = NULL;
 		return 0;
 	case KT__OP_COMMIT:
-		rc = serve_commit(c, &in);
+		h = 0;
+		rc = serve_commit(c, &in, &h);
 		if (rc == 1)
 			return 1;
-		return reply_begin(out, rc) != 0 ? KT_ENOMEM : 0;
+		if (reply_begin(out, rc) != 0 ||
+		    (rc == 0 && kt__wire_u64(out, h) != 0))
+			return KT_ENOMEM;
+		return 0;
 	case KT__OP_SYNC:
 		if (in.pos != in.len)
 			return 1;

@@ -55,6 +55,9 @@ struct kt_store {
 	 * has reserved (empty at open). */
 	uint64_t next_id, id_limit;
 	uint64_t next_ver, ver_limit;
+	/* Protected by wlock: the engine's number of this handle's last
+	 * commit (kt__commit.applied), for tests; 0 before any. */
+	uint64_t last_commit;
 };
 
 /* A node row, decoded. */

@@ -418,12 +418,14 @@ int kt__tx_commit(kt__tx *tx)
 	}
 	rc = conds_make(&conds, &nc, tx);
 	if (rc == 0) {
+		memset(&cm, 0, sizeof(cm));
 		cm.w = wv;
 		cm.nw = n;
 		cm.snap = tx->snap;
 		cm.c = conds;
 		cm.nc = nc;
 		cm.sync = st->sync;
+		cm.applied = &st->last_commit;
 		rc = st->rows->ops->commit(st->rows, &cm);
 		/* Other processes that watch the store hear of it. */
 		if (rc == 0 && st->server != NULL)
