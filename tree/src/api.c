@@ -318,9 +318,13 @@ static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
 	for (tries = 0; tries < (rd->snap ? 1 : 8); tries++) {
 		part.len = 0;
 		rc = kt__id_get(&part, rd, id);
-		if (rc == KT_ENOTFOUND)
+		if (rc == KT_ENOTFOUND) {
+			/* A rerun after a rename may have read one already. */
+			kt__buf_free(&part);
+			kt__buf_free(&val);
 			return kt__err(KT_ENOTFOUND, "no node has id %llu",
 				       (unsigned long long)id);
+		}
 		if (rc == 0)
 			rc = kt__rd_get(rd, kt__sl(part.p ? part.p : "",
 						    part.len),
