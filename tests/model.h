@@ -1930,7 +1930,7 @@ static int model_apply(mctx *c, const op *o)
 /* Record one operation in @p b. */
 static int batch_record(kt_batch *b, const op *o)
 {
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;
 
@@ -1996,7 +1996,7 @@ static int store_batch(mctx *c)
 
 static int store_apply(mctx *c, const op *o)
 {
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_store *s = c->f->store;
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;

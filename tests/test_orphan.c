@@ -48,7 +48,8 @@ static void test_orphan__detach_hides_and_keeps(void **state)
 static void test_orphan__write_truncate_setattr(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {KT_SET_MODE, 0600, 0, 0, 0, 0};
+	kt_setattr_args sa = {KT_SETATTR_ARGS_VERSION, KT_SET_MODE, 0600,
+				0, 0, 0, 0};
 	kt_statbuf sb;
 	uint64_t id = 0, v0;
 	char buf[4] = {0};

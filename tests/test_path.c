@@ -228,7 +228,7 @@ static int op_rename_dst(kt_store *st, const char *p)
 
 static int op_setattr(kt_store *st, const char *p)
 {
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 
 	sa.mask = KT_SET_MODE;
 	sa.mode = 0600;

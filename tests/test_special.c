@@ -333,7 +333,7 @@ static void test_special__treated_like_any_node(void **state)
 {
 	kt_store *s = store_of(state);
 	kt_create_options p = KT_CREATE_OPTIONS_INIT;
-	kt_setattr_args a = {0};
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	kt_statbuf before, st;
 	void *v = NULL;
 	size_t n = 0;

@@ -197,7 +197,7 @@ static int op_one(kt_store *st, kt_batch *b, rng *r, int kind, char *desc,
 {
 	char p[64], q[64];
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	unsigned char *data = NULL;
 	size_t len;
 	uint64_t off;

@@ -358,12 +358,19 @@ KT_EXTERN int kt_id_lstat(kt_statbuf *st, char **path, size_t *len,
 #define KT_SET_MTIME_NOW 0x40u /**< mtime = now */
 #define KT_NOFOLLOW 0x1000u    /**< act on a link itself, not its target */
 
-/** Changes for kt_setattr(); @c mask says which fields apply. */
+#define KT_SETATTR_ARGS_VERSION 1
+
+/** Changes for kt_setattr(); @c mask says which fields apply.  Fields are
+ * only ever appended.  Initialise with KT_SETATTR_ARGS_INIT; any other
+ * version is refused with KT_EINVAL. */
 typedef struct kt_setattr_args {
-	unsigned int mask;
-	uint32_t mode, uid, gid;
-	int64_t atime_ns, mtime_ns;
+	unsigned int version;      /**< KT_SETATTR_ARGS_VERSION */
+	unsigned int mask;         /**< KT_SET_* bits */
+	uint32_t mode, uid, gid;   /**< with KT_SET_MODE, _UID, _GID */
+	int64_t atime_ns, mtime_ns; /**< with KT_SET_ATIME, KT_SET_MTIME */
 } kt_setattr_args;
+
+#define KT_SETATTR_ARGS_INIT {KT_SETATTR_ARGS_VERSION, 0, 0, 0, 0, 0, 0}
 
 /** Change mode, owner or times.  Follows a link in the last component
  * unless @p flags has KT_NOFOLLOW.  ctime becomes now.  Returns 0,
