@@ -2520,6 +2520,7 @@ static void cmp_stats(mctx *c)
  * unique, kt_stats, and kt_check clean. */
 static void check_all(mctx *c)
 {
+	kt_check_options check_opts = KT_CHECK_OPTIONS_INIT;
 	kt_iter *it = NULL;
 	const kt_entry *e;
 	size_t n = 0, i, bad = 0;
@@ -2671,7 +2672,8 @@ static void check_all(mctx *c)
 
 	cmp_stats(c);
 
-	rc = kt_check(&bad, c->f->store, check_cb, NULL);
+	check_opts.on_violation = check_cb;
+	rc = kt_check(&bad, c->f->store, &check_opts);
 	if (rc != 0 || bad != 0)
 		mismatch(c, "kt_check: %s (%s), %zu violations", rcname(rc),
 			 rc ? kt_errmsg() : "", bad);

@@ -28,7 +28,7 @@ static void tick(void)
 static void assert_clean(kt_store *s)
 {
 	size_t bad = 99;
-	int rc = kt_check(&bad, s, NULL, NULL);
+	int rc = kt_check(&bad, s, NULL);
 
 	if (rc != 0 || bad != 0)
 		fail_msg("kt_check: %d (%s), %zu violations", rc, kt_errmsg(),
@@ -1746,7 +1746,7 @@ static void test_alias__repair_of_clean_store_changes_nothing(void **state)
 	ok(kt_link(s, "/sl", "/sl2"));
 	ok(kt_delete(s, "/a", 0));
 	before = kt_test_digest(s);
-	ok(kt_repair(&fixed, s, NULL, NULL));
+	ok(kt_repair(&fixed, s, NULL));
 	assert_int_equal(fixed, 0);
 	after = kt_test_digest(s);
 	assert_string_equal(before, after);

@@ -499,12 +499,15 @@ static int checker_run(kt_store *st, int stop)
 {
 	struct pollfd p = {.fd = stop, .events = POLLIN};
 	size_t passes = 0, bad = 0;
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	char path[400];
 	FILE *fp;
 	int rc;
 
+	o.on_violation = check_violation;
+	o.payload = &passes;
 	do {
-		rc = kt_check(&bad, st, check_violation, &passes);
+		rc = kt_check(&bad, st, &o);
 		passes++;
 		if (rc != 0 || bad != 0) {
 			fprintf(stderr, "live kt_check pass %zu: rc %d (%s), "
@@ -875,7 +878,7 @@ static void run_procs(kt_test_fixture *f, int nproc)
 		if (kt_open(&st, f->path, NULL) != 0)
 			fail_msg("kt_open through the holder: %s",
 				 kt_errmsg());
-		assert_int_equal(kt_check(&bad, st, NULL, NULL), 0);
+		assert_int_equal(kt_check(&bad, st, NULL), 0);
 		assert_int_equal(bad, 0);
 		read_logs(f->dir, nproc, logs, nlogs);
 		verify_owned(st, nproc, logs, nlogs);

@@ -474,9 +474,9 @@ static void test_special__counted_and_checked(void **state)
 	assert_int_equal(ss.items, 1);
 	assert_int_equal(ss.dirs, 2);
 	assert_int_equal(ss.links, 0);
-	ok(kt_check(&bad, s, NULL, NULL));
+	ok(kt_check(&bad, s, NULL));
 	assert_int_equal(bad, 0);
-	ok(kt_repair(&bad, s, NULL, NULL));
+	ok(kt_repair(&bad, s, NULL));
 	assert_int_equal(bad, 0);
 }
 

@@ -466,7 +466,7 @@ static void test_watch__client_orphans_dropped_when_it_goes(void **state)
 	{
 		size_t bad = 99;
 
-		assert_int_equal(kt_check(&bad, st, NULL, NULL), 0);
+		assert_int_equal(kt_check(&bad, st, NULL), 0);
 		assert_int_equal(bad, 0);
 	}
 	kt_close(st);

@@ -538,13 +538,13 @@ static int one_round(const char *self, const char *dir, kt_store *ref,
 			kt_errmsg());
 		goto out;
 	}
-	rc = kt_check(&bad, st, NULL, NULL);
+	rc = kt_check(&bad, st, NULL);
 	if (rc != 0 || bad != 0) {
 		fprintf(stderr,
 			"crash: kt_check after the kill: %d, %zu "
 			"violations (%s)\n",
 			rc, bad, kt_errmsg());
-		kt_check(NULL, st, NULL, NULL);
+		kt_check(NULL, st, NULL);
 		goto out;
 	}
 

@@ -446,7 +446,7 @@ static void test_stress_api__threads(void **state)
 		fail_msg("unexpected results, see above");
 	assert_true(ops > 1000);
 	check_log(f->store, ws, (int)nthreads);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 	kt_test_reopen(f);
 	check_log(f->store, ws, (int)nthreads);

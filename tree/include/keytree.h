@@ -1043,24 +1043,10 @@ typedef struct kt_store_stats {
 /** Count the store's contents in one scan over a snapshot. */
 KT_EXTERN int kt_stats(kt_store_stats *out, kt_store *store);
 
-/** Called by kt_check() for each violation found; @p what describes it,
- * naming the row.  Return non-zero to stop checking. */
+/** Called by kt_check() for each violation found, and by kt_repair() for
+ * each repair made; @p what describes it, naming the row.  Return non-zero
+ * to stop checking (kt_repair() ignores the return). */
 typedef int (*kt_check_cb)(const char *what, void *payload);
-
-/**
- * Verify every invariant of the store over a snapshot: each index row
- * points at a node of the recorded kind, each node but the root is reachable
- * through an index row in its parent's partition, every ancestor of a node
- * is a directory, directory counts and attribute counts agree, and every
- * value and attribute row belongs to a live node.
- *
- * @param nviolations  receives the number of violations (may be NULL)
- * @param cb           called per violation (may be NULL)
- * @return 0 when clean, KT_ECORRUPT when violations were found, or an
- *   error that stopped the check.
- */
-KT_EXTERN int kt_check(size_t *nviolations, kt_store *store, kt_check_cb cb,
-		       void *payload);
 
 /** Progress of a long operation: @p done units of an estimated @p total
  * (0 when unknown).  Return non-zero to stop it. */
@@ -1068,22 +1054,40 @@ typedef int (*kt_progress_cb)(uint64_t done, uint64_t total, void *payload);
 
 #define KT_CHECK_OPTIONS_VERSION 1
 
-/** Options for kt_check_ex(). */
+/** Options for kt_check() and kt_repair().  Zero in a field means "none";
+ * fields are only ever appended.  Initialise with KT_CHECK_OPTIONS_INIT. */
 typedef struct kt_check_options {
 	unsigned int version;        /**< KT_CHECK_OPTIONS_VERSION */
-	kt_check_cb on_violation;    /**< per violation, as in kt_check() */
-	kt_progress_cb on_progress;  /**< now and then: rows checked so far
-					of the store's path rows */
+	kt_check_cb on_violation;    /**< kt_check(): per violation;
+					kt_repair(): per repair made */
+	kt_progress_cb on_progress;  /**< kt_check() only: now and then,
+					path rows checked so far of the
+					store's path rows */
 	void *payload;               /**< passed to both callbacks */
 } kt_check_options;
 
 #define KT_CHECK_OPTIONS_INIT {KT_CHECK_OPTIONS_VERSION, NULL, NULL, NULL}
 
-/** kt_check() with a progress callback.  Counting the rows for the total
- * costs one extra scan, much cheaper than the check.  Stopping through a
- * callback returns KT_ITEROVER with the violations found so far. */
-KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
-			  const kt_check_options *opts);
+/**
+ * Verify every invariant of the store over a snapshot: each index row
+ * points at a node of the recorded kind, each node but the root is reachable
+ * through an index row in its parent's partition, every ancestor of a node
+ * is a directory, directory counts and attribute counts agree, and every
+ * value and attribute row belongs to a live node (orphans are live).
+ * Writers, in this process or others, may run meanwhile: the snapshot is
+ * one consistent state.  With on_progress set, counting the rows for the
+ * total costs one extra scan, much cheaper than the check.
+ *
+ * @param nviolations  receives the number of violations (may be NULL)
+ * @param opts         callbacks, or NULL for none
+ * @return 0 when clean; KT_ECORRUPT when violations were found (also when
+ *   on_violation stopped the check); KT_ITEROVER when on_progress stopped
+ *   it (@p nviolations holds those found so far); KT_EINVAL (a NULL store, an unknown
+ *   opts->version); or what stopped the scan: KT_EIO, KT_ENOMEM (and
+ *   KT_ECORRUPT for a row the engine itself cannot read).
+ */
+KT_EXTERN int kt_check(size_t *nviolations, kt_store *store,
+		       const kt_check_options *opts);
 
 /**
  * Repair what kt_check() finds, in one atomic batch: index rows that point
@@ -1091,21 +1095,26 @@ KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
  * without an index row are linked back into their parent when the parent
  * is a directory, and removed with their subtree when it is not or is
  * missing; counts are recomputed; block and attribute rows of no node are
- * removed.  @p cb is called once per repair made, after the batch of
- * repairs has committed (a failed repair reports none, and @p nfixed is
- * 0).  Repair reads the whole store in one step: while other processes
- * keep writing it may give up with KT_EBUSY; run it again when they stop.
- * A node whose path is over the length or depth limit (which only a
- * rename by an older library could make) cannot be repaired: it is
- * reported through @p cb as "cannot repair: ...", not counted, and the
- * call returns KT_ECORRUPT after committing every other repair; a
- * recursive kt_delete() of an ancestor within the limits removes it.
+ * removed.  opts->on_violation is called once per repair made, after the
+ * batch of repairs has committed (a failed repair reports none, and
+ * @p nfixed is 0).  Repair reads the whole store in one step and commits
+ * only if nothing it read changed meanwhile (rerunning otherwise): while
+ * other processes keep writing it may give up with KT_EBUSY; run it
+ * again when they stop.  A node whose path is over the length or depth
+ * limit (which only a rename by an older library could make) cannot be
+ * repaired: it is reported through on_violation as "cannot repair: ...",
+ * not counted, and the call returns KT_ECORRUPT after committing every
+ * other repair; a recursive kt_delete() of an ancestor within the limits
+ * removes it.
  * @param nfixed  receives the number of repairs (may be NULL)
+ * @param opts    callbacks, or NULL for none; on_progress must be NULL
  * @return 0 (the store now passes kt_check), KT_ECORRUPT (something could
- *   not be repaired; the rest was), or an error.
+ *   not be repaired; the rest was), KT_EREADONLY, KT_EBUSY (see above),
+ *   KT_EINVAL (a NULL store, an unknown opts->version, an on_progress
+ *   callback), KT_ENOMEM, KT_EIO.
  */
-KT_EXTERN int kt_repair(size_t *nfixed, kt_store *store, kt_check_cb cb,
-			void *payload);
+KT_EXTERN int kt_repair(size_t *nfixed, kt_store *store,
+			const kt_check_options *opts);
 /**@}*/
 
 #ifdef __cplusplus
