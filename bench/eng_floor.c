@@ -164,7 +164,7 @@ static int f_check(fctx *c)
 
 	if (kt_open(&st, c->p->dir, NULL) != 0)
 		return bench_fail("kt_open", kt_errmsg());
-	rc = kt_check(&bad, st, NULL, NULL);
+	rc = kt_check(&bad, st, NULL);
 	kt_close(st);
 	if (rc != 0) {
 		fprintf(stderr,

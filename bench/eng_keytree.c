@@ -272,9 +272,11 @@ static int k_violation(const char *what, void *payload)
 static int k_check(void *ctx)
 {
 	kctx *c = ctx;
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	size_t bad = 0;
 
-	if (kt_check(&bad, c->st, k_violation, NULL) == 0)
+	o.on_violation = k_violation;
+	if (kt_check(&bad, c->st, &o) == 0)
 		return 0;
 	if (bad == 0)
 		return kt_fail("kt_check");

@@ -50,6 +50,7 @@ static int setattr_args(kt_setattr_args *a, const struct stat *attr,
 	int rc;
 
 	memset(a, 0, sizeof(*a));
+	a->version = KT_SETATTR_ARGS_VERSION;
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		a->mask |= KT_SET_MODE;
 		a->mode = attr->st_mode & 07777;

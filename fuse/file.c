@@ -79,7 +79,7 @@ static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
  * already empty, as POSIX asks of open(). */
 static int truncate_on_open(struct ktfs *fs, uint64_t id)
 {
-	kt_setattr_args a = {0};
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	int rc = kt_id_truncate(fs->store, id, 0);
 
 	if (rc == 0) {

@@ -190,7 +190,7 @@ unsigned int ktfs_open_busy(struct ktfs *fs, uint64_t ino)
  * and so does the copy. */
 static int orphan_copy(uint64_t *oid, struct ktfs *fs, uint64_t id, int drop)
 {
-	kt_setattr_args a = {0};
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	kt_statbuf ks;
 	int rc;
 

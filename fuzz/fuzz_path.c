@@ -497,7 +497,7 @@ static void run_reader(kt_store *st, const char *d, const fop *o)
 static int apply_writer(kt_store *st, kt_batch *b, const fop *o)
 {
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
-	kt_setattr_args sa;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	size_t vlen = strlen(o->s3);
 
 	co.flags = o->flags & (KT_CREATE_EXCL | KT_CREATE_PARENTS);
@@ -526,7 +526,6 @@ static int apply_writer(kt_store *st, kt_batch *b, const fop *o)
 		return b ? kt_batch_attr_delete(b, o->p1, o->s2)
 			 : kt_attr_delete(st, o->p1, o->s2);
 	default:
-		memset(&sa, 0, sizeof(sa));
 		sa.mask = o->flags & 0x7f;
 		sa.mode = (uint32_t)vlen * 0111u;
 		sa.uid = sa.gid = (uint32_t)vlen;

@@ -216,8 +216,12 @@ static inline int fz__check_cb(const char *what, void *payload)
 /* kt_check must find nothing. */
 static inline void fz_check(kt_store *st, const char *when)
 {
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	size_t bad = 0;
-	int rc = kt_check(&bad, st, fz__check_cb, NULL);
+	int rc;
+
+	o.on_violation = fz__check_cb;
+	rc = kt_check(&bad, st, &o);
 
 	if (rc != 0 || bad != 0)
 		fz_fail("kt_check %s: %d (%s), %zu violations", when, rc,

@@ -82,7 +82,7 @@ static inline int kt_test_teardown(void **state)
 		return 0;
 	/* Every test ends with the invariants checked. */
 	if (f->store != NULL) {
-		rc = kt_check(&bad, f->store, NULL, NULL);
+		rc = kt_check(&bad, f->store, NULL);
 		if (rc != 0)
 			fprintf(stderr, "kt_check at teardown: %d (%s), %zu "
 				"violations\n", rc, kt_errmsg(), bad);

@@ -1930,7 +1930,7 @@ static int model_apply(mctx *c, const op *o)
 /* Record one operation in @p b. */
 static int batch_record(kt_batch *b, const op *o)
 {
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;
 
@@ -1996,7 +1996,7 @@ static int store_batch(mctx *c)
 
 static int store_apply(mctx *c, const op *o)
 {
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_store *s = c->f->store;
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const kt_create_options *cop = o->null_opts ? NULL : &co;
@@ -2520,6 +2520,7 @@ static void cmp_stats(mctx *c)
  * unique, kt_stats, and kt_check clean. */
 static void check_all(mctx *c)
 {
+	kt_check_options check_opts = KT_CHECK_OPTIONS_INIT;
 	kt_iter *it = NULL;
 	const kt_entry *e;
 	size_t n = 0, i, bad = 0;
@@ -2671,7 +2672,8 @@ static void check_all(mctx *c)
 
 	cmp_stats(c);
 
-	rc = kt_check(&bad, c->f->store, check_cb, NULL);
+	check_opts.on_violation = check_cb;
+	rc = kt_check(&bad, c->f->store, &check_opts);
 	if (rc != 0 || bad != 0)
 		mismatch(c, "kt_check: %s (%s), %zu violations", rcname(rc),
 			 rc ? kt_errmsg() : "", bad);

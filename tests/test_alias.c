@@ -28,7 +28,7 @@ static void tick(void)
 static void assert_clean(kt_store *s)
 {
 	size_t bad = 99;
-	int rc = kt_check(&bad, s, NULL, NULL);
+	int rc = kt_check(&bad, s, NULL);
 
 	if (rc != 0 || bad != 0)
 		fail_msg("kt_check: %d (%s), %zu violations", rc, kt_errmsg(),
@@ -217,7 +217,7 @@ static void test_alias__link_gives_same_node_through_both_paths(void **state)
 	kt_store *s = store_of(state);
 	static const char *const paths[] = {"/a/item", "/b/c/alias"};
 	kt_create_options o = KT_CREATE_OPTIONS_INIT;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_statbuf before, after, dir;
 
 	o.flags = KT_CREATE_MODE | KT_CREATE_OWNER;
@@ -533,7 +533,7 @@ static void test_alias__truncate_across_inline_limit_seen_through_all(
 static void test_alias__setattr_seen_through_all(void **state)
 {
 	kt_store *s = store_of(state);
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_statbuf sb;
 	uint64_t v;
 
@@ -1244,7 +1244,7 @@ static void test_alias__link_of_symlink_links_the_symlink(void **state)
 	kt_free(t);
 	/* A metadata change through one path of the link (no follow). */
 	{
-		kt_setattr_args sa = {0};
+		kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 		kt_statbuf tb = lstat_of(s, "/target");
 		sa.mask = KT_SET_UID;
 		sa.uid = tb.uid + 77;
@@ -1746,7 +1746,7 @@ static void test_alias__repair_of_clean_store_changes_nothing(void **state)
 	ok(kt_link(s, "/sl", "/sl2"));
 	ok(kt_delete(s, "/a", 0));
 	before = kt_test_digest(s);
-	ok(kt_repair(&fixed, s, NULL, NULL));
+	ok(kt_repair(&fixed, s, NULL));
 	assert_int_equal(fixed, 0);
 	after = kt_test_digest(s);
 	assert_string_equal(before, after);

@@ -10,7 +10,7 @@
 static void assert_clean(kt_store *s)
 {
 	size_t n = 99;
-	int rc = kt_check(&n, s, NULL, NULL);
+	int rc = kt_check(&n, s, NULL);
 
 	if (rc != 0)
 		fail_msg("kt_check: %d (%s), %zu violations", rc, kt_errmsg(),

@@ -25,8 +25,13 @@ static int record_cb(const char *what, void *payload)
 static void assert_healthy(kt_store *s)
 {
 	calls c = {0};
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	size_t n = 12345;
-	int rc = kt_check(&n, s, record_cb, &c);
+	int rc;
+
+	o.on_violation = record_cb;
+	o.payload = &c;
+	rc = kt_check(&n, s, &o);
 
 	if (rc != 0 || n != 0 || c.n != 0)
 		fail_msg("kt_check: %d (%s), %zu violations, %zu callbacks, "
@@ -135,7 +140,89 @@ static void test_check__null_out_and_callback(void **state)
 	kt_store *s = store_of(state);
 
 	populate(s);
-	ok(kt_check(NULL, s, NULL, NULL));
+	ok(kt_check(NULL, s, NULL));
+	assert_healthy(s);
+}
+
+/* What the progress callback saw. */
+typedef struct prog {
+	size_t calls;
+	uint64_t last_done, last_total;
+	int monotonic;  /* done never went down, never past total */
+	size_t stop_at; /* return non-zero on this call (0: never) */
+} prog;
+
+static int prog_cb(uint64_t done, uint64_t total, void *payload)
+{
+	prog *p = payload;
+
+	if (p->calls > 0 && done < p->last_done)
+		p->monotonic = 0;
+	if (done > total)
+		p->monotonic = 0;
+	p->last_done = done;
+	p->last_total = total;
+	p->calls++;
+	return p->stop_at != 0 && p->calls == p->stop_at;
+}
+
+/* kt_check_options: on_progress counts up to the number of path rows;
+ * returning non-zero from it stops the check with KT_ITEROVER. */
+static void test_check__progress(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
+	prog p = {0, 0, 0, 1, 0};
+	size_t n = 99;
+
+	populate(s);
+	o.on_progress = prog_cb;
+	o.payload = &p;
+	ok(kt_check(&n, s, &o));
+	assert_int_equal(n, 0);
+	assert_true(p.calls >= 2); /* at the start and at the end */
+	assert_true(p.monotonic);
+	assert_true(p.last_total > 0);
+	assert_int_equal(p.last_done, p.last_total);
+	/* stopped on the first call */
+	memset(&p, 0, sizeof(p));
+	p.monotonic = 1;
+	p.stop_at = 1;
+	expect_rc(kt_check(&n, s, &o), KT_ITEROVER);
+	assert_int_equal(p.calls, 1);
+	assert_non_null(strstr(kt_errmsg(), "stopped"));
+}
+
+/* An options struct of another version is refused by kt_check and
+ * kt_repair, naming the version; kt_repair refuses a progress callback. */
+static void test_check__options_refused(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
+	prog p = {0, 0, 0, 1, 0};
+	size_t n = 99;
+
+	populate(s);
+	o.version = 0;
+	kt_assert_rejected(s, kt_check(&n, s, &o), KT_EINVAL,
+			   "options version 0");
+	assert_int_equal(n, 0);
+	o.version = KT_CHECK_OPTIONS_VERSION + 1;
+	kt_assert_rejected(s, kt_check(&n, s, &o), KT_EINVAL,
+			   "options version 2");
+	n = 99;
+	kt_assert_rejected(s, kt_repair(&n, s, &o), KT_EINVAL,
+			   "options version 2");
+	assert_int_equal(n, 0);
+	o.version = KT_CHECK_OPTIONS_VERSION;
+	o.on_progress = prog_cb;
+	o.payload = &p;
+	kt_assert_rejected(s, kt_repair(&n, s, &o), KT_EINVAL, "on_progress");
+	assert_int_equal(p.calls, 0);
+	kt_assert_rejected(s, kt_check(&n, NULL, NULL), KT_EINVAL, "store");
+	/* NULL options: no callbacks */
+	ok(kt_repair(&n, s, NULL));
+	assert_int_equal(n, 0);
 	assert_healthy(s);
 }
 
@@ -149,6 +236,8 @@ int main(void)
 		T(test_check__after_renames_and_deletes),
 		T(test_check__after_rejected_ops),
 		T(test_check__null_out_and_callback),
+		T(test_check__progress),
+		T(test_check__options_refused),
 #undef T
 	};
 

@@ -25,8 +25,13 @@ static int count_cb(const char *what, void *payload)
 /* Assert that kt_check finds nothing wrong. */
 static void assert_clean(kt_store *s)
 {
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	size_t n = 99, calls = 0;
-	int rc = kt_check(&n, s, count_cb, &calls);
+	int rc;
+
+	o.on_violation = count_cb;
+	o.payload = &calls;
+	rc = kt_check(&n, s, &o);
 
 	if (rc != 0)
 		fail_msg("kt_check: %d (%s), %zu violations", rc, kt_errmsg(),

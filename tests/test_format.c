@@ -391,12 +391,17 @@ static int record_cb(const char *what, void *payload)
 static void assert_check_finds(kt_store *s, const char *needle, ...)
 {
 	calls c = {0, {0}, 0};
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	size_t n = 0;
-	int rc = kt_check(&n, s, record_cb, &c);
+	int rc;
 	va_list ap;
 	const char *nd;
 	char *line, *save = NULL, text[sizeof(c.all)];
 	int hit = 0;
+
+	o.on_violation = record_cb;
+	o.payload = &c;
+	rc = kt_check(&n, s, &o);
 
 	if (rc != KT_ECORRUPT || n == 0 || c.n != n)
 		fail_msg("kt_check: %d (%s), %zu violations, %zu callbacks", rc,
@@ -420,8 +425,13 @@ static void assert_check_finds(kt_store *s, const char *needle, ...)
 static void assert_clean(kt_store *s)
 {
 	calls c = {0, {0}, 0};
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	size_t n = 12345;
-	int rc = kt_check(&n, s, record_cb, &c);
+	int rc;
+
+	o.on_violation = record_cb;
+	o.payload = &c;
+	rc = kt_check(&n, s, &o);
 
 	if (rc != 0 || n != 0 || c.n != 0)
 		fail_msg("kt_check: %d (%s), %zu violations:\n%s", rc,
@@ -434,9 +444,12 @@ static void assert_clean(kt_store *s)
 static size_t repair_and_check(kt_store *s)
 {
 	calls c = {0, {0}, 0};
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	size_t n = 0;
 
-	ok(kt_repair(&n, s, record_cb, &c));
+	o.on_violation = record_cb;
+	o.payload = &c;
+	ok(kt_repair(&n, s, &o));
 	assert_int_equal(c.n, n);
 	assert_clean(s);
 	return n;
@@ -1674,6 +1687,7 @@ static void test_format__healthy_store_untouched_by_repair(void **state)
 	unsigned char *big = big_value();
 	kt_batch *b = NULL;
 	calls c = {0, {0}, 0};
+	kt_check_options ro = KT_CHECK_OPTIONS_INIT;
 	char path[64], *before, *after, *raw_before, *raw_after;
 	leveldb_t *db;
 	size_t n = 99;
@@ -1724,7 +1738,9 @@ static void test_format__healthy_store_untouched_by_repair(void **state)
 	raw_end(f, db);
 	s = f->store;
 
-	ok(kt_repair(&n, s, record_cb, &c));
+	ro.on_violation = record_cb;
+	ro.payload = &c;
+	ok(kt_repair(&n, s, &ro));
 	if (n != 0 || c.n != 0)
 		fail_msg("kt_repair on a healthy store made %zu repairs:\n%s",
 			 n, c.all);
@@ -1754,6 +1770,7 @@ static void test_format__node_over_limits(void **state)
 	kt_create_options o = KT_CREATE_OPTIONS_INIT;
 	char *deep = malloc(2 * KT_DEPTH_MAX + 16);
 	calls c = {0, {0}, 0};
+	kt_check_options ro = KT_CHECK_OPTIONS_INIT;
 	unsigned char *nv, *iv;
 	size_t i, nlen, ilen, n = 0;
 	leveldb_t *db;
@@ -1795,7 +1812,9 @@ static void test_format__node_over_limits(void **state)
 
 	snprintf(comps, sizeof(comps), "%d components", KT_DEPTH_MAX + 1);
 	assert_check_finds(f->store, "over the limits", comps, NULL);
-	assert_int_equal(kt_repair(&n, f->store, record_cb, &c), KT_ECORRUPT);
+	ro.on_violation = record_cb;
+	ro.payload = &c;
+	assert_int_equal(kt_repair(&n, f->store, &ro), KT_ECORRUPT);
 	assert_non_null(strstr(kt_errmsg(), "recursive delete"));
 	assert_non_null(strstr(c.all, "cannot repair"));
 	if (strstr(c.all, comps) == NULL)

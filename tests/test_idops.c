@@ -83,7 +83,7 @@ static void test_idops__value_of_item_dir(void **state)
 static void test_idops__links_and_specials(void **state)
 {
 	kt_store *s = store_of(state);
-	kt_setattr_args a;
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	kt_statbuf sb;
 	uint64_t l, n;
 	void *v = NULL;
@@ -108,7 +108,6 @@ static void test_idops__links_and_specials(void **state)
 	expect_rc(kt_id_attr_get(&v, &len, s, l, "a"), KT_ENOATTR);
 	assert_null(v);
 	assert_int_equal(lstat_of(s, "/t").nattrs, 0);
-	memset(&a, 0, sizeof(a));
 	a.mask = KT_SET_MODE;
 	a.mode = 0700;
 	ok(kt_id_setattr(&sb, s, l, &a));
@@ -124,13 +123,12 @@ static void test_idops__links_and_specials(void **state)
 static void test_idops__setattr(void **state)
 {
 	kt_store *s = store_of(state);
-	kt_setattr_args a;
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	kt_statbuf sb, want;
 	uint64_t f;
 
 	put_str(s, "/f", "x");
 	f = id_of(s, "/f");
-	memset(&a, 0, sizeof(a));
 	a.mask = KT_SET_MODE | KT_SET_UID | KT_SET_MTIME;
 	a.mode = 0604;
 	a.uid = 4242;
@@ -212,7 +210,7 @@ static void test_idops__attributes(void **state)
 static void test_idops__unknown_ids(void **state)
 {
 	kt_store *s = store_of(state);
-	kt_setattr_args a;
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	kt_iter *it = NULL;
 	void *v = NULL;
 	size_t len = 0;
@@ -221,7 +219,6 @@ static void test_idops__unknown_ids(void **state)
 	put_str(s, "/f", "x");
 	f = id_of(s, "/f");
 	ok(kt_delete(s, "/f", 0));
-	memset(&a, 0, sizeof(a));
 	a.mask = KT_SET_MODE;
 	a.mode = 0600;
 	expect_rc(kt_id_write(s, f, "x", 1, 0), KT_ENOTFOUND);
@@ -274,7 +271,7 @@ static void test_idops__rename_races_calls(void **state)
 	kt_store *s = store_of(state);
 	struct mover m;
 	pthread_t th;
-	kt_setattr_args a;
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	char buf[400];
 	size_t got = 0;
 	uint64_t f;
@@ -297,7 +294,6 @@ static void test_idops__rename_races_calls(void **state)
 			ok(kt_id_attr_set(s, f, name, "v", 1, 0));
 		}
 	}
-	memset(&a, 0, sizeof(a));
 	a.mask = KT_SET_MODE;
 	a.mode = 0611;
 	ok(kt_id_setattr(NULL, s, f, &a));

@@ -271,7 +271,7 @@ static void fresh_version(vset *s, kt_store *st, const char *path,
 static void test_meta__version_changes_on_every_write(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	vset s = {{0}, 0};
 	kt_statbuf a, b;
 
@@ -377,7 +377,7 @@ static void test_meta__versions_never_reused(void **state)
 static void test_meta__setattr_fields(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_statbuf a, b;
 	int64_t t0, t1;
 
@@ -460,7 +460,7 @@ static void test_meta__setattr_fields(void **state)
 static void test_meta__setattr_times_before_epoch(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_statbuf b;
 
 	/* int64_t times are signed: 1969 is a valid time (POSIX) */
@@ -481,7 +481,7 @@ static void test_meta__setattr_times_before_epoch(void **state)
 static void test_meta__setattr_now_flags(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_statbuf b;
 	int64_t t0, t1;
 
@@ -521,7 +521,7 @@ static void test_meta__setattr_now_flags(void **state)
 static void test_meta__setattr_nofollow(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_statbuf a, l, a2, l2;
 
 	put_str(f->store, "/a", "v");
@@ -566,7 +566,7 @@ static void test_meta__setattr_nofollow(void **state)
 static void test_meta__setattr_invalid(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 
 	put_str(f->store, "/a", "v");
 	sa.mask = KT_SET_MODE;
@@ -609,6 +609,44 @@ static void test_meta__setattr_invalid(void **state)
 	sa.mode = 0600;
 	kt_assert_rejected(f->store, kt_setattr(f->store, "/nope", &sa, 0),
 			   KT_ENOTFOUND, "/nope");
+}
+
+/* kt_setattr_args carries a version: zero (a struct not made with
+ * KT_SETATTR_ARGS_INIT) or one this library does not know is refused by
+ * every call that takes the struct, with a message naming the version, and
+ * nothing changes. */
+static void test_meta__setattr_args_version(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
+	kt_batch *b = NULL;
+	uint64_t id, oid = 0;
+
+	put_str(f->store, "/a", "v");
+	id = st_of(f->store, "/a").id;
+	assert_int_equal(kt_orphan_new(&oid, f->store, NULL), 0);
+	sa.mask = KT_SET_MODE;
+	sa.mode = 0600;
+	sa.version = 0;
+	kt_assert_rejected(f->store, kt_setattr(f->store, "/a", &sa, 0),
+			   KT_EINVAL, "args version 0");
+	sa.version = KT_SETATTR_ARGS_VERSION + 1;
+	kt_assert_rejected(f->store, kt_setattr(f->store, "/a", &sa, 0),
+			   KT_EINVAL, "args version 2");
+	kt_assert_rejected(f->store, kt_id_setattr(NULL, f->store, id, &sa),
+			   KT_EINVAL, "args version 2");
+	kt_assert_rejected(f->store, kt_orphan_setattr(f->store, oid, &sa),
+			   KT_EINVAL, "args version 2");
+	assert_int_equal(kt_batch_new(&b, f->store), 0);
+	kt_assert_rejected(f->store, kt_batch_setattr(b, "/a", &sa, 0),
+			   KT_EINVAL, "args version 2");
+	kt_batch_free(b);
+	assert_int_equal(st_of(f->store, "/a").mode, 0644);
+	/* the same args with the right version apply */
+	sa.version = KT_SETATTR_ARGS_VERSION;
+	assert_int_equal(kt_setattr(f->store, "/a", &sa, 0), 0);
+	assert_int_equal(st_of(f->store, "/a").mode, 0600);
+	assert_int_equal(kt_orphan_release(f->store, oid), 0);
 }
 
 /* ---- times ------------------------------------------------------------------------ */
@@ -845,6 +883,7 @@ int main(void)
 		T(test_meta__setattr_now_flags),
 		T(test_meta__setattr_nofollow),
 		T(test_meta__setattr_invalid),
+		T(test_meta__setattr_args_version),
 		T(test_meta__times_on_writes),
 		T(test_meta__reads_do_not_change_times),
 		T(test_meta__parent_times_on_child_add_remove),

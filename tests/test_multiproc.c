@@ -298,7 +298,7 @@ static int writer_own(kt_store *st, uint64_t *rs, int proc, own_item *m,
 		      rec *r)
 {
 	char path[64], why[256];
-	kt_setattr_args sa;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	unsigned int i;
 	int want;
 
@@ -334,7 +334,6 @@ static int writer_own(kt_store *st, uint64_t *rs, int proc, own_item *m,
 	case 6:
 		r->kind = OWN_MODE;
 		r->flags = 0600 | (rn(rs, 2) ? 040 : 0) | (rn(rs, 2) ? 04 : 0);
-		memset(&sa, 0, sizeof(sa));
 		sa.mask = KT_SET_MODE;
 		sa.mode = r->flags;
 		r->rc = kt_setattr(st, path, &sa, 0);
@@ -369,7 +368,7 @@ static void writer_shared(kt_store *st, uint64_t *rs, int proc, int seq,
 {
 	const char *a = shared_paths[rn(rs, NSHARED)];
 	const char *b = shared_paths[rn(rs, NSHARED)];
-	kt_setattr_args sa;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 
 	snprintf(r->a, sizeof(r->a), "%s", a);
 	snprintf(r->b, sizeof(r->b), "%s", b);
@@ -408,7 +407,6 @@ static void writer_shared(kt_store *st, uint64_t *rs, int proc, int seq,
 		break;
 	case 8:
 		r->kind = SH_SETATTR;
-		memset(&sa, 0, sizeof(sa));
 		sa.mask = KT_SET_MODE;
 		sa.mode = rn(rs, 2) ? 0600 : 0644;
 		r->flags = sa.mode;
@@ -501,12 +499,15 @@ static int checker_run(kt_store *st, int stop)
 {
 	struct pollfd p = {.fd = stop, .events = POLLIN};
 	size_t passes = 0, bad = 0;
+	kt_check_options o = KT_CHECK_OPTIONS_INIT;
 	char path[400];
 	FILE *fp;
 	int rc;
 
+	o.on_violation = check_violation;
+	o.payload = &passes;
 	do {
-		rc = kt_check(&bad, st, check_violation, &passes);
+		rc = kt_check(&bad, st, &o);
 		passes++;
 		if (rc != 0 || bad != 0) {
 			fprintf(stderr, "live kt_check pass %zu: rc %d (%s), "
@@ -877,7 +878,7 @@ static void run_procs(kt_test_fixture *f, int nproc)
 		if (kt_open(&st, f->path, NULL) != 0)
 			fail_msg("kt_open through the holder: %s",
 				 kt_errmsg());
-		assert_int_equal(kt_check(&bad, st, NULL, NULL), 0);
+		assert_int_equal(kt_check(&bad, st, NULL), 0);
 		assert_int_equal(bad, 0);
 		read_logs(f->dir, nproc, logs, nlogs);
 		verify_owned(st, nproc, logs, nlogs);

@@ -41,14 +41,15 @@ static void test_orphan__detach_hides_and_keeps(void **state)
 	assert_memory_equal(buf, "abc", 3);
 	/* A new file can take the name meanwhile. */
 	assert_int_equal(kt_put(f->store, "/d/file", "new", 3, NULL), 0);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 }
 
 static void test_orphan__write_truncate_setattr(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_setattr_args sa = {KT_SET_MODE, 0600, 0, 0, 0, 0};
+	kt_setattr_args sa = {KT_SETATTR_ARGS_VERSION, KT_SET_MODE, 0600,
+				0, 0, 0, 0};
 	kt_statbuf sb;
 	uint64_t id = 0, v0;
 	char buf[4] = {0};
@@ -157,7 +158,7 @@ static void test_orphan__copy_keeps_holes_and_original(void **state)
 	kt_free(v);
 	assert_int_equal(kt_lstat(&sb, f->store, "/d/sparse"), 0);
 	assert_int_equal(sb.version, src.version);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 
 	/* An item+dir's value is copied as a plain item. */
@@ -170,7 +171,7 @@ static void test_orphan__copy_keeps_holes_and_original(void **state)
 
 	assert_int_equal(kt_orphan_release(f->store, id), 0);
 	assert_int_equal(kt_orphan_release(f->store, id2), 0);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 }
 
 static void test_orphan__rejects(void **state)
@@ -234,7 +235,7 @@ static void test_orphan__new_then_link(void **state)
 	assert_int_equal(sb.gid, 8765);
 	assert_int_equal(kt_stats(&stats, f->store), 0);
 	assert_int_equal(stats.items, 0);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 
 	assert_int_equal(kt_orphan_write(f->store, id, "temp", 4, 0), 0);
@@ -248,7 +249,7 @@ static void test_orphan__new_then_link(void **state)
 	assert_int_equal(kt_read(&got, f->store, "/d/new", buf, 8, 0), 0);
 	assert_int_equal(got, 4);
 	assert_memory_equal(buf, "temp", 4);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 
 	/* Missing ancestors are made, as by kt_put. */
@@ -257,7 +258,7 @@ static void test_orphan__new_then_link(void **state)
 	assert_int_equal(kt_lstat(&sb, f->store, "/x/y/z"), 0);
 	assert_int_equal(sb.id, id);
 	assert_int_equal(sb.mode, 0644);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 }
 

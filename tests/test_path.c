@@ -228,7 +228,7 @@ static int op_rename_dst(kt_store *st, const char *p)
 
 static int op_setattr(kt_store *st, const char *p)
 {
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 
 	sa.mask = KT_SET_MODE;
 	sa.mode = 0600;
@@ -930,7 +930,7 @@ static void test_path__no_alias_custom_delimiter(void **state)
 		       sizeof(prefixes) / sizeof(prefixes[0]));
 	assert_int_equal(kt_put(st, "/x\xe2\x80\xa2y", "v", 1, NULL),
 			 KT_ERESERVED);
-	assert_int_equal(kt_check(NULL, st, NULL, NULL), 0);
+	assert_int_equal(kt_check(NULL, st, NULL), 0);
 	kt_close(st);
 }
 
@@ -956,7 +956,7 @@ static void test_path__no_alias_single_byte_delimiter(void **state)
 	check_no_alias(st, paths, sizeof(paths) / sizeof(paths[0]), prefixes,
 		       sizeof(prefixes) / sizeof(prefixes[0]));
 	assert_int_equal(kt_put(st, "/x|y", "v", 1, NULL), KT_ERESERVED);
-	assert_int_equal(kt_check(NULL, st, NULL, NULL), 0);
+	assert_int_equal(kt_check(NULL, st, NULL), 0);
 	kt_close(st);
 }
 

@@ -167,7 +167,7 @@ static void check_clean(kt_store *st)
 {
 	size_t bad = 99;
 
-	assert_int_equal(kt_check(&bad, st, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, st, NULL), 0);
 	assert_int_equal(bad, 0);
 }
 

@@ -42,7 +42,7 @@ static void assert_attr(kt_store *s, const char *path, const char *name,
 static void assert_clean(kt_store *s)
 {
 	size_t n = 99;
-	int rc = kt_check(&n, s, NULL, NULL);
+	int rc = kt_check(&n, s, NULL);
 
 	if (rc != 0)
 		fail_msg("kt_check: %d (%s), %zu violations", rc, kt_errmsg(),
@@ -667,7 +667,7 @@ static void test_rename__subtree_within_limits(void **state)
 	kt_assert_rejected(s, kt_rename(s, "/d", "/p/q/d", 0),
 			   KT_ENAMETOOLONG, "components");
 	ok(kt_rename(s, "/d", "/p/d", 0)); /* exactly KT_DEPTH_MAX */
-	assert_int_equal(kt_check(NULL, s, NULL, NULL), 0);
+	assert_int_equal(kt_check(NULL, s, NULL), 0);
 	free(deep);
 	free(longdir);
 	free(p);

@@ -392,6 +392,7 @@ static void test_rerun__repair_reports_once(void **state)
 	kt__buf part = {0};
 	kt__write w;
 	kt__commit cm;
+	kt_check_options co = KT_CHECK_OPTIONS_INIT;
 	size_t calls = 0, nfixed = 0, bad = 0;
 
 	assert_int_equal(kt_put(f->store, "/a/x", "1", 1, NULL), 0);
@@ -407,15 +408,17 @@ static void test_rerun__repair_reports_once(void **state)
 	cm.nw = 1;
 	assert_int_equal(m->real->ops->commit(m->real, &cm), 0);
 	kt__buf_free(&part);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), KT_ECORRUPT);
+	assert_int_equal(kt_check(&bad, f->store, NULL), KT_ECORRUPT);
 	assert_true(bad > 0);
 
 	arm_node(m, f->store, "/b", touch_node);
-	assert_int_equal(kt_repair(&nfixed, f->store, count_cb, &calls), 0);
+	co.on_violation = count_cb;
+	co.payload = &calls;
+	assert_int_equal(kt_repair(&nfixed, f->store, &co), 0);
 	assert_int_equal(m->refused, 1);
 	assert_true(nfixed > 0);
 	assert_int_equal(calls, nfixed);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 }
 

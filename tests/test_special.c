@@ -333,7 +333,7 @@ static void test_special__treated_like_any_node(void **state)
 {
 	kt_store *s = store_of(state);
 	kt_create_options p = KT_CREATE_OPTIONS_INIT;
-	kt_setattr_args a = {0};
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 	kt_statbuf before, st;
 	void *v = NULL;
 	size_t n = 0;
@@ -474,9 +474,9 @@ static void test_special__counted_and_checked(void **state)
 	assert_int_equal(ss.items, 1);
 	assert_int_equal(ss.dirs, 2);
 	assert_int_equal(ss.links, 0);
-	ok(kt_check(&bad, s, NULL, NULL));
+	ok(kt_check(&bad, s, NULL));
 	assert_int_equal(bad, 0);
-	ok(kt_repair(&bad, s, NULL, NULL));
+	ok(kt_repair(&bad, s, NULL));
 	assert_int_equal(bad, 0);
 }
 

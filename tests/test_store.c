@@ -205,7 +205,7 @@ static void test_store__read_only_refuses_writes(void **state)
 {
 	kt_test_fixture *f = *state;
 	kt_options o = KT_OPTIONS_INIT;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_batch *b = NULL;
 	kt_iter *it = NULL;
 	const kt_entry *e;

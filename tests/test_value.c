@@ -112,7 +112,7 @@ static void test_value__random_ranged_ops(void **state)
 		check_value(f->store, &r, i);
 		if (i % 500 == 499) {
 			kt_test_reopen(f);
-			assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+			assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 			assert_int_equal(bad, 0);
 		}
 	}
@@ -194,7 +194,7 @@ static void test_value__stored_counts_blocks(void **state)
 
 	kt_test_reopen(f);
 	assert_int_equal(stored_of(f->store, "/s"), 2 * 16384);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 	free(v);
 }

@@ -137,9 +137,8 @@ static void peer_do(kt_store *st, char *cmd, FILE *out)
 	} else if (strcmp(a, "attr") == 0 && b && c) {
 		rc = kt_attr_set(st, b, c, "v", 1, 0);
 	} else if (strcmp(a, "chmod") == 0 && b) {
-		kt_setattr_args sa;
+		kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 
-		memset(&sa, 0, sizeof(sa));
 		sa.mask = KT_SET_MODE;
 		sa.mode = 0600;
 		rc = kt_setattr(st, b, &sa, 0);
@@ -467,7 +466,7 @@ static void test_watch__client_orphans_dropped_when_it_goes(void **state)
 	{
 		size_t bad = 99;
 
-		assert_int_equal(kt_check(&bad, st, NULL, NULL), 0);
+		assert_int_equal(kt_check(&bad, st, NULL), 0);
 		assert_int_equal(bad, 0);
 	}
 	kt_close(st);

@@ -61,7 +61,7 @@ static int print_line(const char *what, void *payload)
 	return 0;
 }
 
-/* kt_check_ex's progress, drawn by the CLI's progress line. */
+/* kt_check's progress, drawn by the CLI's progress line. */
 static int check_progress(uint64_t done, uint64_t total, void *payload)
 {
 	cli_progress *p = payload;
@@ -100,7 +100,11 @@ int cmd_check(int argc, char **argv)
 	if ((rc = cli_open(&st, repair)) != CLI_OK)
 		return rc;
 	if (repair) {
-		rc = kt_repair(&nfixed, st, print_line, repaired);
+		kt_check_options ro = KT_CHECK_OPTIONS_INIT;
+
+		ro.on_violation = print_line;
+		ro.payload = repaired;
+		rc = kt_repair(&nfixed, st, &ro);
 		if (rc < 0) {
 			rc = cli_fail(cli_store_dir(), rc);
 			goto out;
@@ -114,7 +118,7 @@ int cmd_check(int argc, char **argv)
 		co.on_violation = check_violation;
 		co.on_progress = p.on ? check_progress : NULL;
 		co.payload = &p;
-		rc = kt_check_ex(&nbad, st, &co);
+		rc = kt_check(&nbad, st, &co);
 		cli_progress_end(&p);
 	}
 	/* KT_ECORRUPT with no violation counted is a read that failed

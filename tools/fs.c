@@ -152,9 +152,8 @@ out:
 static int imp_meta(copier *c, const struct stat *sb, const char *path,
 		    unsigned int flags)
 {
-	kt_setattr_args sa;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 
-	memset(&sa, 0, sizeof(sa));
 	sa.mask = KT_SET_MODE | KT_SET_UID | KT_SET_GID | KT_SET_ATIME |
 		  KT_SET_MTIME;
 	sa.mode = sb->st_mode & 07777;

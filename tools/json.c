@@ -532,7 +532,7 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 	char *path = NULL, *canon = NULL, *data = NULL;
 	size_t plen, dlen = 0, i;
 	json_int_t mode, uid, gid, at, mt;
-	kt_setattr_args sa;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	unsigned int kind, type;
 	uint64_t rdev;
 	int rc = -1, known;
@@ -651,7 +651,6 @@ static int record(loader *l, const json_t *rec, size_t line, char *err)
 		rc = -1;
 		goto out;
 	}
-	memset(&sa, 0, sizeof(sa));
 	sa.mask = KT_SET_MODE | KT_SET_UID | KT_SET_GID | KT_SET_ATIME |
 		  KT_SET_MTIME;
 	sa.mode = (uint32_t)mode;

@@ -97,6 +97,7 @@ int main(int argc, char **argv)
 	char tmp[] = "/tmp/keytree-hello-XXXXXX", dir[64];
 	const char *path = argc > 1 ? argv[1] : dir;
 	kt_options opts = KT_OPTIONS_INIT;
+	kt_check_options check = KT_CHECK_OPTIONS_INIT;
 	kt_store *store = NULL;
 	kt_iter *it = NULL;
 	void *value = NULL;
@@ -152,7 +153,8 @@ int main(int argc, char **argv)
 	printf("deleted /customers/c-1/orders and everything under it\n");
 
 	/* Verify every invariant of the rows: 0 means the store is sound. */
-	TRY(kt_check(&nbad, store, report, NULL));
+	check.on_violation = report;
+	TRY(kt_check(&nbad, store, &check));
 	printf("checked the store: %zu broken invariants\n", nbad);
 
 	printf("what the store holds now:\n");

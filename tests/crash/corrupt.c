@@ -77,7 +77,7 @@ static int trial_main(const char *dir)
 		printf("open %d %s\n", rc, kt_errmsg());
 		return 0;
 	}
-	rc = kt_check(&bad, st, NULL, NULL);
+	rc = kt_check(&bad, st, NULL);
 	if (rc != 0 || bad != 0) {
 		printf("check %d %zu violations: %s\n", rc, bad, kt_errmsg());
 		kt_close(st);

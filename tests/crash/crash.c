@@ -197,7 +197,7 @@ static int op_one(kt_store *st, kt_batch *b, rng *r, int kind, char *desc,
 {
 	char p[64], q[64];
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
-	kt_setattr_args sa = {0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	unsigned char *data = NULL;
 	size_t len;
 	uint64_t off;
@@ -538,13 +538,13 @@ static int one_round(const char *self, const char *dir, kt_store *ref,
 			kt_errmsg());
 		goto out;
 	}
-	rc = kt_check(&bad, st, NULL, NULL);
+	rc = kt_check(&bad, st, NULL);
 	if (rc != 0 || bad != 0) {
 		fprintf(stderr,
 			"crash: kt_check after the kill: %d, %zu "
 			"violations (%s)\n",
 			rc, bad, kt_errmsg());
-		kt_check(NULL, st, NULL, NULL);
+		kt_check(NULL, st, NULL);
 		goto out;
 	}
 

@@ -406,7 +406,7 @@ static void test_errors__rename_missing_source(void **state)
 
 static void test_errors__setattr_bad_mode(void **state)
 {
-	kt_setattr_args a = {0};
+	kt_setattr_args a = KT_SETATTR_ARGS_INIT;
 
 	a.mask = KT_SET_MODE;
 	a.mode = 010000;

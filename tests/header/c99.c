@@ -16,7 +16,8 @@ int kt_header_c99(void)
 	kt_options opts = KT_OPTIONS_INIT;
 	kt_create_options copts = KT_CREATE_OPTIONS_INIT;
 	kt_list_options lopts = KT_LIST_OPTIONS_INIT;
-	kt_setattr_args sa = {KT_SET_MODE, 0644, 0, 0, 0, 0};
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
+	kt_check_options chk = KT_CHECK_OPTIONS_INIT;
 	kt_statbuf st = {0};
 	kt_entry ent = {0};
 	kt_error err = KT_ENOTFOUND;
@@ -29,7 +30,10 @@ int kt_header_c99(void)
 	(void)cb;
 	(void)st;
 	(void)ent;
+	sa.mask = KT_SET_MODE;
+	sa.mode = 0644;
 	return (int)(opts.version + copts.version + lopts.version + sa.mask +
+		     sa.version + chk.version +
 		     (unsigned)(open_fn != NULL) + (unsigned)(next_fn != NULL) +
 		     (unsigned)(vmax >> 40) + (unsigned)delim[0] +
 		     (unsigned)KT_FORMAT_VERSION + (unsigned)KT_NAME_MAX) +

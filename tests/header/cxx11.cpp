@@ -21,12 +21,15 @@ int kt_header_cxx11()
 	kt_options opts = KT_OPTIONS_INIT;
 	kt_create_options copts = KT_CREATE_OPTIONS_INIT;
 	kt_list_options lopts = KT_LIST_OPTIONS_INIT;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
+	kt_check_options chk = KT_CHECK_OPTIONS_INIT;
 	kt_error err = KT_EINVAL;
 	const kt_entry *ent = nullptr;
 	int (*next_fn)(const kt_entry **, kt_iter *) = kt_iter_next;
 	const char *delim = KT_DEFAULT_DELIMITER;
 
 	(void)ent;
-	return static_cast<int>(opts.version + copts.version + lopts.version) +
+	return static_cast<int>(opts.version + copts.version + lopts.version +
+				sa.version + chk.version) +
 	       static_cast<int>(next_fn != nullptr) + delim[0] + err;
 }

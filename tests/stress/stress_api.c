@@ -242,7 +242,7 @@ static void do_append(worker *w)
 static void one_op(worker *w)
 {
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
-	kt_setattr_args sa;
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
 	kt_statbuf st;
 	char p[128], q[128], v[300];
 	size_t n = 0;
@@ -313,7 +313,6 @@ static void one_op(worker *w)
 		res(w, "attr_delete", p, kt_attr_delete(w->store, p, "y"));
 		break;
 	case 15:
-		memset(&sa, 0, sizeof(sa));
 		sa.mask = KT_SET_MODE | KT_SET_MTIME_NOW;
 		sa.mode = 0600 + rn(w, 0100);
 		res(w, "setattr", p, kt_setattr(w->store, p, &sa, 0));
@@ -448,7 +447,7 @@ static void test_stress_api__threads(void **state)
 		fail_msg("unexpected results, see above");
 	assert_true(ops > 1000);
 	check_log(f->store, ws, (int)nthreads);
-	assert_int_equal(kt_check(&bad, f->store, NULL, NULL), 0);
+	assert_int_equal(kt_check(&bad, f->store, NULL), 0);
 	assert_int_equal(bad, 0);
 	kt_test_reopen(f);
 	check_log(f->store, ws, (int)nthreads);

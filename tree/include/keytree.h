@@ -33,17 +33,52 @@
  * store's delimiter (KT_ERESERVED).  A path is at most KT_PATH_MAX bytes
  * and KT_DEPTH_MAX components (KT_ENAMETOOLONG).
  *
+ * Errors every call can return
+ * ----------------------------
+ * Each function's comment lists the codes its arguments and the store's
+ * contents can cause.  Besides those, every call on a store (or on an
+ * iterator or batch of one) can return:
+ * - KT_EINVAL: the store, or a pointer argument that is not documented as
+ *   optional, is NULL; an options struct has a version other than its
+ *   *_VERSION;
+ * - KT_ENOMEM: out of memory;
+ * - KT_EIO: the storage engine failed to read or write (kt_errmsg() has
+ *   what it said).  On a handle whose store another process holds (see
+ *   Engines below), also: that process has exited, or the connection to
+ *   it failed.  From then on every call on the handle fails with KT_EIO,
+ *   nothing waits, and the store must be opened again;
+ * - KT_ECORRUPT: a row it read failed to decode;
+ * - and, for a call that changes the store: KT_EREADONLY when the store
+ *   was opened read-only, and KT_EBUSY when other processes kept changing
+ *   what the call read until it gave up rerunning (never while one process
+ *   uses the store).
+ * "A path error" below means KT_EINVAL (a path that is not canonical),
+ * KT_ENAMETOOLONG or KT_ERESERVED, as Paths says.
+ *
+ * Engines
+ * -------
+ * The first process to open a store holds it and reads and writes it with
+ * LevelDB; a kt_open() in another process while it is held connects to the
+ * holder (DIR/keytree.sock) and runs the same tree layer over the remote
+ * engine, which forwards every read and commit to the holder
+ * (docs/CONCURRENCY.md).  Every call behaves the same on both, with the
+ * same codes; what differs is noted as "Engines:" in the call's comment,
+ * together with KT_EIO above and the cost (a round trip to the holder per
+ * row read or commit).
+ *
  * Threads
  * -------
- * A kt_store may be shared by any number of threads.  Mutations are
- * serialised by one writer lock held for the whole check-then-write of each
- * operation, so concurrent writers never lose each other's rows.  Readers
- * take no lock.  A kt_iter or kt_batch belongs to one thread at a time.
+ * A kt_store may be shared by any number of threads.  Each mutation reads
+ * what it depends on, decides, and commits only if none of it changed
+ * meanwhile (in this process or another), else it runs again from the
+ * start, so concurrent writers never lose each other's rows.  Readers take
+ * no lock.  A kt_iter or kt_batch belongs to one thread at a time.
  * kt_errmsg() is per thread.
  *
  * Durability
  * ----------
- * Every mutation is one atomic LevelDB write batch.  With
+ * Every mutation is one atomic LevelDB write batch (on a client, applied
+ * by the holder).  With
  * kt_options.sync set, each write is flushed to disk before it returns;
  * otherwise it survives a process crash but may be lost on a power cut
  * unless kt_sync() is called.
@@ -227,7 +262,9 @@ KT_EXTERN int kt_open(kt_store **out, const char *dir, const kt_options *opts);
  * Accepts NULL.  No iterator or batch of the store may outlive it. */
 KT_EXTERN void kt_close(kt_store *store);
 
-/** Make every write acknowledged so far durable on disk. */
+/** Make every write acknowledged so far durable on disk.  Returns 0 or
+ * KT_EIO.  Engines: on a client the holder syncs its LevelDB, which makes
+ * every process's acknowledged writes durable. */
 KT_EXTERN int kt_sync(kt_store *store);
 
 /** The store's delimiter, NUL-terminated; @p len receives its length in
@@ -275,6 +312,9 @@ typedef void (*kt_watch_cb)(const kt_change *changes, size_t n,
  * wait (two watchers waiting for each other could never finish).
  * Changes are reported at the level of names and node ids; a commit that
  * moves a subtree reports every name in it.
+ * Engines: the holder's server hears every commit; it tells the holder's
+ * own watcher through a thread of its own, and a client's over a second
+ * connection to the holder.
  * @return 0, KT_EEXISTS when a callback is already set, KT_EIO when the
  *   holder cannot be reached, KT_ENOMEM.
  */
@@ -323,14 +363,16 @@ typedef struct kt_statbuf {
  * error. */
 KT_EXTERN int kt_stat(kt_statbuf *st, kt_store *store, const char *path);
 
-/** As kt_stat() but a link in the last component is reported itself. */
+/** As kt_stat() but a link in the last component is reported itself; the
+ * same errors (KT_ELOOP only from the other components). */
 KT_EXTERN int kt_lstat(kt_statbuf *st, kt_store *store, const char *path);
 
 /** The canonical path of the node whose id is @p id, in a NUL-terminated
  * string (*path, free with kt_free()) and its length (*len, may be NULL).
  * One lookup: every node has an id row that names its path.  KT_ENOTFOUND
  * if no node in the tree has that id: it was deleted, never existed, or is
- * an orphan (reach those with the kt_orphan_* calls). */
+ * an orphan (reach those with the kt_orphan_* calls); KT_ENAMETOOLONG for
+ * a node whose path is over the limits (see kt_repair()). */
 KT_EXTERN int kt_id_path(char **path, size_t *len, kt_store *store,
 			 uint64_t id);
 
@@ -344,7 +386,7 @@ KT_EXTERN int kt_id_read(size_t *nread, kt_store *store, uint64_t id,
 
 /** kt_id_path() and kt_lstat() of that path, read from one consistent
  * view.  @p path may be NULL when only the metadata is wanted; otherwise
- * it is set as by kt_id_path(). */
+ * it is set as by kt_id_path().  The errors of kt_id_path(). */
 KT_EXTERN int kt_id_lstat(kt_statbuf *st, char **path, size_t *len,
 			  kt_store *store, uint64_t id);
 
@@ -358,17 +400,25 @@ KT_EXTERN int kt_id_lstat(kt_statbuf *st, char **path, size_t *len,
 #define KT_SET_MTIME_NOW 0x40u /**< mtime = now */
 #define KT_NOFOLLOW 0x1000u    /**< act on a link itself, not its target */
 
-/** Changes for kt_setattr(); @c mask says which fields apply. */
+#define KT_SETATTR_ARGS_VERSION 1
+
+/** Changes for kt_setattr(); @c mask says which fields apply.  Fields are
+ * only ever appended.  Initialise with KT_SETATTR_ARGS_INIT; any other
+ * version is refused with KT_EINVAL. */
 typedef struct kt_setattr_args {
-	unsigned int mask;
-	uint32_t mode, uid, gid;
-	int64_t atime_ns, mtime_ns;
+	unsigned int version;      /**< KT_SETATTR_ARGS_VERSION */
+	unsigned int mask;         /**< KT_SET_* bits */
+	uint32_t mode, uid, gid;   /**< with KT_SET_MODE, _UID, _GID */
+	int64_t atime_ns, mtime_ns; /**< with KT_SET_ATIME, KT_SET_MTIME */
 } kt_setattr_args;
+
+#define KT_SETATTR_ARGS_INIT {KT_SETATTR_ARGS_VERSION, 0, 0, 0, 0, 0, 0}
 
 /** Change mode, owner or times.  Follows a link in the last component
  * unless @p flags has KT_NOFOLLOW.  ctime becomes now.  Returns 0,
- * KT_ENOTFOUND, KT_EINVAL (mode above 07777, unknown mask bits), a path
- * error or KT_EREADONLY. */
+ * KT_ENOTFOUND, KT_EINVAL (args NULL or of another version, mode above
+ * 07777, unknown mask bits or flags), KT_ENOTDIR, KT_ELOOP, a path error
+ * or KT_EREADONLY. */
 KT_EXTERN int kt_setattr(kt_store *store, const char *path,
 			 const kt_setattr_args *args, unsigned int flags);
 /**@}*/
@@ -441,6 +491,11 @@ KT_EXTERN int kt_put(kt_store *store, const char *path, const void *value,
  * directory.  An existing directory is KT_EEXISTS, except with
  * KT_CREATE_PARENTS (like mkdir -p).  Does not follow a link in the last
  * component: a link or a special file there is KT_EEXISTS.
+ * @return 0, KT_EEXISTS, KT_ENOTFOUND (a missing parent without
+ *   KT_CREATE_PARENTS), KT_ENOTDIR (an ancestor is not a directory or an
+ *   item), KT_EPERM (the item there, or an item ancestor, has several
+ *   paths: kt_link()), KT_EINVAL (unknown flags, a mode above 07777),
+ *   KT_ELOOP, a path error, KT_EREADONLY.
  */
 KT_EXTERN int kt_mkdir(kt_store *store, const char *path,
 		       const kt_create_options *opts);
@@ -450,13 +505,18 @@ KT_EXTERN int kt_mkdir(kt_store *store, const char *path,
  * verbatim (absolute or relative, 1 to KT_PATH_MAX bytes, need not exist).
  * Missing ancestors are made, as kt_put() makes them (KT_CREATE_PARENTS
  * changes nothing).  Anything at @p link already is KT_EEXISTS.
+ * @return 0, KT_EEXISTS, KT_EINVAL (an empty target, bad options),
+ *   KT_ENAMETOOLONG (a target over KT_TARGET_MAX), KT_ENOTDIR, KT_EPERM
+ *   (an item ancestor with several paths), KT_ELOOP, a path error,
+ *   KT_EREADONLY.
  */
 KT_EXTERN int kt_symlink(kt_store *store, const char *link, const char *target,
 			 const kt_create_options *opts);
 
 /** The target of the link at @p path, as stored, NUL-terminated; release
  * with kt_free().  @p len (if not NULL) receives its length.  KT_EINVAL if
- * the node is not a link. */
+ * the node is not a link; KT_ENOTFOUND, KT_ENOTDIR, KT_ELOOP or a path
+ * error as kt_lstat(). */
 KT_EXTERN int kt_readlink(char **target, size_t *len, kt_store *store,
 			  const char *path);
 
@@ -498,7 +558,8 @@ KT_EXTERN int kt_get(void **value, size_t *len, kt_store *store,
 /** Read up to @p len bytes at @p offset of the item's value into @p buf;
  * @p nread receives the count (0 at or past the end).  Holes read as
  * zeros.  Follows links.  KT_EISDIR for a directory without a value,
- * KT_EINVAL for a special file. */
+ * KT_EINVAL for a special file; KT_ENOTFOUND, KT_ENOTDIR, KT_ELOOP or a
+ * path error as kt_get(). */
 KT_EXTERN int kt_read(size_t *nread, kt_store *store, const char *path,
 		      void *buf, size_t len, uint64_t offset);
 
@@ -511,13 +572,14 @@ KT_EXTERN int kt_read(size_t *nread, kt_store *store, const char *path,
  * existing item's value, extending it (with a hole) as needed.  Costs the
  * bytes written, not the size of the value.  Follows links.  KT_ENOTFOUND if
  * there is no node, KT_EISDIR for a directory without a value, KT_EINVAL
- * for a special file. */
+ * for a special file or a NULL @p buf with @p len > 0, KT_ETOOBIG past
+ * KT_VALUE_MAX, KT_ENOTDIR, KT_ELOOP, a path error, KT_EREADONLY. */
 KT_EXTERN int kt_write(kt_store *store, const char *path, const void *buf,
 		       size_t len, uint64_t offset);
 
 /** Set the size of an existing item's value, cutting it or extending it
- * with a hole.  Follows links.  Fails as kt_write() does on a node that is
- * not an item. */
+ * with a hole.  Follows links.  Fails as kt_write() does (KT_ETOOBIG for
+ * a size over KT_VALUE_MAX). */
 KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
 /**@}*/
 
@@ -553,6 +615,11 @@ KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
  * the node at @p path under all its paths at once, and its value and
  * attributes, in one batch (StatelyDB's delete of an item with aliases); on
  * a node with one path it is an ordinary delete.
+ *
+ * @return 0, KT_ENOTFOUND, KT_ENOTEMPTY, KT_EISDIR and KT_EINVAL (as
+ *   above, and for the root, unknown flags or flags that exclude each
+ *   other), KT_ENOTDIR (an ancestor is not a directory; KT_DELETE_DIR on
+ *   what is not one), KT_ELOOP, a path error, KT_EREADONLY.
  */
 KT_EXTERN int kt_delete(kt_store *store, const char *path,
 			unsigned int flags);
@@ -575,6 +642,12 @@ KT_EXTERN int kt_delete(kt_store *store, const char *path,
  * Cost: rows are keyed by path, so the move rewrites one row per node in
  * the subtree plus one per index entry: linear in the subtree size.  Values
  * and attributes are keyed by id and are not copied.
+ *
+ * @return 0, KT_ENOTFOUND (no @p src, or no parent of @p dst),
+ *   KT_EEXISTS (KT_RENAME_NOREPLACE), KT_ENOTEMPTY, KT_ENOTDIR, KT_EISDIR,
+ *   KT_EINVAL (into itself, the root, unknown flags, NOREPLACE with
+ *   EXCHANGE), KT_ENAMETOOLONG (a node of the subtree would be over the
+ *   path limits at its new place), KT_ELOOP, a path error, KT_EREADONLY.
  */
 KT_EXTERN int kt_rename(kt_store *store, const char *src, const char *dst,
 			unsigned int flags);
@@ -786,7 +859,13 @@ KT_EXTERN int kt_orphan_detach_at(kt_store *store, uint64_t dir,
  * its value and its attributes under its id; the kt_orphan_* calls then
  * reach it by id until kt_orphan_release() drops it.  Orphans left behind
  * by a process that died are dropped by the next kt_open() that may write.
- * kt_check() counts them as live. */
+ * kt_check() counts them as live.  Every call on orphan @p id returns
+ * KT_ENOTFOUND when there is no orphan @p id, and every changing call
+ * KT_EREADONLY on a read-only store.
+ * Engines: an orphan belongs to the handle that made it.  A client's
+ * orphans are dropped by the holder when the client's connection ends
+ * (it closed or died); the holder's own are dropped with the holder, by
+ * the next process to hold the store (docs/CONCURRENCY.md). */
 /**@{*/
 
 /** Detach the item at @p path (not following a link in the last
@@ -794,7 +873,8 @@ KT_EXTERN int kt_orphan_detach_at(kt_store *store, uint64_t dir,
  * item can be detached: KT_EISDIR for a directory, KT_EINVAL for a link or
  * a special file, KT_EPERM for an item with several paths (kt_link()):
  * kt_delete() that path instead, and the item stays reachable by id
- * through its others. */
+ * through its others.  Also KT_ENOTFOUND, KT_ENOTDIR, KT_ELOOP, a path
+ * error, KT_EREADONLY. */
 KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
 			       const char *path);
 
@@ -805,7 +885,7 @@ KT_EXTERN int kt_orphan_detach(uint64_t *id, kt_store *store,
  * stay holes: the cost is the bytes stored, not the value's size.  One
  * atomic batch; the copy is held in memory until it commits.  KT_EISDIR
  * for a directory without a value, KT_EINVAL for a link or a special
- * file. */
+ * file, KT_ENOTFOUND, KT_ENOTDIR, KT_ELOOP, a path error, KT_EREADONLY. */
 KT_EXTERN int kt_orphan_copy(uint64_t *id, kt_store *store, const char *path);
 
 /** Make a new, empty orphan item (what open(2) with O_TMPFILE makes): no
@@ -829,22 +909,27 @@ KT_EXTERN int kt_orphan_link(kt_store *store, uint64_t id, const char *path);
 /** Metadata of orphan @p id; KT_ENOTFOUND if there is none. */
 KT_EXTERN int kt_orphan_stat(kt_statbuf *st, kt_store *store, uint64_t id);
 
-/** As kt_read(), on orphan @p id. */
+/** As kt_read(), on orphan @p id; KT_ENOTFOUND if there is none. */
 KT_EXTERN int kt_orphan_read(size_t *nread, kt_store *store, uint64_t id,
 			     void *buf, size_t len, uint64_t offset);
 
-/** As kt_write(), on orphan @p id. */
+/** As kt_write(), on orphan @p id: KT_ENOTFOUND, KT_EINVAL (a NULL @p buf
+ * with @p len > 0), KT_ETOOBIG, KT_EREADONLY. */
 KT_EXTERN int kt_orphan_write(kt_store *store, uint64_t id, const void *buf,
 			      size_t len, uint64_t offset);
 
-/** As kt_truncate(), on orphan @p id. */
+/** As kt_truncate(), on orphan @p id: KT_ENOTFOUND, KT_ETOOBIG,
+ * KT_EREADONLY. */
 KT_EXTERN int kt_orphan_truncate(kt_store *store, uint64_t id, uint64_t size);
 
-/** As kt_setattr(), on orphan @p id. */
+/** As kt_setattr(), on orphan @p id: KT_ENOTFOUND, KT_EINVAL (args NULL
+ * or of another version, mode above 07777, unknown mask bits),
+ * KT_EREADONLY. */
 KT_EXTERN int kt_orphan_setattr(kt_store *store, uint64_t id,
 				const kt_setattr_args *args);
 
-/** Drop orphan @p id with its value and attributes. */
+/** Drop orphan @p id with its value and attributes: KT_ENOTFOUND,
+ * KT_EREADONLY. */
 KT_EXTERN int kt_orphan_release(kt_store *store, uint64_t id);
 /**@}*/
 
@@ -852,13 +937,19 @@ KT_EXTERN int kt_orphan_release(kt_store *store, uint64_t id);
 /** @name Attributes
  * Named binary values on a node.  A name is 1 to KT_NAME_MAX bytes without
  * NUL, and may not start with the store's delimiter (KT_ERESERVED).  All
- * follow links in the last component. */
+ * follow links in the last component.  Besides each call's own errors:
+ * KT_EINVAL (an empty name), KT_ENAMETOOLONG (a name over KT_NAME_MAX),
+ * KT_ERESERVED, and, for the node, KT_ENOTFOUND, KT_ENOTDIR, KT_ELOOP
+ * or a path error. */
 /**@{*/
 
 #define KT_ATTR_CREATE 0x01u  /**< fail with KT_EEXISTS if it exists */
 #define KT_ATTR_REPLACE 0x02u /**< fail with KT_ENOATTR if it does not */
 
-/** Set attribute @p name of the node at @p path. */
+/** Set attribute @p name of the node at @p path.  KT_EEXISTS with
+ * KT_ATTR_CREATE, KT_ENOATTR with KT_ATTR_REPLACE, KT_ETOOBIG (a value over
+ * KT_ATTR_VALUE_MAX), KT_EINVAL (unknown flags, a NULL @p value with
+ * @p len > 0), KT_EREADONLY. */
 KT_EXTERN int kt_attr_set(kt_store *store, const char *path, const char *name,
 			  const void *value, size_t len, unsigned int flags);
 
@@ -867,12 +958,12 @@ KT_EXTERN int kt_attr_set(kt_store *store, const char *path, const char *name,
 KT_EXTERN int kt_attr_get(void **value, size_t *len, kt_store *store,
 			  const char *path, const char *name);
 
-/** Remove attribute @p name; KT_ENOATTR if absent. */
+/** Remove attribute @p name; KT_ENOATTR if absent, KT_EREADONLY. */
 KT_EXTERN int kt_attr_delete(kt_store *store, const char *path,
 			     const char *name);
 
 /** Iterate over the attributes of a node in byte order of name; each entry
- * has name and value. */
+ * has name and value, over a snapshot taken now. */
 KT_EXTERN int kt_attr_iter_new(kt_iter **out, kt_store *store,
 			       const char *path);
 /**@}*/
@@ -914,12 +1005,17 @@ typedef struct kt_list_options {
  * links in every component), in byte order of name, over a snapshot taken
  * now.  Pages resume with kt_list_options.after set to the last name seen,
  * which stays correct while others insert and delete.
- * @return 0, KT_ENOTFOUND, KT_ENOTDIR (not a directory), a path error.
+ * @return 0, KT_ENOTFOUND, KT_ENOTDIR (not a directory), KT_ELOOP, a
+ *   path error, KT_EINVAL (options of another version, a NULL after with
+ *   after_len > 0).
+ * Engines: on a client the snapshot lives in the holder, and rows come
+ * from it a batch at a time.
  */
 KT_EXTERN int kt_iter_new(kt_iter **out, kt_store *store, const char *path,
 			  const kt_list_options *opts);
 
-/** Advance: 0 with @p entry set, KT_ITEROVER at the end, or an error. */
+/** Advance: 0 with @p entry set, KT_ITEROVER at the end, or an error
+ * (KT_EIO, KT_ECORRUPT, KT_ENOMEM), after which the iteration is over. */
 KT_EXTERN int kt_iter_next(const kt_entry **entry, kt_iter *iter);
 
 /** Release an iterator.  Accepts NULL. */
@@ -938,6 +1034,9 @@ KT_EXTERN void kt_iter_free(kt_iter *iter);
  * entries carry full paths below the resolved parent.  Entries come in the
  * byte order of their rows (see docs/FORMAT.md); a parent precedes its
  * descendants.
+ * @return 0, KT_ENOTFOUND (no parent of @p prefix; with KT_FIND_SUBTREE,
+ *   no node at it), KT_ENOTDIR, KT_EINVAL (unknown flags), KT_ELOOP, a
+ *   path error.
  */
 KT_EXTERN int kt_find_new(kt_iter **out, kt_store *store, const char *prefix,
 			  unsigned int flags);
@@ -950,7 +1049,8 @@ KT_EXTERN int kt_find_new(kt_iter **out, kt_store *store, const char *prefix,
  * atomic write: all of them or none.  Arguments are copied when recorded. */
 /**@{*/
 
-/** Start an empty batch on @p store.  Release it with kt_batch_free(). */
+/** Start an empty batch on @p store.  Release it with kt_batch_free().
+ * Returns 0, KT_EINVAL or KT_ENOMEM. */
 KT_EXTERN int kt_batch_new(kt_batch **out, kt_store *store);
 
 /** Record a kt_put().  The path, value and options are checked for syntax
@@ -1005,7 +1105,8 @@ KT_EXTERN int kt_batch_setattr(kt_batch *batch, const char *path,
 /** Apply and commit every recorded operation.  On failure nothing is
  * written, the return is the failing operation's code, and kt_errmsg()
  * says which operation (counted from 1) failed and why.  A batch commits
- * at most once; later calls give KT_EINVAL. */
+ * at most once; later calls give KT_EINVAL.  Like every change, it may
+ * return KT_EBUSY when other processes kept changing what it read. */
 KT_EXTERN int kt_batch_commit(kt_batch *batch);
 
 /** Release a batch, committed or not.  Accepts NULL. */
@@ -1033,27 +1134,15 @@ typedef struct kt_store_stats {
 				 such a node once */
 } kt_store_stats;
 
-/** Count the store's contents in one scan over a snapshot. */
+/** Count the store's contents in one scan over a snapshot.  Returns 0,
+ * KT_EINVAL (a NULL argument), or what stopped the scan (KT_EIO,
+ * KT_ECORRUPT, KT_ENOMEM). */
 KT_EXTERN int kt_stats(kt_store_stats *out, kt_store *store);
 
-/** Called by kt_check() for each violation found; @p what describes it,
- * naming the row.  Return non-zero to stop checking. */
+/** Called by kt_check() for each violation found, and by kt_repair() for
+ * each repair made; @p what describes it, naming the row.  Return non-zero
+ * to stop checking (kt_repair() ignores the return). */
 typedef int (*kt_check_cb)(const char *what, void *payload);
-
-/**
- * Verify every invariant of the store over a snapshot: each index row
- * points at a node of the recorded kind, each node but the root is reachable
- * through an index row in its parent's partition, every ancestor of a node
- * is a directory, directory counts and attribute counts agree, and every
- * value and attribute row belongs to a live node.
- *
- * @param nviolations  receives the number of violations (may be NULL)
- * @param cb           called per violation (may be NULL)
- * @return 0 when clean, KT_ECORRUPT when violations were found, or an
- *   error that stopped the check.
- */
-KT_EXTERN int kt_check(size_t *nviolations, kt_store *store, kt_check_cb cb,
-		       void *payload);
 
 /** Progress of a long operation: @p done units of an estimated @p total
  * (0 when unknown).  Return non-zero to stop it. */
@@ -1061,22 +1150,40 @@ typedef int (*kt_progress_cb)(uint64_t done, uint64_t total, void *payload);
 
 #define KT_CHECK_OPTIONS_VERSION 1
 
-/** Options for kt_check_ex(). */
+/** Options for kt_check() and kt_repair().  Zero in a field means "none";
+ * fields are only ever appended.  Initialise with KT_CHECK_OPTIONS_INIT. */
 typedef struct kt_check_options {
 	unsigned int version;        /**< KT_CHECK_OPTIONS_VERSION */
-	kt_check_cb on_violation;    /**< per violation, as in kt_check() */
-	kt_progress_cb on_progress;  /**< now and then: rows checked so far
-					of the store's path rows */
+	kt_check_cb on_violation;    /**< kt_check(): per violation;
+					kt_repair(): per repair made */
+	kt_progress_cb on_progress;  /**< kt_check() only: now and then,
+					path rows checked so far of the
+					store's path rows */
 	void *payload;               /**< passed to both callbacks */
 } kt_check_options;
 
 #define KT_CHECK_OPTIONS_INIT {KT_CHECK_OPTIONS_VERSION, NULL, NULL, NULL}
 
-/** kt_check() with a progress callback.  Counting the rows for the total
- * costs one extra scan, much cheaper than the check.  Stopping through a
- * callback returns KT_ITEROVER with the violations found so far. */
-KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
-			  const kt_check_options *opts);
+/**
+ * Verify every invariant of the store over a snapshot: each index row
+ * points at a node of the recorded kind, each node but the root is reachable
+ * through an index row in its parent's partition, every ancestor of a node
+ * is a directory, directory counts and attribute counts agree, and every
+ * value and attribute row belongs to a live node (orphans are live).
+ * Writers, in this process or others, may run meanwhile: the snapshot is
+ * one consistent state.  With on_progress set, counting the rows for the
+ * total costs one extra scan, much cheaper than the check.
+ *
+ * @param nviolations  receives the number of violations (may be NULL)
+ * @param opts         callbacks, or NULL for none
+ * @return 0 when clean; KT_ECORRUPT when violations were found (also when
+ *   on_violation stopped the check); KT_ITEROVER when on_progress stopped
+ *   it (@p nviolations holds those found so far); KT_EINVAL (a NULL
+ *   store, an unknown opts->version); or what stopped the scan: KT_EIO,
+ *   KT_ENOMEM (and KT_ECORRUPT for a row the engine cannot read).
+ */
+KT_EXTERN int kt_check(size_t *nviolations, kt_store *store,
+		       const kt_check_options *opts);
 
 /**
  * Repair what kt_check() finds, in one atomic batch: index rows that point
@@ -1084,21 +1191,26 @@ KT_EXTERN int kt_check_ex(size_t *nviolations, kt_store *store,
  * without an index row are linked back into their parent when the parent
  * is a directory, and removed with their subtree when it is not or is
  * missing; counts are recomputed; block and attribute rows of no node are
- * removed.  @p cb is called once per repair made, after the batch of
- * repairs has committed (a failed repair reports none, and @p nfixed is
- * 0).  Repair reads the whole store in one step: while other processes
- * keep writing it may give up with KT_EBUSY; run it again when they stop.
- * A node whose path is over the length or depth limit (which only a
- * rename by an older library could make) cannot be repaired: it is
- * reported through @p cb as "cannot repair: ...", not counted, and the
- * call returns KT_ECORRUPT after committing every other repair; a
- * recursive kt_delete() of an ancestor within the limits removes it.
+ * removed.  opts->on_violation is called once per repair made, after the
+ * batch of repairs has committed (a failed repair reports none, and
+ * @p nfixed is 0).  Repair reads the whole store in one step and commits
+ * only if nothing it read changed meanwhile (rerunning otherwise): while
+ * other processes keep writing it may give up with KT_EBUSY; run it
+ * again when they stop.  A node whose path is over the length or depth
+ * limit (which only a rename by an older library could make) cannot be
+ * repaired: it is reported through on_violation as "cannot repair: ...",
+ * not counted, and the call returns KT_ECORRUPT after committing every
+ * other repair; a recursive kt_delete() of an ancestor within the limits
+ * removes it.
  * @param nfixed  receives the number of repairs (may be NULL)
+ * @param opts    callbacks, or NULL for none; on_progress must be NULL
  * @return 0 (the store now passes kt_check), KT_ECORRUPT (something could
- *   not be repaired; the rest was), or an error.
+ *   not be repaired; the rest was), KT_EREADONLY, KT_EBUSY (see above),
+ *   KT_EINVAL (a NULL store, an unknown opts->version, an on_progress
+ *   callback), KT_ENOMEM, KT_EIO.
  */
-KT_EXTERN int kt_repair(size_t *nfixed, kt_store *store, kt_check_cb cb,
-			void *payload);
+KT_EXTERN int kt_repair(size_t *nfixed, kt_store *store,
+			const kt_check_options *opts);
 /**@}*/
 
 #ifdef __cplusplus

@@ -609,18 +609,8 @@ static void progress(checker *c, int force)
 		c->stop = 2;
 }
 
-int kt_check(size_t *nviolations, kt_store *st, kt_check_cb cb,
-	     void *payload)
-{
-	kt_check_options o = KT_CHECK_OPTIONS_INIT;
-
-	o.on_violation = cb;
-	o.payload = payload;
-	return kt_check_ex(nviolations, st, &o);
-}
-
-int kt_check_ex(size_t *nviolations, kt_store *st,
-		const kt_check_options *opts)
+int kt_check(size_t *nviolations, kt_store *st,
+	     const kt_check_options *opts)
 {
 	kt_check_options def = KT_CHECK_OPTIONS_INIT;
 	checker c;

@@ -1254,6 +1254,11 @@ int kt__op_validate(kt_store *st, const kt__op *op)
 			return rc;
 		break;
 	case KT__OP_SETATTR:
+		if (op->sa.version != KT_SETATTR_ARGS_VERSION)
+			return kt__err(KT_EINVAL, "setattr '%s': args version "
+				       "%u, expected %d", SHOW(a, vpath),
+				       op->sa.version,
+				       KT_SETATTR_ARGS_VERSION);
 		if (op->sa.mask & ~0x7fu)
 			return kt__err(KT_EINVAL, "setattr '%s': unknown mask "
 				       "bits 0x%x", SHOW(a, vpath),

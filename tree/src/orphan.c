@@ -549,6 +549,10 @@ int kt_orphan_setattr(kt_store *st, uint64_t id, const kt_setattr_args *sa)
 {
 	if (sa == NULL)
 		return kt__err(KT_EINVAL, "orphan_setattr: args is NULL");
+	if (sa->version != KT_SETATTR_ARGS_VERSION)
+		return kt__err(KT_EINVAL, "orphan_setattr: args version %u, "
+			       "expected %d", sa->version,
+			       KT_SETATTR_ARGS_VERSION);
 	if (sa->mask & ~0x7fu)
 		return kt__err(KT_EINVAL, "orphan_setattr: unknown mask bits "
 			       "0x%x", sa->mask);

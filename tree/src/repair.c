@@ -803,8 +803,11 @@ static int repair_fn(kt__tx *tx, void *arg)
 	return rc;
 }
 
-int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
+int kt_repair(size_t *nfixed, kt_store *st, const kt_check_options *opts)
 {
+	kt_check_options def = KT_CHECK_OPTIONS_INIT;
+	kt_check_cb cb;
+	void *payload;
 	fixer f;
 	size_t i, at;
 	int rc;
@@ -813,6 +816,19 @@ int kt_repair(size_t *nfixed, kt_store *st, kt_check_cb cb, void *payload)
 		*nfixed = 0;
 	if (st == NULL)
 		return kt__err(KT_EINVAL, "repair: store is NULL");
+	if (opts == NULL)
+		opts = &def;
+	if (opts->version != KT_CHECK_OPTIONS_VERSION)
+		return kt__err(KT_EINVAL, "repair: options version %u, "
+			       "expected %d", opts->version,
+			       KT_CHECK_OPTIONS_VERSION);
+	/* One atomic read-fix-commit, possibly rerun: no progress to tell
+	 * that would not go backwards. */
+	if (opts->on_progress != NULL)
+		return kt__err(KT_EINVAL, "repair: on_progress is not "
+			       "supported (only kt_check reports progress)");
+	cb = opts->on_violation;
+	payload = opts->payload;
 	if (st->read_only)
 		return kt__err(KT_EREADONLY, "repair: the store was opened "
 			       "read-only");

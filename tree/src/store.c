@@ -201,7 +201,7 @@ static int upgrade(kt_store *st, const char *dir)
 	int rc = 0;
 
 	if (st->format < 2)
-		rc = kt_repair(NULL, st, NULL, NULL);
+		rc = kt_repair(NULL, st, NULL);
 	if (rc != 0) {
 		kt__err_prefix("open '%s': upgrading from format %u", dir,
 			       st->format);
