@@ -469,7 +469,7 @@ int main(int argc, char **argv)
 		int rc = kt_open(&st, argv[2], NULL);
 
 		if (rc == 0)
-			rc = kt_check(&bad, st, NULL, NULL);
+			rc = kt_check(&bad, st, NULL);
 		if (rc != 0 || bad != 0)
 			fprintf(stderr, "probe: kt_open/kt_check gave %d, %zu "
 				"violations (%s)\n", rc, bad, kt_errmsg());
