@@ -3025,3 +3025,14 @@ const char *model_rcname(int rc)
 {
 	return rcname(rc);
 }
+
+void model_gen_op(mctx *c, model_op *o)
+{
+	gen_op(c, o);
+}
+
+const char *const *model_attr_names(size_t *n)
+{
+	*n = NANAMES;
+	return anames;
+}

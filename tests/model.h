@@ -254,6 +254,14 @@ void model_reopen(mctx *c);
  * node by path and by id, kt_stats, and kt_check. */
 void model_check_all(mctx *c);
 
+/* Generate a random operation into @p o (not a batch), as model_step()
+ * does, without applying it. */
+void model_gen_op(mctx *c, model_op *o);
+
+/* The attribute names model_op.aname is chosen from (*n of them), for a
+ * caller that records operations by index. */
+const char *const *model_attr_names(size_t *n);
+
 /* Set c->desc to describe @p o. */
 void model_describe(mctx *c, const model_op *o);
 
