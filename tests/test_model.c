@@ -132,45 +132,8 @@
 #define DEFAULT_OPS  20000UL
 #define DEFAULT_SEED 0x6b657974726565ULL /* "keytree" */
 #define CHECK_EVERY  500UL
-#define PBUF	     4352
-#define BIGVAL	     20000
-
-#define MODEL_FIXTURE	  kt_test_fixture
-#define MODEL_CTX_FIELDS                                                       \
-	uint64_t seed, rng;                                                    \
-	int last_rc;                                                           \
-	size_t max_aliases; /* most paths beyond the first at one time */
-#define MODEL_EXTRA_NAMES /* none */
 
 #include "model.h"
-
-static const char *const op_names[OP__COUNT] = {
-	"put",	    "mkdir",	   "symlink", "delete", "rename",
-	"attr_set", "attr_delete", "mknod",   "link", "write",
-	"truncate", "setattr",	   "batch"};
-
-/* The choices: splitmix64 from the seed. */
-static uint64_t rnd(mctx *c)
-{
-	uint64_t z = (c->rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static unsigned int rn(mctx *c, unsigned int n)
-{
-	return (unsigned int)(rnd(c) % n);
-}
-
-static void model_value_bytes(mctx *c, unsigned char *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = (unsigned char)rn(c, 256);
-}
 
 static void model_fail(mctx *c, const char *what)
 {
@@ -178,257 +141,6 @@ static void model_fail(mctx *c, const char *what)
 		 "KT_MODEL_OPS=%lu)\n  op: %s\n  %s",
 		 c->step, (unsigned long long)c->seed, c->step + 1, c->desc,
 		 what);
-}
-
-
-/* ------------------------------------------------------------------------
- * The run */
-
-typedef struct snap {
-	int lrc, src;
-	uint64_t lver, sver;
-} snap;
-
-static void take_snap(mctx *c, snap *sn, size_t n)
-{
-	size_t i;
-	kt_statbuf st;
-
-	for (i = 0; i < n; i++) {
-		sn[i].lrc = kt_lstat(&st, c->f->store, c->checks.v[i]);
-		sn[i].lver = sn[i].lrc == 0 ? st.version : 0;
-		sn[i].src = kt_stat(&st, c->f->store, c->checks.v[i]);
-		sn[i].sver = sn[i].src == 0 ? st.version : 0;
-	}
-}
-
-/* Paths the step is about: its arguments, their parents, what they
- * resolve to and the parents of that, and two random ones. */
-static void add_checks(mctx *c, const char *path)
-{
-	char p[PBUF];
-	res r;
-	int follow;
-
-	sl_push_unique(&c->checks, path);
-	if (path_err(path) != 0 || strcmp(path, "/") == 0)
-		return;
-	parent_of(p, path);
-	sl_push_unique(&c->checks, p);
-	for (follow = 0; follow < 2; follow++) {
-		if (m_resolve(c, path, follow, &r) != 0 || r.path[0] == '\0')
-			continue;
-		sl_push_unique(&c->checks, r.path);
-		if (strcmp(r.path, "/") != 0) {
-			parent_of(p, r.path);
-			sl_push_unique(&c->checks, p);
-		}
-	}
-}
-
-/* The message of a failed operation names its path (a failed batch also
- * the number of the operation, counted from 1). */
-static void check_errmsg(mctx *c, const op *o)
-{
-	const char *msg = kt_errmsg();
-	char num[32] = "";
-
-	if (o->type == OP_BATCH) {
-		o = &c->sub[c->bad_sub];
-		snprintf(num, sizeof(num), "%zu", c->bad_sub + 1);
-	}
-	if (msg[0] == '\0')
-		mismatch(c, "failed but kt_errmsg() is empty");
-	if (strstr(msg, num) == NULL)
-		mismatch(c,
-			 "kt_errmsg() '%s' does not say that operation %s "
-			 "failed",
-			 msg, num);
-	if (strstr(msg, o->p1) == NULL &&
-	    ((o->type != OP_RENAME && o->type != OP_LINK) ||
-	     strstr(msg, o->p2) == NULL))
-		mismatch(c, "kt_errmsg() '%s' does not name \"%s\"", msg,
-			 o->p1);
-}
-
-/* Apply c->o to the model and to the store, and compare the results and
- * then the paths the operation is about and @p extra. */
-static void do_op(mctx *c, const char *const *extra, size_t nextra)
-{
-	op *o = &c->o;
-	snap sn[32], after[32];
-	int want, got;
-	size_t i, nsnap, nal;
-
-	describe(c, o);
-	sl_clear(&c->checks);
-	sl_clear(&c->touched);
-	if (o->type == OP_BATCH) {
-		for (i = 0; i < c->nsub; i++) {
-			add_checks(c, c->sub[i].p1);
-			if (c->sub[i].type == OP_RENAME ||
-			    c->sub[i].type == OP_LINK)
-				add_checks(c, c->sub[i].p2);
-		}
-	} else {
-		add_checks(c, o->p1);
-		if (o->type == OP_RENAME || o->type == OP_LINK)
-			add_checks(c, o->p2);
-	}
-	for (i = 0; i < nextra; i++)
-		sl_push_unique(&c->checks, extra[i]);
-	nsnap = c->checks.n < 32 ? c->checks.n : 32;
-	take_snap(c, sn, nsnap);
-
-	want = model_apply(c, o);
-	got = store_apply(c, o);
-	c->last_rc = want;
-	if (c->verbose)
-		printf("step %lu: %s = %s\n", c->step, c->desc, rcname(want));
-	c->count[o->type][-want < NRC ? -want : NRC - 1]++;
-	if (got != want)
-		mismatch(c, "expected %s, got %s (%s)", rcname(want),
-			 rcname(got), got < 0 ? kt_errmsg() : "");
-	if (got < 0)
-		check_errmsg(c, o);
-	if (got < 0) {
-		/* a rejected operation writes nothing */
-		take_snap(c, after, nsnap);
-		for (i = 0; i < nsnap; i++)
-			if (sn[i].lrc != after[i].lrc ||
-			    sn[i].lver != after[i].lver ||
-			    sn[i].src != after[i].src ||
-			    sn[i].sver != after[i].sver)
-				mismatch(
-					c,
-					"rejected with %s but \"%s\" "
-					"changed: lstat %s version %llu -> %s "
-					"%llu, stat %s version %llu -> %s %llu",
-					rcname(got), c->checks.v[i],
-					rcname(sn[i].lrc),
-					(unsigned long long)sn[i].lver,
-					rcname(after[i].lrc),
-					(unsigned long long)after[i].lver,
-					rcname(sn[i].src),
-					(unsigned long long)sn[i].sver,
-					rcname(after[i].src),
-					(unsigned long long)after[i].sver);
-	}
-	for (i = 0; i < c->touched.n; i++)
-		sl_push_unique(&c->checks, c->touched.v[i]);
-	if (o->type == OP_RENAME && want == 0) {
-		/* the paths moved: look at them again */
-		add_checks(c, o->p1);
-		add_checks(c, o->p2);
-	}
-	for (i = 0; o->type == OP_BATCH && want == 0 && i < c->nsub; i++) {
-		add_checks(c, c->sub[i].p1);
-		if (c->sub[i].type == OP_RENAME || c->sub[i].type == OP_LINK)
-			add_checks(c, c->sub[i].p2);
-	}
-	for (i = 0; i < c->checks.n; i++)
-		check_path(c, c->checks.v[i]);
-	if (c->m.n > c->max_nodes)
-		c->max_nodes = c->m.n;
-	/* aliases: the paths of each node beyond its first */
-	for (i = 0, nal = 0; i < c->m.n; i++)
-		if (c->m.v[i]->b->nlink > 1 &&
-		    other_path(c, c->m.v[i]->b, NULL) != c->m.v[i])
-			nal++;
-	if (nal > c->max_aliases)
-		c->max_aliases = nal;
-}
-
-/* One random step; two random paths are compared besides. */
-static void run_step(mctx *c)
-{
-	char p1[PBUF], p2[PBUF];
-	const char *const extra[2] = {p1, p2};
-	size_t i;
-
-	if (rn(c, 100) < 5) {
-		/* a batch of valid operations; a bad path could be refused
-		 * when recorded or when committed */
-		c->o.type = OP_BATCH;
-		c->nsub = 2 + rn(c, 3);
-		for (i = 0; i < c->nsub; i++) {
-			op *o = &c->sub[i];
-			do
-				gen_op(c, o);
-			while (path_err(o->p1) != 0 ||
-			       strcmp(o->p1, "/") == 0 ||
-			       ((o->type == OP_RENAME || o->type == OP_LINK) &&
-				path_err(o->p2) != 0) ||
-			       strcmp(o->aname, anames[NANAMES - 1]) == 0 ||
-			       (o->type == OP_SYMLINK && o->p2[0] == '\0') ||
-			       o->type == OP_WRITE || o->type == OP_TRUNCATE ||
-			       (o->type == OP_MKNOD && mknod_args_bad(o)));
-			/* puts mostly succeed, so that whole batches do */
-			if (rn(c, 2) && o->type != OP_PUT) {
-				o->type = OP_PUT;
-				o->flags = 0;
-				rand_value(c, o);
-			}
-			/* act on what the operation before made (or moved
-			 * away, or below it) */
-			if (i > 0 && rn(c, 2) == 0) {
-				const op *b = &c->sub[i - 1];
-				int two = o->type == OP_RENAME ||
-					  o->type == OP_LINK;
-				char *to = rn(c, 2) && two ? o->p2 : o->p1;
-				strcpy(p1, (b->type == OP_RENAME ||
-					    b->type == OP_LINK) &&
-						   rn(c, 3)
-						   ? b->p2
-						   : b->p1);
-				if (rn(c, 3) == 0 && strlen(p1) + 16 < PBUF) {
-					strcat(p1, "/");
-					strcat(p1, names[rn(c, NNAMES)]);
-				}
-				strcpy(to, p1);
-			}
-		}
-	} else {
-		gen_op(c, &c->o);
-	}
-	pick_path(c, p1);
-	pick_path(c, p2);
-	do_op(c, extra, 2);
-}
-
-/* Fold this step's observed versions into the set of earlier ones. */
-static void end_step(mctx *c)
-{
-	size_t i;
-
-	for (i = 0; i < c->step_versions.cap; i++)
-		if (c->step_versions.v[i] != 0)
-			u64_add(&c->versions, c->step_versions.v[i]);
-	if (c->step_versions.has_zero)
-		c->versions.has_zero = 1;
-	if (c->step_versions.n > 0 || c->step_versions.has_zero) {
-		memset(c->step_versions.v, 0,
-		       c->step_versions.cap * sizeof(*c->step_versions.v));
-		c->step_versions.n = 0;
-		c->step_versions.has_zero = 0;
-	}
-}
-
-/* Close and reopen the store: everything visible must be as it was. */
-static void reopen(mctx *c)
-{
-	char *before = kt_test_digest(c->f->store), *after;
-
-	kt_test_reopen(c->f);
-	after = kt_test_digest(c->f->store);
-	if (strcmp(before, after) != 0) {
-		free(before);
-		free(after);
-		mismatch(c, "the store differs after close and reopen");
-	}
-	free(before);
-	free(after);
-	check_path(c, "/");
 }
 
 static unsigned long long env_num(const char *name, unsigned long long def)
@@ -455,10 +167,10 @@ static void print_stats(mctx *c)
 	       "further paths of a node (aliases); %lu path checks\n",
 	       c->m.n, c->max_nodes, c->max_aliases, c->nchecks);
 	for (t = 0; t < OP__COUNT; t++) {
-		printf("  %-12s", op_names[t]);
+		printf("  %-12s", model_op_names[t]);
 		for (k = 0; k < NRC; k++)
 			if (c->count[t][k])
-				printf(" %s:%lu", rcname(-k), c->count[t][k]);
+				printf(" %s:%lu", model_rcname(-k), c->count[t][k]);
 		printf("\n");
 	}
 }
@@ -532,53 +244,37 @@ static void check_coverage(mctx *c)
 	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 		if (c->count[need[i].type][-need[i].rc] == 0)
 			fail_msg("coverage: no %s returned %s in %lu steps",
-				 op_names[need[i].type], rcname(need[i].rc),
+				 model_op_names[need[i].type], model_rcname(need[i].rc),
 				 c->step);
 }
 
+
 /* The context of the running test, released by model_teardown when a
  * failure jumped out of the test. */
-static struct mctx *live_ctx;
+static mctx *live_ctx;
 
-/* A model holding only the root, for the fixture's empty store. */
+/* A model holding only the root, for the fixture's empty store; choices
+ * from the PRNG seeded with DEFAULT_SEED. */
 static mctx *ctx_new(kt_test_fixture *f)
 {
-	mctx *c = calloc(1, sizeof(*c));
-	mnode *root;
-	size_t i;
+	model_config cfg = {0};
+	mctx *c;
 
+	cfg.store = &f->store;
+	cfg.path = f->path;
+	cfg.digest = kt_test_digest;
+	cfg.fail = model_fail;
+	cfg.seed = DEFAULT_SEED;
+	cfg.check_every = CHECK_EVERY;
+	c = model_new(&cfg);
 	assert_non_null(c);
-	c->f = f;
 	live_ctx = c;
-	c->seed = c->rng = DEFAULT_SEED;
-	c->o.val = malloc(BIGVAL);
-	assert_non_null(c->o.val);
-	for (i = 0; i < 4; i++) {
-		c->sub[i].val = malloc(BIGVAL);
-		assert_non_null(c->sub[i].val);
-	}
-	root = m_new(&c->m, "/", KT_KIND_DIR);
-	root->b->vstate = V_KNOWN;
-	check_path(c, "/");
 	return c;
 }
 
 static void ctx_free(mctx *c)
 {
-	size_t i;
-
-	while (c->m.n > 0)
-		m_remove_subtree(&c->m, c->m.v[c->m.n - 1]->path);
-	free(c->m.v);
-	sl_free(&c->plan);
-	sl_free(&c->touched);
-	sl_free(&c->checks);
-	free(c->versions.v);
-	free(c->step_versions.v);
-	free(c->o.val);
-	for (i = 0; i < 4; i++)
-		free(c->sub[i].val);
-	free(c);
+	model_free(c);
 	live_ctx = NULL;
 }
 
@@ -586,32 +282,20 @@ static void test_model__random_ops(void **state)
 {
 	kt_test_fixture *f = *state;
 	mctx *c = ctx_new(f);
-	unsigned long nops, reopen_every;
+	unsigned long nops;
 	struct timespec t0, t1;
 
 	nops = (unsigned long)env_num("KT_MODEL_OPS", DEFAULT_OPS);
-	c->seed = env_num("KT_MODEL_SEED", DEFAULT_SEED);
-	c->rng = c->seed;
-	c->verbose = getenv("KT_MODEL_VERBOSE") != NULL;
-	reopen_every = nops / 4 < 5000 ? nops / 4 : 5000;
+	model_use_prng(c, env_num("KT_MODEL_SEED", DEFAULT_SEED));
+	if (getenv("KT_MODEL_VERBOSE") != NULL)
+		c->cfg.log = stdout;
+	c->cfg.reopen_every = nops / 4 < 5000 ? nops / 4 : 5000;
 	printf("model: KT_MODEL_SEED=%llu KT_MODEL_OPS=%lu\n",
 	       (unsigned long long)c->seed, nops);
 	fflush(stdout);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 
-	for (c->step = 0; c->step < nops; c->step++) {
-		run_step(c);
-		if ((c->step + 1) % CHECK_EVERY == 0)
-			check_all(c);
-		if (reopen_every > 0 &&
-		    c->step % reopen_every == reopen_every / 2) {
-			reopen(c);
-		}
-		end_step(c);
-	}
-	c->step = nops;
-	snprintf(c->desc, sizeof(c->desc), "(final comparison)");
-	check_all(c);
+	model_run(c, nops);
 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("model: %lu steps in %.2f s\n", nops,
@@ -624,8 +308,6 @@ static void test_model__random_ops(void **state)
 	ctx_free(c);
 }
 
-/* Set up c->o and run it; return the code (the model's, which the store
- * gave too). */
 static int set_op(mctx *c, int type, const char *p1, const char *p2,
 		  unsigned int flags)
 {
@@ -639,8 +321,8 @@ static int set_op(mctx *c, int type, const char *p1, const char *p2,
 	c->o.val[0] = (unsigned char)c->step;
 	c->o.off = 0;
 	c->o.smode = 0600;
-	do_op(c, NULL, 0);
-	end_step(c);
+	model_do_op(c, NULL, 0);
+	model_end_step(c);
 	c->step++;
 	return c->last_rc;
 }
@@ -686,14 +368,14 @@ static void test_model__link_hops(void **state)
 	assert_int_equal(c->count[OP_ATTR_SET][0], 4);
 	assert_int_equal(c->count[OP_ATTR_SET][-KT_ELOOP], 2);
 	assert_int_equal(c->count[OP_PUT][-KT_ELOOP], 2);
-	check_all(c);
+	model_check_all(c);
 	ctx_free(c);
 }
 
 /* The number of paths of the node at @p path in the model. */
 static uint32_t m_nlink(mctx *c, const char *path)
 {
-	mnode *n = m_find(&c->m, path);
+	mnode *n = model_find(c, path);
 
 	return n ? n->b->nlink : 0;
 }
@@ -709,7 +391,7 @@ static void test_model__aliases(void **state)
 	/* newpath's ancestors are made */
 	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/x/i", 0), 0);
 	assert_int_equal(m_nlink(c, "/c/x/i"), 2);
-	assert_true(m_find(&c->m, "/s/i")->b == m_find(&c->m, "/c/x/i")->b);
+	assert_true(model_find(c, "/s/i")->b == model_find(c, "/c/x/i")->b);
 	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/c/x/i", 0), KT_EEXISTS);
 	assert_int_equal(set_op(c, OP_LINK, "/s/i", "/s", 0), KT_EEXISTS);
 	assert_int_equal(set_op(c, OP_LINK, "/nope", "/z", 0), KT_ENOTFOUND);
@@ -722,7 +404,7 @@ static void test_model__aliases(void **state)
 	assert_int_equal(set_op(c, OP_ATTR_SET, "/s/i", NULL, 0), 0);
 	assert_int_equal(set_op(c, OP_WRITE, "/c/x/i", NULL, 0), 0);
 	assert_int_equal(set_op(c, OP_SETATTR, "/c/x/i", NULL, 0), 0);
-	assert_int_equal(m_find(&c->m, "/s/i")->b->mode, 0600);
+	assert_int_equal(model_find(c, "/s/i")->b->mode, 0600);
 	assert_int_equal(set_op(c, OP_ATTR_DELETE, "/c/x/i", NULL, 0), 0);
 	assert_int_equal(set_op(c, OP_TRUNCATE, "/s/i", NULL, 0), 0);
 	/* an item with two paths gains no children */
@@ -751,7 +433,7 @@ static void test_model__aliases(void **state)
 			 KT_EEXISTS);
 	/* rename moves one path */
 	assert_int_equal(set_op(c, OP_RENAME, "/c/x/i", "/c/y", 0), 0);
-	assert_null(m_find(&c->m, "/c/x/i"));
+	assert_null(model_find(c, "/c/x/i"));
 	assert_int_equal(m_nlink(c, "/c/y"), 2);
 	/* a rename over one path of another node removes that path only */
 	assert_int_equal(set_op(c, OP_PUT, "/o", NULL, 0), 0);
@@ -784,11 +466,11 @@ static void test_model__aliases(void **state)
 	assert_int_equal(set_op(c, OP_DELETE, "/f/e", NULL,
 				KT_DELETE_ALL_PATHS | KT_DELETE_PRUNE),
 			 0);
-	assert_null(m_find(&c->m, "/e"));
-	assert_null(m_find(&c->m, "/g/h/e"));
-	assert_null(m_find(&c->m, "/f"));
-	assert_non_null(m_find(&c->m, "/g/h"));
-	check_all(c);
+	assert_null(model_find(c, "/e"));
+	assert_null(model_find(c, "/g/h/e"));
+	assert_null(model_find(c, "/f"));
+	assert_non_null(model_find(c, "/g/h"));
+	model_check_all(c);
 	ctx_free(c);
 }
 
@@ -808,12 +490,12 @@ static void test_model__link_max(void **state)
 		snprintf(c->o.p2, sizeof(c->o.p2), "/m/p%d", i);
 		strcpy(c->o.p1, i % 2 ? "/m/i" : "/m/p1");
 		c->o.type = OP_LINK;
-		describe(c, &c->o);
+		model_describe(c, &c->o);
 		want = model_apply(c, &c->o);
-		got = store_apply(c, &c->o);
+		got = model_store_apply(c, &c->o);
 		if (want != 0 || got != 0)
-			mismatch(c, "expected 0 from the model and the store, "
-				 "got %s and %s", rcname(want), rcname(got));
+			model_mismatch(c, "expected 0 from the model and the store, "
+				 "got %s and %s", model_rcname(want), model_rcname(got));
 	}
 	assert_int_equal(m_nlink(c, "/m/i"), KT_LINK_MAX - 1);
 	snprintf(p, sizeof(p), "/m/p%d", KT_LINK_MAX - 1);
@@ -823,7 +505,7 @@ static void test_model__link_max(void **state)
 	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/p1", 0), KT_EEXISTS);
 	assert_int_equal(set_op(c, OP_DELETE, "/m/p3", NULL, 0), 0);
 	assert_int_equal(set_op(c, OP_LINK, "/m/i", "/m/q", 0), 0);
-	check_all(c);
+	model_check_all(c);
 	ctx_free(c);
 }
 

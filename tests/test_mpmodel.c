@@ -49,39 +49,19 @@
 #define OPS 400
 #define GUARD_SECONDS 240
 #define MAXPROC 8
-#define PBUF 4352
-#define BIGVAL 20000
-
-#define MODEL_FIXTURE kt_test_fixture
-#define MODEL_CTX_FIELDS                                                       \
-	uint64_t rng;                                                          \
-	int in_child;
-#define MODEL_EXTRA_NAMES /* none */
+#define PBUF MODEL_PBUF
+#define BIGVAL MODEL_BIGVAL
 
 #include "model.h"
 
 static uint64_t seed_base = 0x6d706d6f64656cULL; /* "mpmodel" */
 
-static unsigned int rn(mctx *c, unsigned int n)
+/* cfg.user: nonzero in a writer process. */
+static int in_child_flag = 1, in_parent_flag = 0;
+
+static void model_fail_cb(mctx *c, const char *what)
 {
-	uint64_t z = (c->rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return (unsigned int)((z ^ (z >> 31)) % n);
-}
-
-static void model_value_bytes(mctx *c, unsigned char *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = (unsigned char)rn(c, 256);
-}
-
-static void model_fail(mctx *c, const char *what)
-{
-	if (c->in_child) {
+	if (*(const int *)c->cfg.user) {
 		fprintf(stderr, "mpmodel child: %s\n  op: %s\n", what,
 			c->desc);
 		_exit(3);
@@ -90,41 +70,33 @@ static void model_fail(mctx *c, const char *what)
 		 (unsigned long long)seed_base, what, c->desc);
 }
 
-static mctx *ctx_new(kt_test_fixture *f, uint64_t rng, int in_child)
+/* A context over *@p store, which must be empty now (model_new compares
+ * the root with it). */
+static mctx *ctx_new(kt_store **store, uint64_t seed, int in_child)
 {
-	mctx *c = calloc(1, sizeof(*c));
-	size_t i;
+	model_config cfg;
+	mctx *c;
 
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.store = store;
+	cfg.fail = model_fail_cb;
+	cfg.seed = seed;
+	cfg.delimiter_names = 1;
+	cfg.user = in_child ? &in_child_flag : &in_parent_flag;
+	c = model_new(&cfg);
 	assert_non_null(c);
-	c->f = f;
-	c->rng = rng;
-	c->in_child = in_child;
-	c->o.val = malloc(BIGVAL);
-	assert_non_null(c->o.val);
-	for (i = 0; i < 4; i++) {
-		c->sub[i].val = malloc(BIGVAL);
-		assert_non_null(c->sub[i].val);
-	}
-	m_new(&c->m, "/", KT_KIND_DIR);
 	return c;
 }
 
-static void ctx_free(mctx *c)
+/* Forget the paths the last operation wrote (model_do_op does it for its
+ * own steps). */
+static void touched_clear(mctx *c)
 {
 	size_t i;
 
-	while (c->m.n > 0)
-		m_remove_subtree(&c->m, c->m.v[c->m.n - 1]->path);
-	free(c->m.v);
-	sl_free(&c->plan);
-	sl_free(&c->touched);
-	sl_free(&c->checks);
-	free(c->versions.v);
-	free(c->step_versions.v);
-	free(c->o.val);
-	for (i = 0; i < 4; i++)
-		free(c->sub[i].val);
-	free(c);
+	for (i = 0; i < c->touched.n; i++)
+		free(c->touched.v[i]);
+	c->touched.n = 0;
 }
 
 /* ---- The log: one record per operation --------------------------------
@@ -149,15 +121,16 @@ static void put_str(FILE *f, const char *s)
 
 static int aname_index(const char *a)
 {
-	size_t i;
+	size_t i, n;
+	const char *const *anames = model_attr_names(&n);
 
-	for (i = 0; i < NANAMES; i++)
+	for (i = 0; i < n; i++)
 		if (anames[i] == a || strcmp(anames[i], a) == 0)
 			return (int)i;
 	return -1;
 }
 
-static void op_write(FILE *f, const op *o)
+static void op_write(FILE *f, const model_op *o)
 {
 	int32_t type = o->type, nullo = o->null_opts;
 	int32_t an = aname_index(o->aname ? o->aname : "x");
@@ -193,10 +166,12 @@ static int get_str(FILE *f, char *s, size_t cap)
 	return 0;
 }
 
-static int op_read(FILE *f, op *o)
+static int op_read(FILE *f, model_op *o)
 {
 	int32_t type, nullo, an;
 	uint32_t flags, ft, sm, vl;
+	size_t nnames;
+	const char *const *anames = model_attr_names(&nnames);
 
 	if (get_raw(f, &type, 4) || get_raw(f, &flags, 4) ||
 	    get_raw(f, &nullo, 4) || get_raw(f, &an, 4) ||
@@ -204,7 +179,7 @@ static int op_read(FILE *f, op *o)
 	    get_raw(f, &o->off, 8) || get_raw(f, &sm, 4) ||
 	    get_raw(f, &vl, 4) || vl > BIGVAL || get_raw(f, o->val, vl) ||
 	    get_str(f, o->p1, PBUF) || get_str(f, o->p2, PBUF) || an < 0 ||
-	    (size_t)an >= NANAMES)
+	    (size_t)an >= nnames)
 		return -1;
 	o->type = type;
 	o->flags = flags;
@@ -222,8 +197,8 @@ typedef struct rec {
 	unsigned long n; /* its number in the process's run */
 	int32_t rc;
 	uint64_t seq;
-	op o;
-	op sub[4];
+	model_op o;
+	model_op sub[4];
 	uint32_t nsub;
 } rec;
 
@@ -292,12 +267,14 @@ static void writer(const char *dir, int proc, int go, int done, int quit,
 			kt_errmsg());
 		_exit(2);
 	}
-	if (read(go, &b, 1) != 1)
+	/* Before anyone writes: the model starts from the empty store. */
+	c = ctx_new(&f.store, seed_base * 31 + (uint64_t)proc, 1);
+	b = 'r';
+	if (write(done, &b, 1) != 1 || read(go, &b, 1) != 1)
 		_exit(2);
 	log = fopen(logpath, "w");
 	if (log == NULL)
 		_exit(2);
-	c = ctx_new(&f, seed_base * 31 + (uint64_t)proc, 1);
 	for (i = 0; i < OPS; i++) {
 		uint64_t before = f.store->last_commit, seq;
 		int32_t rc32;
@@ -305,9 +282,9 @@ static void writer(const char *dir, int proc, int go, int done, int quit,
 
 		c->step = i;
 		c->nsub = 0;
-		gen_op(c, &c->o);
-		describe(c, &c->o);
-		rc = store_apply(c, &c->o);
+		model_gen_op(c, &c->o);
+		model_describe(c, &c->o);
+		rc = model_store_apply(c, &c->o);
 		seq = f.store->last_commit != before ? f.store->last_commit : 0;
 		if (!rc_possible(rc)) {
 			fprintf(stderr, "mpmodel child %d: op %lu %s gave %d "
@@ -329,13 +306,12 @@ static void writer(const char *dir, int proc, int go, int done, int quit,
 			op_write(log, &c->sub[k]);
 		/* Only so that the next choices follow the tree roughly: this
 		 * process's model is not the store. */
-		sl_clear(&c->plan);
-		sl_clear(&c->touched);
+		touched_clear(c);
 		model_apply(c, &c->o);
 	}
 	if (fclose(log) != 0)
 		_exit(5);
-	ctx_free(c);
+	model_free(c);
 	b = 'd';
 	if (write(done, &b, 1) != 1)
 		_exit(2);
@@ -412,7 +388,10 @@ static void run(kt_test_fixture *f, int nproc)
 	close(gop[0]);
 	close(dp[1]);
 	close(qp[0]);
-	/* All open, then all go at once. */
+	/* All open and ready (or gone: dp ends), then all go at once. */
+	for (p = 0; p < nproc && read(dp[0], &b, 1) == 1; p++)
+		;
+	b = 'g';
 	for (p = 0; p < nproc; p++)
 		assert_int_equal(write(gop[1], &b, 1), 1);
 	close(gop[1]);
@@ -473,8 +452,20 @@ static void run(kt_test_fixture *f, int nproc)
 				 (unsigned long long)recs[i].seq, recs[i].proc,
 				 recs[i].n, recs[i - 1].proc, recs[i - 1].n);
 
+	/* A context for the replay, made over an empty store (model_new
+	 * compares the root), then pointed at the real one. */
+	{
+		kt_options eo = KT_OPTIONS_INIT;
+		char empty[400];
+
+		snprintf(empty, sizeof(empty), "%s/empty", f->dir);
+		eo.create_if_missing = 1;
+		assert_int_equal(kt_open(&f->store, empty, &eo), 0);
+		c = ctx_new(&f->store, 0, 0);
+		kt_close(f->store);
+		f->store = NULL;
+	}
 	assert_int_equal(kt_open(&f->store, f->path, NULL), 0);
-	c = ctx_new(f, 0, 0);
 	for (i = 0; i < nrec; i++) {
 		rec *r = &recs[i];
 		uint32_t k;
@@ -501,26 +492,25 @@ static void run(kt_test_fixture *f, int nproc)
 			c->sub[k].val = v;
 			memcpy(v, r->sub[k].val, r->sub[k].vlen);
 		}
-		describe(c, &c->o);
-		sl_clear(&c->plan);
-		sl_clear(&c->touched);
+		model_describe(c, &c->o);
+		touched_clear(c);
 		want = model_apply(c, &c->o);
 		if (want != 0)
 			fail_msg("commit #%llu, process %d op %lu: %s returned "
 				 "0 and committed, but replayed in commit order "
 				 "the model gives %s (KT_MPMODEL_SEED=%llu)",
 				 (unsigned long long)r->seq, r->proc, r->n,
-				 c->desc, rcname(want),
+				 c->desc, model_rcname(want),
 				 (unsigned long long)seed_base);
 	}
 	snprintf(c->desc, sizeof(c->desc), "(the store after %zu commits of "
 		 "%d processes against the model)", nrec, nproc);
-	check_all(c);
+	model_check_all(c);
 	printf("mpmodel: %d processes, %d ops each: %zu committed, %zu "
 	       "failed, %zu without changes; %zu nodes at the end\n",
 	       nproc, OPS, nrec, failed, noop, c->m.n);
 	fflush(stdout);
-	ctx_free(c);
+	model_free(c);
 	for (i = 0; i < nrec; i++)
 		rec_free(&recs[i]);
 	free(recs);
