@@ -846,6 +846,25 @@ static void test_errors__open_bad_options_version(void **state)
 	REJECT(kt_open(&st, f->path, &o), KT_EINVAL, "99");
 }
 
+static void test_errors__setattr_bad_args_version(void **state)
+{
+	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
+
+	sa.version = 7;
+	sa.mask = KT_SET_MODE;
+	sa.mode = 0600;
+	REJECT(kt_setattr(ST, "/item", &sa, 0), KT_EINVAL, "args version 7");
+}
+
+static void test_errors__check_bad_options_version(void **state)
+{
+	kt_check_options co = KT_CHECK_OPTIONS_INIT;
+	size_t n = 0;
+
+	co.version = 9;
+	REJECT(kt_check(&n, ST, &co), KT_EINVAL, "options version 9");
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, kt_test_teardown)
 
 int main(void)
@@ -927,6 +946,8 @@ int main(void)
 		T(test_errors__open_locked_store),
 		T(test_errors__write_read_only),
 		T(test_errors__open_bad_options_version),
+		T(test_errors__setattr_bad_args_version),
+		T(test_errors__check_bad_options_version),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
