@@ -518,14 +518,18 @@ int kt__note_encode(kt__buf *b, const kt__commit *cm)
 	return 0;
 }
 
-int kt__note_decode(kt__write **out, size_t *nout, kt__wire_in *in)
+/* Read u32 n and n writes (bytes part, bytes sort, u8 del, bytes value),
+ * as COMMIT and NOTE carry them, into a malloc'd array pointing into the
+ * frame.  0, 1 for a malformed frame, or KT_ENOMEM. */
+static int writes_read(kt__write **out, uint32_t *nout, kt__wire_in *in)
 {
 	uint32_t i, n = kt__wire_get_u32(in);
 	kt__write *w = NULL;
 
 	*out = NULL;
 	*nout = 0;
-	/* Each write takes at least 13 bytes of the frame. */
+	/* Each write takes at least 13 bytes of the frame: bound the count
+	 * by what is there before allocating for it. */
 	if (in->bad || n > (in->len - in->pos) / 13)
 		return 1;
 	if (n > 0 && (w = calloc(n, sizeof(*w))) == NULL)
@@ -538,6 +542,21 @@ int kt__note_decode(kt__write **out, size_t *nout, kt__wire_in *in)
 		if (w[i].del)
 			w[i].value.p = NULL;
 	}
+	*out = w;
+	*nout = n;
+	return 0;
+}
+
+int kt__note_decode(kt__write **out, size_t *nout, kt__wire_in *in)
+{
+	kt__write *w;
+	uint32_t n;
+	int rc;
+
+	*out = NULL;
+	*nout = 0;
+	if ((rc = writes_read(&w, &n, in)) != 0)
+		return rc;
 	if (in->bad || in->pos != in->len) {
 		free(w);
 		return 1;
@@ -921,21 +940,8 @@ static int serve_commit(kt__conn *c, kt__wire_in *in, uint64_t *applied)
 
 	memset(&cm, 0, sizeof(cm));
 	cm.sync = kt__wire_get_u8(in) != 0;
-	nw = kt__wire_get_u32(in);
-	/* Each write takes at least 13 bytes of the frame: bound the count
-	 * by what is there before allocating for it. */
-	if (in->bad || nw > (in->len - in->pos) / 13)
-		return 1;
-	if (nw > 0 && (w = calloc(nw, sizeof(*w))) == NULL)
-		return kt__err(KT_ENOMEM, "out of memory");
-	for (i = 0; i < nw; i++) {
-		w[i].part = kt__wire_get_bytes(in);
-		w[i].sort = kt__wire_get_bytes(in);
-		w[i].del = kt__wire_get_u8(in) != 0;
-		w[i].value = kt__wire_get_bytes(in);
-		if (w[i].del)
-			w[i].value.p = NULL;
-	}
+	if ((rc = writes_read(&w, &nw, in)) != 0)
+		return rc;
 	nc = kt__wire_get_u32(in);
 	if (in->bad || nc > (in->len - in->pos) / 34) {
 		free(w);
