@@ -146,6 +146,25 @@ typedef struct kt__leveldb_opts {
 int kt__leveldb_open(kt__rows **out, const char *dir,
 		     const kt__leveldb_opts *opts);
 
+/* Options for opening the RADOS engine (rows_rados.c, built when
+ * librados is found: KT_HAVE_RADOS). */
+typedef struct kt__rados_opts {
+	const char *pool;     /* the pool the tree lives in */
+	const char *nspace;   /* its namespace; NULL or "": the default */
+	const char *tree;     /* the tree's name within pool and namespace */
+	const char *conf;     /* ceph.conf; NULL: Ceph's own search */
+	const char *client;   /* client name ("client.admin"); NULL: default */
+	int create;           /* make the tree when it does not exist */
+	unsigned int lease_ms; /* how long an unfinished commit of another
+				  client may stay pending before it is
+				  rolled back; 0: the default */
+} kt__rados_opts;
+
+/* Connect to the cluster and open the tree @p o names.  KT_ENOTFOUND when
+ * the tree does not exist and o->create is not set, KT_EINVAL for a bad
+ * name, KT_EIO when the cluster cannot be reached (the message says why). */
+int kt__rados_open(kt__rows **out, const kt__rados_opts *o);
+
 static inline kt__slice kt__sl(const void *p, size_t len)
 {
 	kt__slice s;
