@@ -1,0 +1,1960 @@
+/*
+ * rows_rados.c - the Ceph RADOS implementation of the storage seam
+ * (rows.h), and the only file that includes <rados/librados.h>.
+ *
+ * Layout.  A tree T lives in one pool (and namespace) as these objects:
+ *
+ *   T/<partition key>    one object per partition; its omap holds the
+ *                        partition's rows: omap key "." || esc(sort key),
+ *                        omap value the row's value.  A partition key too
+ *                        long for an object name gives T#<32 hex digits of
+ *                        its hash> instead, with the key in xattr kt.part.
+ *   T!cat                the catalog: one omap key "." || partition key
+ *                        per partition that ever held a row, so that the
+ *                        partitions starting with a prefix can be listed
+ *                        in byte order (RADOS lists objects unordered).
+ *   T!tx.<txid>          the record of a commit spanning several objects
+ *                        while it runs (below).
+ *
+ * esc() keeps omap keys free of NUL (librados takes C strings for paging
+ * bounds) and preserves order: 00 -> 01 01, 01 -> 01 02, other bytes as
+ * they are.  Every object carries xattr kt.lk: "-" when free, or the id of
+ * the commit that has it locked.
+ *
+ * Commits.  RADOS makes one compound operation on one object atomic and
+ * offers guards (assert_version, cmpxattr), but nothing across objects.  A
+ * snapshot here records, for each object read through it, the object
+ * version seen (reads of a locked object first settle the lock, so the
+ * version recorded is always that of an unlocked object).  A commit's
+ * conditions then become "every object read is still at the version seen":
+ * coarser than the seam asks (any change to the object, not only to the
+ * rows read, fails it) but never weaker, and the tree layer reruns the
+ * operation.
+ *
+ * - One object touched (read or written): one guarded operation.
+ * - Several: an optimistic two-phase commit in the manner of Percolator.
+ *   1. Write the record T!tx.<txid>, state P (pending), holding every
+ *      object's writes.
+ *   2. Lock every object read or written, in parallel: each lock is
+ *      guarded on the version read (or on "free" for a blind write, or
+ *      on absence), so it fails if anything changed.  Any failure: abort.
+ *   3. The commit point: flip the record from P to C with one guarded
+ *      operation.  Exactly one of this and a rollback (P to A) succeeds.
+ *   4. Apply each object's writes and unlock it, guarded on the lock
+ *      still being this commit's; then delete the record.
+ *
+ * A reader that meets a lock settles it from the record: C, roll the
+ * object forward; A or no record, unlock it; P, wait, and once it has been
+ * pending for longer than the lease (the writer died, or stalls), flip it
+ * to A itself and roll back.  A writer whose record was flipped to A
+ * cannot commit any more, so nothing needs fencing: the record's state
+ * change is the only commit point and it is guarded.  A client killed at
+ * any step leaves either locks of a P record (rolled back after the
+ * lease), of a C record (rolled forward by the next reader), or nothing.
+ *
+ * What does not hold here as it does on LevelDB: reads of several objects
+ * outside a commit see each object at some moment, not all at one moment
+ * (keytree.h, "Engines").  Commits are serializable.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rados/librados.h>
+
+#include "rows.h"
+
+#define LK "kt.lk"
+#define PARTX "kt.part"
+#define STX "kt.st"
+#define FREE "-"
+#define PAGE_MAX 1024          /* librados returns at most this per call */
+#define OID_MAX 1024           /* longer partitions get hashed names */
+#define LEASE_DEFAULT_MS 3000
+#define KNOWN_MAX 65536        /* catalog entries remembered per handle */
+
+typedef struct rad {
+	kt__rows base;
+	rados_t cl;
+	rados_ioctx_t io;
+	char *tree;
+	size_t treelen;
+	unsigned int lease_ms;
+	uint64_t inst;             /* this client's instance id */
+	pthread_mutex_t mu;        /* guards known and txseq */
+	uint64_t txseq;
+	/* Partitions known to be in the catalog (entries are never removed,
+	 * so this cannot go stale), kept as a set of names. */
+	struct kt__snap *known_set;
+} rad;
+
+/* What a snapshot saw of one object. */
+typedef struct seen {
+	char *oid;
+	uint64_t ver;
+	int exists;
+} seen;
+
+struct kt__snap {
+	rad *e;
+	seen *v;      /* open addressing, capacity a power of two */
+	size_t nv, capv;
+	int cat;      /* the catalog is among the objects seen */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts;
+	ts.tv_sec = ms / 1000u;
+	ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static uint64_t hash64(const char *p, size_t n, uint64_t h)
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ULL;
+	}
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
+	return h;
+}
+
+/* Record a RADOS failure (@p rc, a negative errno) as KT_EIO. */
+static int rerr(int rc, const char *what, const char *oid)
+{
+	char a[KT__SHOWSZ];
+	const char *why = strerror(-rc);
+
+	if (rc == -ETIMEDOUT)
+		why = "timed out (is the cluster up? see "
+		      "rados_osd_op_timeout)";
+	if (oid != NULL)
+		return kt__err(KT_EIO, "ceph: %s object '%s': %s", what,
+			       kt__show(a, sizeof(a), oid, strlen(oid)), why);
+	return kt__err(KT_EIO, "ceph: %s: %s", what, why);
+}
+
+/* Is @p rc what a failed guard returns? */
+static int is_conflict(int rc)
+{
+	return rc == -ECANCELED || rc == -ERANGE || rc == -EOVERFLOW ||
+	       rc == -EEXIST || rc == -ENOENT;
+}
+
+/* The omap key of sort key @p s: "." || esc(s). */
+static int okey(kt__buf *out, kt__slice s)
+{
+	size_t i;
+	int rc;
+
+	out->len = 0;
+	if ((rc = kt__buf_addc(out, '.')) != 0)
+		return rc;
+	for (i = 0; i < s.len && rc == 0; i++) {
+		unsigned char c = (unsigned char)s.p[i];
+		if (c <= 1) {
+			if ((rc = kt__buf_addc(out, 1)) == 0)
+				rc = kt__buf_addc(out, (char)(c + 1));
+		} else {
+			rc = kt__buf_addc(out, (char)c);
+		}
+	}
+	return rc;
+}
+
+/* The sort key of omap key @p k (without checks beyond the format's). */
+static int okey_dec(kt__buf *out, const char *k, size_t n)
+{
+	size_t i;
+	int rc = 0;
+
+	out->len = 0;
+	if (n == 0 || k[0] != '.')
+		return kt__err(KT_ECORRUPT, "ceph: omap key without '.'");
+	if ((rc = kt__buf_reserve(out, n)) != 0)
+		return rc;
+	for (i = 1; i < n; i++) {
+		unsigned char c = (unsigned char)k[i];
+		if (c == 1) {
+			if (i + 1 == n || (k[i + 1] != 1 && k[i + 1] != 2))
+				return kt__err(KT_ECORRUPT, "ceph: bad escape "
+					       "in an omap key");
+			c = (unsigned char)(k[++i] - 1);
+		}
+		out->p[out->len++] = (char)c;
+	}
+	out->p[out->len] = '\0';
+	return 0;
+}
+
+/* The object name of partition @p part. */
+static int oid_of(kt__buf *out, const rad *e, kt__slice part)
+{
+	char hex[40];
+	int rc;
+
+	out->len = 0;
+	if ((rc = kt__buf_add(out, e->tree, e->treelen)) != 0)
+		return rc;
+	if (e->treelen + 1 + part.len <= OID_MAX) {
+		if ((rc = kt__buf_addc(out, '/')) == 0)
+			rc = kt__buf_add(out, part.p, part.len);
+		return rc;
+	}
+	snprintf(hex, sizeof(hex), "#%016" PRIx64 "%016" PRIx64,
+		 hash64(part.p, part.len, 0xcbf29ce484222325ULL),
+		 hash64(part.p, part.len, 0x84222325cbf29ce4ULL));
+	return kt__buf_add(out, hex, strlen(hex));
+}
+
+static int is_hashed(const char *oid, const rad *e)
+{
+	return oid[e->treelen] == '#';
+}
+
+static int name_of(kt__buf *out, const rad *e, const char *what)
+{
+	out->len = 0;
+	if (kt__buf_add(out, e->tree, e->treelen) != 0 ||
+	    kt__buf_add(out, what, strlen(what)) != 0)
+		return kt__err(KT_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* What a snapshot saw */
+
+static seen *seen_slot(kt__snap *s, const char *oid)
+{
+	size_t h, mask;
+
+	if (s->capv == 0)
+		return NULL;
+	mask = s->capv - 1;
+	h = (size_t)hash64(oid, strlen(oid), 7) & mask;
+	while (s->v[h].oid != NULL && strcmp(s->v[h].oid, oid) != 0)
+		h = (h + 1) & mask;
+	return &s->v[h];
+}
+
+static const seen *seen_find(const kt__snap *s, const char *oid)
+{
+	seen *x = seen_slot((kt__snap *)s, oid);
+	return x != NULL && x->oid != NULL ? x : NULL;
+}
+
+/* Note that @p oid read at version @p ver (exists) through @p s, unless
+ * an earlier read through it already did: the first version seen is what
+ * a commit is guarded on. */
+static int seen_note(kt__snap *s, const char *oid, int exists, uint64_t ver)
+{
+	seen *x;
+
+	if (s == NULL)
+		return 0;
+	if (2 * (s->nv + 1) > s->capv) {
+		size_t cap = s->capv ? 2 * s->capv : 16, i;
+		seen *old = s->v, *nv = calloc(cap, sizeof(*nv));
+		size_t ocap = s->capv;
+		if (nv == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		s->v = nv;
+		s->capv = cap;
+		for (i = 0; i < ocap; i++)
+			if (old[i].oid != NULL)
+				*seen_slot(s, old[i].oid) = old[i];
+		free(old);
+	}
+	x = seen_slot(s, oid);
+	if (x->oid != NULL)
+		return 0;
+	if ((x->oid = strdup(oid)) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	x->exists = exists;
+	x->ver = ver;
+	s->nv++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading one object */
+
+/* The result of reading one object. */
+typedef struct oread {
+	int exists;
+	uint64_t ver;
+	char lock[128];  /* kt.lk */
+	kt__buf part;    /* kt.part, for hashed names */
+	/* rows, as a flat list: keys (decoded) and values */
+	kt__buf *keys, *vals;
+	size_t n, cap;
+	int more;        /* the page stopped before the end */
+} oread;
+
+static void oread_clear(oread *r)
+{
+	size_t i;
+	for (i = 0; i < r->cap; i++) {
+		kt__buf_free(&r->keys[i]);
+		kt__buf_free(&r->vals[i]);
+	}
+	free(r->keys);
+	free(r->vals);
+	kt__buf_free(&r->part);
+	memset(r, 0, sizeof(*r));
+}
+
+static int oread_add(oread *r, const char *k, size_t kl, const char *v,
+		     size_t vl)
+{
+	int rc;
+
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 16;
+		kt__buf *nk = realloc(r->keys, cap * sizeof(*nk));
+		kt__buf *nv;
+		if (nk == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		r->keys = nk;
+		nv = realloc(r->vals, cap * sizeof(*nv));
+		if (nv == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		r->vals = nv;
+		memset(r->keys + r->cap, 0, (cap - r->cap) * sizeof(*nk));
+		memset(r->vals + r->cap, 0, (cap - r->cap) * sizeof(*nv));
+		r->cap = cap;
+	}
+	if ((rc = okey_dec(&r->keys[r->n], k, kl)) != 0)
+		return rc;
+	if ((rc = kt__buf_set(&r->vals[r->n], v, vl)) != 0)
+		return rc;
+	r->n++;
+	return 0;
+}
+
+/* Append an already decoded row. */
+static int oread_add_dec(oread *r, const kt__buf *k, const kt__buf *v)
+{
+	kt__buf enc = {0};
+	int rc = okey(&enc, kt__slb(k));
+
+	if (rc == 0)
+		rc = oread_add(r, enc.p, enc.len, v->p ? v->p : "", v->len);
+	kt__buf_free(&enc);
+	return rc;
+}
+
+/* What to read from an object besides its xattrs. */
+typedef struct oreq {
+	const char *key;    /* one omap key (encoded), or NULL */
+	const char *after;  /* page: start after this omap key ("" first) */
+	const char *prefix; /* page: only keys with this prefix */
+	unsigned int max;   /* page size; 0: no page */
+} oreq;
+
+static int xattrs_take(oread *out, rados_xattrs_iter_t xi)
+{
+	const char *name, *val;
+	size_t len;
+
+	while (rados_getxattrs_next(xi, &name, &val, &len) == 0 &&
+	       name != NULL) {
+		if (strcmp(name, LK) == 0) {
+			if (len >= sizeof(out->lock))
+				len = sizeof(out->lock) - 1;
+			memcpy(out->lock, val, len);
+			out->lock[len] = '\0';
+		} else if (strcmp(name, PARTX) == 0) {
+			if (kt__buf_set(&out->part, val, len) != 0)
+				return kt__err(KT_ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* One read operation on @p oid, as it is now (locks not settled). */
+static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
+{
+	rados_read_op_t op = rados_create_read_op();
+	rados_completion_t c = NULL;
+	rados_xattrs_iter_t xi = NULL;
+	rados_omap_iter_t oi = NULL, ki = NULL;
+	unsigned char more = 0;
+	int xrv = 0, orv = 0, krv = 0, rc;
+	char *k, *v;
+	size_t kl, vl;
+
+	if (op == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	out->n = 0;
+	out->more = 0;
+	out->lock[0] = '\0';
+	out->part.len = 0;
+	rados_read_op_getxattrs(op, &xi, &xrv);
+	if (q->key != NULL)
+		rados_read_op_omap_get_vals_by_keys(op, &q->key, 1, &ki, &krv);
+	if (q->max > 0)
+		rados_read_op_omap_get_vals2(op, q->after, q->prefix, q->max,
+					     &oi, &more, &orv);
+	rc = rados_aio_create_completion2(NULL, NULL, &c);
+	if (rc == 0)
+		rc = rados_aio_read_op_operate(op, e->io, c, oid, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
+		out->ver = rados_aio_get_version(c);
+	}
+	if (c != NULL)
+		rados_aio_release(c);
+	if (rc == -ENOENT) {
+		out->exists = 0;
+		out->ver = 0;
+		rc = 0;
+		goto done;
+	}
+	if (rc == 0 && xrv < 0)
+		rc = xrv;
+	if (rc == 0 && orv < 0)
+		rc = orv;
+	if (rc == 0 && krv < 0)
+		rc = krv;
+	if (rc < 0) {
+		rc = rerr(rc, "reading", oid);
+		goto done;
+	}
+	out->exists = 1;
+	if ((rc = xattrs_take(out, xi)) != 0)
+		goto done;
+	/* The one key asked for comes first: it sorts before the page,
+	 * which starts after it. */
+	if (ki != NULL) {
+		while ((rc = rados_omap_get_next2(ki, &k, &v, &kl, &vl)) == 0 &&
+		       k != NULL)
+			if ((rc = oread_add(out, k, kl, v, vl)) != 0)
+				goto done;
+		if (rc < 0) {
+			rc = rerr(rc, "reading the keys of", oid);
+			goto done;
+		}
+	}
+	if (oi != NULL) {
+		while ((rc = rados_omap_get_next2(oi, &k, &v, &kl, &vl)) == 0 &&
+		       k != NULL)
+			if ((rc = oread_add(out, k, kl, v, vl)) != 0)
+				goto done;
+		if (rc < 0) {
+			rc = rerr(rc, "reading the keys of", oid);
+			goto done;
+		}
+	}
+	out->more = more != 0;
+done:
+	if (xi != NULL)
+		rados_getxattrs_end(xi);
+	if (oi != NULL)
+		rados_omap_get_end(oi);
+	if (ki != NULL)
+		rados_omap_get_end(ki);
+	rados_release_read_op(op);
+	return rc;
+}
+
+static int lock_settle(rad *e, const char *oid, const char *txid,
+		       uint64_t *pending_since);
+
+/* Read @p oid, settling any lock first, and note what was seen in @p s. */
+static int oread_do(rad *e, kt__snap *s, const char *oid, const oreq *q,
+		    oread *out)
+{
+	uint64_t since = 0;
+	int rc;
+
+	for (;;) {
+		if ((rc = oread_once(e, oid, q, out)) != 0)
+			return rc;
+		if (!out->exists || out->lock[0] == '\0' ||
+		    strcmp(out->lock, FREE) == 0)
+			break;
+		if ((rc = lock_settle(e, oid, out->lock, &since)) != 0)
+			return rc;
+	}
+	return seen_note(s, oid, out->exists, out->ver);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writing: one compound operation */
+
+static int wop_run(rad *e, rados_write_op_t op, const char *oid)
+{
+	rados_completion_t c = NULL;
+	int rc = rados_aio_create_completion2(NULL, NULL, &c);
+
+	if (rc == 0)
+		rc = rados_aio_write_op_operate(op, e->io, c, oid, NULL, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
+	}
+	if (c != NULL)
+		rados_aio_release(c);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commit records */
+
+/* One object's part in a commit. */
+typedef struct objw {
+	char *oid;
+	kt__slice part;     /* the partition (for kt.part of hashed names) */
+	const seen *saw;    /* what the snapshot saw of it, or NULL */
+	/* Its writes, in the order given: omap keys, values, deletions.
+	 * They are applied in runs of puts and of deletions, in order, so
+	 * that a later write of a key wins. */
+	char **k;
+	const char **v;
+	size_t *kl, *vl;
+	unsigned char *del;
+	size_t nw, capw;
+	size_t nset;        /* how many of them are puts */
+	int hashed;         /* the name is a hash: writes set kt.part */
+	int guarded;        /* a condition names it */
+	int locked;         /* step 2 succeeded on it */
+	int rc;
+	rados_completion_t c;
+	rados_write_op_t op;
+} objw;
+
+static void objw_free(objw *o)
+{
+	size_t i;
+	for (i = 0; i < o->nw; i++)
+		free(o->k[i]);
+	free(o->k);
+	free((void *)o->v);
+	free(o->kl);
+	free(o->vl);
+	free(o->del);
+	free(o->oid);
+}
+
+/* Add a write of omap key @p kp (taken over, length @p kpl): a put of
+ * @p val, or with @p del a deletion. */
+static int objw_addk(objw *o, char *kp, size_t kpl, kt__slice val, int del)
+{
+	if (o->nw == o->capw) {
+		size_t cap = o->capw ? 2 * o->capw : 8;
+		void *a;
+		if ((a = realloc(o->k, cap * sizeof(char *))) == NULL)
+			goto nomem;
+		o->k = a;
+		if ((a = realloc((void *)o->v, cap * sizeof(char *))) == NULL)
+			goto nomem;
+		o->v = a;
+		if ((a = realloc(o->kl, cap * sizeof(size_t))) == NULL)
+			goto nomem;
+		o->kl = a;
+		if ((a = realloc(o->vl, cap * sizeof(size_t))) == NULL)
+			goto nomem;
+		o->vl = a;
+		if ((a = realloc(o->del, cap)) == NULL)
+			goto nomem;
+		o->del = a;
+		o->capw = cap;
+	}
+	o->k[o->nw] = kp;
+	o->kl[o->nw] = kpl;
+	o->v[o->nw] = del ? "" : (val.p ? val.p : "");
+	o->vl[o->nw] = del ? 0 : val.len;
+	o->del[o->nw] = (unsigned char)(del != 0);
+	o->nset += !del;
+	o->nw++;
+	return 0;
+nomem:
+	free(kp);
+	return kt__err(KT_ENOMEM, "out of memory");
+}
+
+static int objw_add(objw *o, kt__slice sort, const kt__write *w)
+{
+	kt__buf k = {0};
+	size_t kl;
+	char *kp;
+	int rc;
+
+	if ((rc = okey(&k, sort)) != 0) {
+		kt__buf_free(&k);
+		return rc;
+	}
+	kl = k.len;
+	if ((kp = kt__buf_detach(&k, NULL)) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	return objw_addk(o, kp, kl, w->value,
+			 w->del || w->value.p == NULL);
+}
+
+/* Add @p o's writes to @p op. */
+static void objw_ops(rados_write_op_t op, const objw *o)
+{
+	size_t i = 0, j;
+
+	if (o->hashed && o->nset > 0 && o->part.len > 0)
+		rados_write_op_setxattr(op, PARTX, o->part.p, o->part.len);
+	while (i < o->nw) {
+		for (j = i; j < o->nw && o->del[j] == o->del[i]; j++)
+			;
+		if (o->del[i])
+			rados_write_op_omap_rm_keys2(
+				op, (const char *const *)o->k + i, o->kl + i,
+				j - i);
+		else
+			rados_write_op_omap_set2(
+				op, (const char *const *)o->k + i, o->v + i,
+				o->kl + i, o->vl + i, j - i);
+		i = j;
+	}
+}
+
+static void put32(kt__buf *b, uint32_t v, int *rc)
+{
+	unsigned char x[4];
+	kt__put32(x, v);
+	if (*rc == 0)
+		*rc = kt__buf_add(b, x, 4);
+}
+
+static void putb(kt__buf *b, const void *p, size_t n, int *rc)
+{
+	put32(b, (uint32_t)n, rc);
+	if (*rc == 0)
+		*rc = kt__buf_add(b, p, n);
+}
+
+/* The record's body: for each object, its name and writes. */
+static int record_body(kt__buf *b, const objw *o, size_t n)
+{
+	size_t i, j;
+	int rc = 0;
+
+	rc = kt__buf_add(b, "KTX2", 4);
+	put32(b, (uint32_t)n, &rc);
+	for (i = 0; i < n; i++) {
+		putb(b, o[i].oid, strlen(o[i].oid), &rc);
+		putb(b, o[i].part.p, o[i].part.len, &rc);
+		put32(b, (uint32_t)o[i].nw, &rc);
+		for (j = 0; j < o[i].nw; j++) {
+			if (rc == 0)
+				rc = kt__buf_addc(b, (char)o[i].del[j]);
+			putb(b, o[i].k[j], o[i].kl[j], &rc);
+			putb(b, o[i].v[j], o[i].vl[j], &rc);
+		}
+	}
+	return rc;
+}
+
+/* A record, parsed back: objects in the order written. */
+typedef struct rec {
+	objw *o;
+	size_t n;
+	kt__buf body; /* the values point into it */
+} rec;
+
+static void rec_free(rec *r)
+{
+	size_t i;
+	for (i = 0; i < r->n; i++)
+		objw_free(&r->o[i]);
+	free(r->o);
+	kt__buf_free(&r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+static int get32(const kt__buf *b, size_t *at, uint32_t *v)
+{
+	if (b->len - *at < 4)
+		return -1;
+	*v = kt__get32((const unsigned char *)b->p + *at);
+	*at += 4;
+	return 0;
+}
+
+static int getb(const kt__buf *b, size_t *at, const char **p, size_t *n)
+{
+	uint32_t len;
+	if (get32(b, at, &len) != 0 || b->len - *at < len)
+		return -1;
+	*p = b->p + *at;
+	*n = len;
+	*at += len;
+	return 0;
+}
+
+static char *dupn(const char *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (s != NULL) {
+		memcpy(s, p, n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+static int rec_parse(rec *r, const rad *e, const char *oid)
+{
+	size_t at = 4, i, j;
+	uint32_t n, m;
+	const char *p, *q;
+	size_t pn, qn;
+	char *k;
+	int del, rc;
+
+	if (r->body.len < 4 || memcmp(r->body.p, "KTX2", 4) != 0 ||
+	    get32(&r->body, &at, &n) != 0 || n > r->body.len)
+		goto bad;
+	if ((r->o = calloc(n ? n : 1, sizeof(*r->o))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		objw *o = &r->o[i];
+		r->n++;
+		if (getb(&r->body, &at, &p, &pn) != 0 ||
+		    (o->oid = dupn(p, pn)) == NULL ||
+		    getb(&r->body, &at, &p, &pn) != 0)
+			goto bad;
+		o->part = kt__sl(p, pn);
+		o->hashed = is_hashed(o->oid, e);
+		if (get32(&r->body, &at, &m) != 0)
+			goto bad;
+		for (j = 0; j < m; j++) {
+			if (at >= r->body.len)
+				goto bad;
+			del = r->body.p[at++] != 0;
+			if (getb(&r->body, &at, &p, &pn) != 0 ||
+			    getb(&r->body, &at, &q, &qn) != 0)
+				goto bad;
+			if ((k = dupn(p, pn)) == NULL)
+				return kt__err(KT_ENOMEM, "out of memory");
+			if ((rc = objw_addk(o, k, pn, kt__sl(q, qn), del)) != 0)
+				return rc;
+		}
+	}
+	return 0;
+bad:
+	return kt__err(KT_ECORRUPT, "ceph: commit record '%s' does not decode",
+		       oid);
+}
+
+/* Read the record of commit @p txid: its state ('P', 'C', 'A'), or 0
+ * when there is none; with @p body, its writes too. */
+static int rec_read(rad *e, const char *txid, char *state, rec *body)
+{
+	kt__buf name = {0};
+	rados_read_op_t op = rados_create_read_op();
+	rados_completion_t c = NULL;
+	char st[8];
+	size_t stlen = 0, got = 0;
+	int srv = 0, rrv = 0, rc;
+	uint64_t size = 0;
+	time_t mt;
+	int strv = 0;
+
+	*state = 0;
+	if (op == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
+	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0) {
+		rados_release_read_op(op);
+		kt__buf_free(&name);
+		return rc;
+	}
+	(void)stlen;
+	/* The state, and the size so that the body can be read whole. */
+	{
+		rados_xattrs_iter_t xi = NULL;
+		rados_read_op_stat(op, &size, &mt, &strv);
+		rados_read_op_getxattrs(op, &xi, &srv);
+		rc = rados_aio_create_completion2(NULL, NULL, &c);
+		if (rc == 0)
+			rc = rados_aio_read_op_operate(op, e->io, c, name.p, 0);
+		if (rc == 0) {
+			rados_aio_wait_for_complete(c);
+			rc = rados_aio_get_return_value(c);
+		}
+		if (rc == 0 && xi != NULL) {
+			const char *xn, *xv;
+			size_t xl;
+			while (rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
+			       xn != NULL)
+				if (strcmp(xn, STX) == 0 && xl == 1)
+					st[0] = *xv, *state = st[0];
+		}
+		if (xi != NULL)
+			rados_getxattrs_end(xi);
+		if (c != NULL)
+			rados_aio_release(c);
+		c = NULL;
+	}
+	rados_release_read_op(op);
+	if (rc == -ENOENT) {
+		*state = 0;
+		kt__buf_free(&name);
+		return 0;
+	}
+	if (rc < 0) {
+		rc = rerr(rc, "reading commit record", name.p);
+		kt__buf_free(&name);
+		return rc;
+	}
+	if (body != NULL && *state != 0) {
+		if ((rc = kt__buf_reserve(&body->body, (size_t)size + 1)) != 0) {
+			kt__buf_free(&name);
+			return rc;
+		}
+		op = rados_create_read_op();
+		rados_read_op_read(op, 0, (size_t)size, body->body.p, &got,
+				   &rrv);
+		rc = rados_aio_create_completion2(NULL, NULL, &c);
+		if (rc == 0)
+			rc = rados_aio_read_op_operate(op, e->io, c, name.p, 0);
+		if (rc == 0) {
+			rados_aio_wait_for_complete(c);
+			rc = rados_aio_get_return_value(c);
+		}
+		if (c != NULL)
+			rados_aio_release(c);
+		rados_release_read_op(op);
+		if (rc == -ENOENT) {
+			/* Finished meanwhile. */
+			*state = 0;
+			kt__buf_free(&name);
+			return 0;
+		}
+		if (rc < 0 || rrv < 0) {
+			rc = rerr(rc < 0 ? rc : rrv, "reading commit record",
+				  name.p);
+			kt__buf_free(&name);
+			return rc;
+		}
+		body->body.len = got;
+		rc = rec_parse(body, e, name.p);
+	}
+	kt__buf_free(&name);
+	return rc;
+}
+
+/* Flip the record of @p txid from state P to @p to.  0 done, 1 it was
+ * not pending any more (or gone), <0 an error. */
+static int rec_flip(rad *e, const char *txid, char to)
+{
+	kt__buf name = {0};
+	rados_write_op_t op;
+	int rc;
+
+	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
+	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0) {
+		kt__buf_free(&name);
+		return rc;
+	}
+	op = rados_create_write_op();
+	rados_write_op_cmpxattr(op, STX, LIBRADOS_CMPXATTR_OP_EQ, "P", 1);
+	rados_write_op_setxattr(op, STX, &to, 1);
+	rc = wop_run(e, op, name.p);
+	rados_release_write_op(op);
+	if (rc == -ECANCELED || rc == -ENOENT)
+		rc = 1;
+	else if (rc < 0)
+		rc = rerr(rc, "settling commit record", name.p);
+	kt__buf_free(&name);
+	return rc;
+}
+
+static void rec_remove(rad *e, const char *txid)
+{
+	kt__buf name = {0};
+	rados_write_op_t op;
+
+	if (name_of(&name, e, "!tx.") != 0 ||
+	    kt__buf_add(&name, txid, strlen(txid)) != 0) {
+		kt__buf_free(&name);
+		return;
+	}
+	op = rados_create_write_op();
+	rados_write_op_remove(op);
+	(void)wop_run(e, op, name.p);
+	rados_release_write_op(op);
+	kt__buf_free(&name);
+}
+
+/* Finish object @p o of commit @p txid: with @p apply its writes, and in
+ * any case its lock, guarded on the lock being @p txid's.  A lock that is
+ * not (any more) the commit's means someone finished it already. */
+static void objw_finish_op(rados_write_op_t op, const objw *o,
+			   const char *txid, int apply)
+{
+	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
+				strlen(txid));
+	if (apply)
+		objw_ops(op, o);
+	rados_write_op_setxattr(op, LK, FREE, 1);
+}
+
+/* Finish every object of @p o in parallel.  0, or the first error that is
+ * not "already finished". */
+static int finish_all(rad *e, objw *o, size_t n, const char *txid,
+		      int apply, int only_locked)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n; i++) {
+		o[i].c = NULL;
+		o[i].op = NULL;
+		if (only_locked && !o[i].locked)
+			continue;
+		o[i].op = rados_create_write_op();
+		objw_finish_op(o[i].op, &o[i], txid, apply);
+		o[i].rc = rados_aio_create_completion2(NULL, NULL, &o[i].c);
+		if (o[i].rc == 0)
+			o[i].rc = rados_aio_write_op_operate(
+				o[i].op, e->io, o[i].c, o[i].oid, NULL, 0);
+	}
+	for (i = 0; i < n; i++) {
+		if (o[i].op == NULL)
+			continue;
+		if (o[i].rc == 0) {
+			rados_aio_wait_for_complete(o[i].c);
+			o[i].rc = rados_aio_get_return_value(o[i].c);
+		}
+		if (o[i].c != NULL)
+			rados_aio_release(o[i].c);
+		rados_release_write_op(o[i].op);
+		o[i].op = NULL;
+		o[i].c = NULL;
+		if (o[i].rc < 0 && o[i].rc != -ECANCELED &&
+		    o[i].rc != -ENOENT && rc == 0)
+			rc = rerr(o[i].rc, apply ? "applying a commit to"
+					  : "unlocking", o[i].oid);
+	}
+	return rc;
+}
+
+/* Settle the lock @p txid found on @p oid.  0: settled (or it is worth
+ * reading again); <0 an error.  @p pending_since keeps, across calls for
+ * the same object, when the record was first seen pending. */
+static int lock_settle(rad *e, const char *oid, const char *txid,
+		       uint64_t *pending_since)
+{
+	rec r = {0};
+	char state;
+	int rc;
+
+	rc = rec_read(e, txid, &state, &r);
+	if (rc != 0) {
+		rec_free(&r);
+		return rc;
+	}
+	if (state == 'P') {
+		uint64_t t = now_ms();
+		rec_free(&r);
+		if (*pending_since == 0)
+			*pending_since = t;
+		if (t - *pending_since < e->lease_ms) {
+			sleep_ms(t - *pending_since < 20 ? 1 : 10);
+			return 0;
+		}
+		/* Pending for longer than the lease: roll it back. */
+		if ((rc = rec_flip(e, txid, 'A')) < 0)
+			return rc;
+		*pending_since = 0;
+		return 0; /* read again: now C (it won) or A */
+	}
+	if (state == 0) {
+		/* No record: the commit never got to its commit point (a
+		 * record is removed only after every lock is gone). */
+		objw one;
+		memset(&one, 0, sizeof(one));
+		one.oid = (char *)oid;
+		rc = finish_all(e, &one, 1, txid, 0, 0);
+		return rc;
+	}
+	/* C or A: finish the whole commit, then drop its record. */
+	rc = finish_all(e, r.o, r.n, txid, state == 'C', 0);
+	if (rc == 0)
+		rec_remove(e, txid);
+	rec_free(&r);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Point reads */
+
+/* A hashed object name must hold the partition asked for. */
+static int part_check(const rad *e, const char *oid, const oread *r,
+		      kt__slice part)
+{
+	char a[KT__SHOWSZ];
+
+	/* An object made empty by a commit's guard has no kt.part until
+	 * its first write. */
+	if (!r->exists || !is_hashed(oid, e) || r->part.len == 0)
+		return 0;
+	if (r->part.len == part.len &&
+	    memcmp(r->part.p ? r->part.p : "", part.p, part.len) == 0)
+		return 0;
+	return kt__err(KT_ECORRUPT, "ceph: object '%s' holds another "
+		       "partition than the one its name is the hash of",
+		       kt__show(a, sizeof(a), oid, strlen(oid)));
+}
+
+static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
+		   kt__slice sort, kt__buf *out)
+{
+	rad *e = (rad *)r;
+	kt__buf oid = {0}, k = {0};
+	oread rd;
+	oreq q;
+	int rc;
+
+	memset(&rd, 0, sizeof(rd));
+	memset(&q, 0, sizeof(q));
+	if ((rc = oid_of(&oid, e, part)) == 0 && (rc = okey(&k, sort)) == 0) {
+		q.key = k.p;
+		rc = oread_do(e, (kt__snap *)snap, oid.p, &q, &rd);
+	}
+	if (rc == 0)
+		rc = part_check(e, oid.p, &rd, part);
+	if (rc == 0)
+		rc = rd.n == 0 ? KT_ENOTFOUND
+			       : kt__buf_set(out, rd.vals[0].p, rd.vals[0].len);
+	oread_clear(&rd);
+	kt__buf_free(&oid);
+	kt__buf_free(&k);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scans */
+
+struct kt__cursor {
+	rad *e;
+	kt__snap *snap;
+	unsigned int flags;
+	kt__buf bound;    /* AFTER / FROM: the sort key */
+	/* The partition being read. */
+	kt__buf part, oid;
+	oread page;
+	size_t pos;
+	size_t pagesz;
+	int loaded;       /* the partition's first page is in */
+	/* Prefix scans: the catalog. */
+	kt__buf catoid, catprefix;
+	oread cat;
+	size_t catpos;
+	int catloaded;
+	int done;
+	kt__buf key;      /* scratch: an omap key */
+};
+
+static int bound_cmp(const kt__buf *k, const kt__buf *b)
+{
+	size_t n = k->len < b->len ? k->len : b->len;
+	int c = memcmp(k->p, b->p ? b->p : "", n);
+	if (c != 0)
+		return c;
+	return k->len < b->len ? -1 : k->len > b->len;
+}
+
+/* Read the next page of the current partition into c->page.  A reverse
+ * scan reads the whole range at once and walks it backwards. */
+static int cur_load(kt__cursor *c)
+{
+	oread more;
+	oreq q;
+	int rc, first = !c->loaded;
+
+	memset(&q, 0, sizeof(q));
+	memset(&more, 0, sizeof(more));
+	q.prefix = ".";
+	if (first) {
+		c->pagesz = 16;
+		if (c->flags & KT__SCAN_REVERSE) {
+			q.after = "";
+		} else if (c->flags & (KT__SCAN_AFTER | KT__SCAN_FROM)) {
+			if ((rc = okey(&c->key, kt__slb(&c->bound))) != 0)
+				return rc;
+			q.after = c->key.p;
+			if (c->flags & KT__SCAN_FROM)
+				q.key = c->key.p;
+		} else {
+			q.after = "";
+		}
+	} else {
+		kt__buf *last = &c->page.keys[c->page.n - 1];
+		if ((rc = okey(&c->key, kt__slb(last))) != 0)
+			return rc;
+		q.after = c->key.p;
+		if (c->pagesz < PAGE_MAX)
+			c->pagesz *= 2;
+	}
+	q.max = (c->flags & KT__SCAN_REVERSE) ? PAGE_MAX
+					      : (unsigned int)c->pagesz;
+	rc = oread_do(c->e, c->snap, c->oid.p, &q, &c->page);
+	if (rc == 0)
+		rc = part_check(c->e, c->oid.p, &c->page, kt__slb(&c->part));
+	c->loaded = 1;
+	c->pos = 0;
+	if (rc != 0 || !(c->flags & KT__SCAN_REVERSE))
+		return rc;
+	/* Reverse: gather the rest, then drop what lies at or past the
+	 * bound, and walk from the end. */
+	while (rc == 0 && c->page.more) {
+		size_t i;
+		kt__buf *last = &c->page.keys[c->page.n - 1];
+		if ((rc = okey(&c->key, kt__slb(last))) != 0)
+			break;
+		q.after = c->key.p;
+		q.key = NULL;
+		if ((rc = oread_do(c->e, c->snap, c->oid.p, &q, &more)) != 0)
+			break;
+		for (i = 0; i < more.n && rc == 0; i++)
+			rc = oread_add_dec(&c->page, &more.keys[i],
+					   &more.vals[i]);
+		c->page.more = more.more;
+	}
+	oread_clear(&more);
+	if (rc == 0 && (c->flags & (KT__SCAN_AFTER | KT__SCAN_FROM))) {
+		while (c->page.n > 0) {
+			int cmp = bound_cmp(&c->page.keys[c->page.n - 1],
+					    &c->bound);
+			if (cmp < 0 || (cmp == 0 && (c->flags & KT__SCAN_FROM)))
+				break;
+			c->page.n--;
+		}
+	}
+	c->page.more = 0;
+	return rc;
+}
+
+/* Move to the next partition of a prefix scan; 0, or KT_ITEROVER. */
+static int cur_next_part(kt__cursor *c)
+{
+	oreq q;
+	int rc;
+
+	for (;;) {
+		if (c->catloaded && c->catpos < c->cat.n) {
+			kt__buf *p = &c->cat.keys[c->catpos++];
+			if ((rc = kt__buf_set(&c->part, p->p, p->len)) != 0 ||
+			    (rc = oid_of(&c->oid, c->e, kt__slb(&c->part))) !=
+				    0)
+				return rc;
+			c->loaded = 0;
+			c->page.n = 0;
+			c->pos = 0;
+			return 0;
+		}
+		if (c->catloaded && !c->cat.more)
+			return KT_ITEROVER;
+		memset(&q, 0, sizeof(q));
+		q.prefix = c->catprefix.p;
+		q.max = 256;
+		if (c->catloaded) {
+			kt__buf *last = &c->cat.keys[c->cat.n - 1];
+			if ((rc = okey(&c->key, kt__slb(last))) != 0)
+				return rc;
+			q.after = c->key.p;
+		} else {
+			q.after = "";
+		}
+		if ((rc = oread_do(c->e, c->snap, c->catoid.p, &q, &c->cat)) !=
+		    0)
+			return rc;
+		c->catloaded = 1;
+		c->catpos = 0;
+	}
+}
+
+static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
+		    const kt__scan *how)
+{
+	rad *e = (rad *)r;
+	kt__cursor *c = calloc(1, sizeof(*c));
+	int rc = 0;
+
+	*out = NULL;
+	if (c == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	c->e = e;
+	c->snap = (kt__snap *)snap;
+	c->flags = how->flags;
+	if (how->flags & KT__SCAN_PREFIX) {
+		if ((rc = name_of(&c->catoid, e, "!cat")) == 0)
+			rc = okey(&c->catprefix, how->part);
+	} else {
+		if ((rc = kt__buf_set(&c->part, how->part.p, how->part.len)) ==
+		    0)
+			rc = oid_of(&c->oid, e, how->part);
+		if (rc == 0 && (how->flags & KT__SCAN_AFTER))
+			rc = kt__buf_set(&c->bound, how->after.p,
+					 how->after.len);
+		else if (rc == 0 && (how->flags & KT__SCAN_FROM))
+			rc = kt__buf_set(&c->bound, how->from.p,
+					 how->from.len);
+		/* Read the first page now, so that the snapshot has seen
+		 * the partition by the time scan returns. */
+		if (rc == 0)
+			rc = cur_load(c);
+	}
+	if (rc != 0) {
+		e->base.ops->cursor_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+static int rad_next(kt__cursor *c, kt__row *row)
+{
+	int rc;
+
+	for (;;) {
+		if (c->done)
+			return KT_ITEROVER;
+		if (c->loaded && c->pos < c->page.n) {
+			size_t i = (c->flags & KT__SCAN_REVERSE)
+					   ? c->page.n - 1 - c->pos
+					   : c->pos;
+			c->pos++;
+			row->part = kt__slb(&c->part);
+			row->sort = kt__slb(&c->page.keys[i]);
+			row->value = kt__slb(&c->page.vals[i]);
+			return 0;
+		}
+		if (c->loaded && c->page.more && c->page.n > 0) {
+			if ((rc = cur_load(c)) != 0)
+				return rc;
+			continue;
+		}
+		if (!(c->flags & KT__SCAN_PREFIX)) {
+			c->done = 1;
+			continue;
+		}
+		if (!c->loaded && c->oid.len > 0) {
+			if ((rc = cur_load(c)) != 0)
+				return rc;
+			continue;
+		}
+		rc = cur_next_part(c);
+		if (rc == KT_ITEROVER) {
+			c->done = 1;
+			continue;
+		}
+		if (rc != 0)
+			return rc;
+	}
+}
+
+static void rad_cursor_free(kt__cursor *c)
+{
+	if (c == NULL)
+		return;
+	kt__buf_free(&c->bound);
+	kt__buf_free(&c->part);
+	kt__buf_free(&c->oid);
+	oread_clear(&c->page);
+	kt__buf_free(&c->catoid);
+	kt__buf_free(&c->catprefix);
+	oread_clear(&c->cat);
+	kt__buf_free(&c->key);
+	free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Snapshots */
+
+static int rad_snapshot(kt__snap **out, kt__rows *r)
+{
+	kt__snap *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	s->e = (rad *)r;
+	*out = s;
+	return 0;
+}
+
+static void snap_clear(kt__snap *s)
+{
+	size_t i;
+	for (i = 0; i < s->capv; i++)
+		free(s->v[i].oid);
+	free(s->v);
+	s->v = NULL;
+	s->nv = s->capv = 0;
+}
+
+static void rad_snapshot_free(kt__rows *r, kt__snap *s)
+{
+	(void)r;
+	if (s == NULL)
+		return;
+	snap_clear(s);
+	free(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commits */
+
+/* The objects of one commit, with an index by name. */
+typedef struct oset {
+	objw *o;
+	size_t n, cap;
+	size_t *idx;   /* open addressing: 1 + position in o, 0 empty */
+	size_t capidx;
+} oset;
+
+static void oset_free(oset *s)
+{
+	size_t i;
+	for (i = 0; i < s->n; i++)
+		objw_free(&s->o[i]);
+	free(s->o);
+	free(s->idx);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The entry for @p oid, made when absent. */
+static int oset_get(oset *s, const char *oid, kt__slice part, objw **out)
+{
+	size_t h, mask, i;
+
+	if (2 * (s->n + 1) > s->capidx) {
+		size_t cap = s->capidx ? 2 * s->capidx : 32;
+		size_t *ni = calloc(cap, sizeof(*ni));
+		if (ni == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		free(s->idx);
+		s->idx = ni;
+		s->capidx = cap;
+		for (i = 0; i < s->n; i++) {
+			h = (size_t)hash64(s->o[i].oid, strlen(s->o[i].oid),
+					   3) & (cap - 1);
+			while (s->idx[h] != 0)
+				h = (h + 1) & (cap - 1);
+			s->idx[h] = i + 1;
+		}
+	}
+	mask = s->capidx - 1;
+	h = (size_t)hash64(oid, strlen(oid), 3) & mask;
+	while (s->idx[h] != 0) {
+		objw *x = &s->o[s->idx[h] - 1];
+		if (strcmp(x->oid, oid) == 0) {
+			*out = x;
+			return 0;
+		}
+		h = (h + 1) & mask;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 8;
+		objw *no = realloc(s->o, cap * sizeof(*no));
+		if (no == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		s->o = no;
+		s->cap = cap;
+	}
+	memset(&s->o[s->n], 0, sizeof(s->o[s->n]));
+	if ((s->o[s->n].oid = strdup(oid)) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	s->o[s->n].part = part;
+	s->idx[h] = ++s->n;
+	*out = &s->o[s->n - 1];
+	return 0;
+}
+
+static int known_has(rad *e, const char *part)
+{
+	int has;
+	pthread_mutex_lock(&e->mu);
+	has = seen_find(e->known_set, part) != NULL;
+	pthread_mutex_unlock(&e->mu);
+	return has;
+}
+
+static void known_add(rad *e, const char *part)
+{
+	pthread_mutex_lock(&e->mu);
+	if (e->known_set->nv >= KNOWN_MAX)
+		snap_clear(e->known_set);
+	(void)seen_note(e->known_set, part, 1, 0);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* The guard that makes a write op on @p o fail if the object changed
+ * since its snapshot saw it (or, for a blind write, if it is locked); and
+ * the object's making, when it is new.  @p lock: the value kt.lk takes. */
+static void guard_ops(rados_write_op_t op, const rad *e, const objw *o,
+		      int make, const char *lock)
+{
+	if (make) {
+		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+		if (is_hashed(o->oid, e) && o->part.len > 0)
+			rados_write_op_setxattr(op, PARTX, o->part.p,
+						o->part.len);
+	} else if (o->saw != NULL) {
+		rados_write_op_assert_version(op, o->saw->ver);
+	} else {
+		rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, FREE,
+					1);
+	}
+	rados_write_op_setxattr(op, LK, lock, strlen(lock));
+}
+
+static int must_make(const objw *o)
+{
+	return o->saw != NULL && !o->saw->exists;
+}
+
+/* Wait until @p oid is not locked (settling a lock whose writer is gone). */
+static int wait_free(rad *e, const char *oid)
+{
+	oread r;
+	oreq q;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	rc = oread_do(e, NULL, oid, &q, &r);
+	oread_clear(&r);
+	return rc;
+}
+
+/* Add the catalog entries for the partitions in @p parts, outside any
+ * commit: an entry for a partition that ends up without rows is harmless,
+ * and a prefix scan that ran before the entry appeared is guarded on the
+ * catalog's version. */
+static int catalog_add(rad *e, objw *cat)
+{
+	rados_write_op_t op;
+	int rc;
+
+	for (;;) {
+		op = rados_create_write_op();
+		rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, FREE,
+					1);
+		objw_ops(op, cat);
+		rc = wop_run(e, op, cat->oid);
+		rados_release_write_op(op);
+		if (rc != -ECANCELED)
+			break;
+		if ((rc = wait_free(e, cat->oid)) != 0)
+			return rc;
+	}
+	if (rc == -ENOENT)
+		return kt__err(KT_EIO, "ceph: the tree's catalog object '%s' "
+			       "is gone", cat->oid);
+	if (rc < 0)
+		return rerr(rc, "adding to the catalog", cat->oid);
+	return 0;
+}
+
+/* One object: one guarded compound operation. */
+static int commit_one(rad *e, objw *o)
+{
+	rados_write_op_t op;
+	int rc, make = must_make(o);
+
+	op = rados_create_write_op();
+	if (make) {
+		guard_ops(op, e, o, 1, FREE);
+	} else if (o->saw != NULL) {
+		rados_write_op_assert_version(op, o->saw->ver);
+	} else {
+		rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, FREE,
+					1);
+	}
+	objw_ops(op, o);
+	rc = wop_run(e, op, o->oid);
+	rados_release_write_op(op);
+	if (rc == -ENOENT && o->saw == NULL) {
+		/* A blind write to an object that does not exist yet. */
+		op = rados_create_write_op();
+		guard_ops(op, e, o, 1, FREE);
+		objw_ops(op, o);
+		rc = wop_run(e, op, o->oid);
+		rados_release_write_op(op);
+	}
+	if (rc == -ECANCELED && o->saw == NULL) {
+		/* Locked by another commit: settle it, then run again. */
+		if ((rc = wait_free(e, o->oid)) != 0)
+			return rc;
+		return KT__ERETRY;
+	}
+	if (rc < 0 && is_conflict(rc))
+		return KT__ERETRY;
+	if (rc < 0)
+		return rerr(rc, "writing", o->oid);
+	return 0;
+}
+
+/* Step 2 of a commit over several objects: lock them all in parallel. */
+static int lock_all(rad *e, oset *s, const char *txid, const char **busy)
+{
+	size_t i;
+	int conflict = 0, err = 0;
+
+	*busy = NULL;
+	for (i = 0; i < s->n; i++) {
+		objw *o = &s->o[i];
+		o->op = rados_create_write_op();
+		o->c = NULL;
+		guard_ops(o->op, e, o, must_make(o), txid);
+		o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
+		if (o->rc == 0)
+			o->rc = rados_aio_write_op_operate(o->op, e->io, o->c,
+							   o->oid, NULL, 0);
+	}
+	for (i = 0; i < s->n; i++) {
+		objw *o = &s->o[i];
+		if (o->rc == 0) {
+			rados_aio_wait_for_complete(o->c);
+			o->rc = rados_aio_get_return_value(o->c);
+		}
+		if (o->c != NULL)
+			rados_aio_release(o->c);
+		rados_release_write_op(o->op);
+		o->op = NULL;
+		o->c = NULL;
+		if (o->rc == -ENOENT && o->saw == NULL) {
+			rados_write_op_t op = rados_create_write_op();
+			guard_ops(op, e, o, 1, txid);
+			o->rc = wop_run(e, op, o->oid);
+			rados_release_write_op(op);
+		}
+		if (o->rc == 0) {
+			o->locked = 1;
+		} else if (is_conflict(o->rc)) {
+			conflict = 1;
+			if (o->saw == NULL && o->rc == -ECANCELED)
+				*busy = o->oid;
+		} else if (err == 0) {
+			err = rerr(o->rc, "locking", o->oid);
+		}
+	}
+	if (err != 0)
+		return err;
+	return conflict ? KT__ERETRY : 0;
+}
+
+static int commit_many(rad *e, oset *s)
+{
+	char txid[64];
+	kt__buf name = {0}, body = {0};
+	rados_write_op_t op;
+	const char *busy = NULL;
+	uint64_t seq;
+	int rc, rc2;
+
+	pthread_mutex_lock(&e->mu);
+	seq = ++e->txseq;
+	pthread_mutex_unlock(&e->mu);
+	snprintf(txid, sizeof(txid), "%" PRIx64 ".%" PRIx64 ".%" PRIx64,
+		 e->inst, (uint64_t)getpid(), seq);
+	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
+	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0 ||
+	    (rc = record_body(&body, s->o, s->n)) != 0)
+		goto out;
+	/* 1. The record, pending. */
+	op = rados_create_write_op();
+	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	rados_write_op_setxattr(op, STX, "P", 1);
+	rados_write_op_write_full(op, body.p, body.len);
+	rc = wop_run(e, op, name.p);
+	rados_release_write_op(op);
+	if (rc < 0) {
+		rc = rerr(rc, "writing commit record", name.p);
+		goto out;
+	}
+	/* 2. Lock. */
+	rc = lock_all(e, s, txid, &busy);
+	if (rc == 0) {
+		/* 3. The commit point. */
+		rc2 = rec_flip(e, txid, 'C');
+		if (rc2 < 0) {
+			/* Whether it committed is unknown; whoever meets
+			 * its locks next settles it from the record. */
+			rc = rc2;
+			goto out;
+		}
+		if (rc2 == 0) {
+			/* 4. Apply and unlock; a failure here leaves the
+			 * locks of a committed record, which readers roll
+			 * forward, so the commit stands. */
+			if (finish_all(e, s->o, s->n, txid, 1, 0) == 0)
+				rec_remove(e, txid);
+			rc = 0;
+			goto out;
+		}
+		/* Rolled back by another client meanwhile. */
+		rc = KT__ERETRY;
+	}
+	/* Abort: make sure no one can commit it, then unlock. */
+	rc2 = rec_flip(e, txid, 'A');
+	if (rc2 < 0) {
+		rc = rc2;
+		goto out;
+	}
+	if (finish_all(e, s->o, s->n, txid, 0, 0) == 0)
+		rec_remove(e, txid);
+	if (rc == KT__ERETRY && busy != NULL && (rc2 = wait_free(e, busy)) != 0)
+		rc = rc2;
+out:
+	kt__buf_free(&name);
+	kt__buf_free(&body);
+	return rc;
+}
+
+/* Add to @p s the objects condition @p c depends on: the partition of a
+ * row or of a scan; for a prefix scan the catalog and every partition
+ * with the prefix that the snapshot read (a hashed name cannot be told
+ * apart, so all of those). */
+static int guard_cond(rad *e, const kt__snap *snap, const kt__cond *c,
+		      oset *s, const char *catoid, size_t *cat)
+{
+	kt__buf oid = {0};
+	objw *o;
+	size_t i;
+	int rc = 0;
+
+	if (c->kind == KT__COND_ROW || !(c->how.flags & KT__SCAN_PREFIX)) {
+		kt__slice part = c->kind == KT__COND_ROW ? c->part
+							 : c->how.part;
+		if ((rc = oid_of(&oid, e, part)) == 0 &&
+		    seen_find(snap, oid.p) != NULL &&
+		    (rc = oset_get(s, oid.p, part, &o)) == 0)
+			o->guarded = 1;
+		kt__buf_free(&oid);
+		return rc;
+	}
+	if (seen_find(snap, catoid) != NULL &&
+	    (rc = oset_get(s, catoid, kt__sl("", 0), &o)) == 0) {
+		o->guarded = 1;
+		*cat = (size_t)(o - s->o);
+	}
+	for (i = 0; rc == 0 && i < snap->capv; i++) {
+		const char *x = snap->v[i].oid;
+		if (x == NULL)
+			continue;
+		if (x[e->treelen] == '#' ||
+		    (x[e->treelen] == '/' &&
+		     strlen(x + e->treelen + 1) >= c->how.part.len &&
+		     memcmp(x + e->treelen + 1, c->how.part.p,
+			    c->how.part.len) == 0))
+			if ((rc = oset_get(s, x, kt__sl("", 0), &o)) == 0)
+				o->guarded = 1;
+	}
+	return rc;
+}
+
+static int rad_commit(kt__rows *r, const kt__commit *cm)
+{
+	rad *e = (rad *)r;
+	kt__snap *snap = (kt__snap *)cm->snap;
+	oset s;
+	objw *o, pre;
+	size_t cat = (size_t)-1; /* the catalog's place in s, if guarded */
+	kt__buf oid = {0}, catoid = {0}, pk = {0};
+	size_t i;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	memset(&pre, 0, sizeof(pre));
+	if (cm->applied != NULL)
+		*cm->applied = 0;
+	if (cm->nw == 0)
+		return 0;
+	if ((rc = name_of(&catoid, e, "!cat")) != 0)
+		return rc;
+	/* Every object a condition names is guarded, written or not. */
+	for (i = 0; rc == 0 && snap != NULL && i < cm->nc; i++)
+		rc = guard_cond(e, snap, &cm->c[i], &s, catoid.p, &cat);
+	for (i = 0; i < cm->nw && rc == 0; i++) {
+		const kt__write *w = &cm->w[i];
+		if ((rc = oid_of(&oid, e, w->part)) != 0 ||
+		    (rc = oset_get(&s, oid.p, w->part, &o)) != 0 ||
+		    (rc = objw_add(o, w->sort, w)) != 0)
+			break;
+		if (w->del || w->value.p == NULL)
+			continue;
+		/* A put: its partition must be in the catalog. */
+		if ((rc = kt__buf_set(&pk, w->part.p, w->part.len)) != 0)
+			break;
+		if (known_has(e, pk.p))
+			continue;
+		if (cat != (size_t)-1) {
+			/* This commit depends on the catalog: the entry
+			 * goes in the commit itself. */
+			o = &s.o[cat];
+		} else {
+			o = &pre;
+			if (pre.oid == NULL &&
+			    (pre.oid = strdup(catoid.p)) == NULL) {
+				rc = kt__err(KT_ENOMEM, "out of memory");
+				break;
+			}
+		}
+		{
+			kt__write cw;
+			memset(&cw, 0, sizeof(cw));
+			cw.value = kt__sl("", 0);
+			rc = objw_add(o, w->part, &cw);
+		}
+	}
+	for (i = 0; rc == 0 && i < s.n; i++) {
+		s.o[i].saw = s.o[i].guarded ? seen_find(snap, s.o[i].oid)
+					    : NULL;
+		s.o[i].hashed = is_hashed(s.o[i].oid, e);
+	}
+	if (rc == 0 && pre.nw > 0) {
+		/* Dedupe is not needed: omap_set of a key twice is fine. */
+		rc = catalog_add(e, &pre);
+	}
+	/* Remember the new entries only once they are certainly in. */
+	if (rc == 0)
+		rc = s.n == 1 ? commit_one(e, &s.o[0]) : commit_many(e, &s);
+	if (rc == 0) {
+		for (i = 0; i < pre.nw; i++) {
+			kt__buf d = {0};
+			if (okey_dec(&d, pre.k[i], pre.kl[i]) == 0)
+				known_add(e, d.p);
+			kt__buf_free(&d);
+		}
+		for (i = 0; cat != (size_t)-1 && i < s.o[cat].nw; i++) {
+			kt__buf d = {0};
+			if (okey_dec(&d, s.o[cat].k[i], s.o[cat].kl[i]) == 0)
+				known_add(e, d.p);
+			kt__buf_free(&d);
+		}
+	}
+	oset_free(&s);
+	objw_free(&pre);
+	kt__buf_free(&oid);
+	kt__buf_free(&catoid);
+	kt__buf_free(&pk);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The rest of the seam */
+
+static int rad_empty(kt__rows *r)
+{
+	rad *e = (rad *)r;
+	kt__cursor *c = NULL;
+	kt__scan how;
+	kt__row row;
+	int rc;
+
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl("", 0);
+	how.flags = KT__SCAN_PREFIX;
+	if ((rc = rad_scan(&c, &e->base, NULL, &how)) != 0)
+		return rc;
+	rc = rad_next(c, &row);
+	rad_cursor_free(c);
+	if (rc == KT_ITEROVER)
+		return 1;
+	return rc == 0 ? 0 : rc;
+}
+
+static int rad_sync(kt__rows *r)
+{
+	/* RADOS acknowledges a write once every replica has it. */
+	(void)r;
+	return 0;
+}
+
+static void rad_close(kt__rows *r)
+{
+	rad *e = (rad *)r;
+
+	if (e == NULL)
+		return;
+	if (e->io != NULL)
+		rados_ioctx_destroy(e->io);
+	if (e->cl != NULL)
+		rados_shutdown(e->cl);
+	if (e->known_set != NULL)
+		rad_snapshot_free(r, e->known_set);
+	pthread_mutex_destroy(&e->mu);
+	free(e->tree);
+	free(e);
+}
+
+static const kt__rows_ops rad_ops = {
+	.get = rad_get,
+	.scan = rad_scan,
+	.next = rad_next,
+	.cursor_free = rad_cursor_free,
+	.snapshot = rad_snapshot,
+	.snapshot_free = rad_snapshot_free,
+	.commit = rad_commit,
+	.sync = rad_sync,
+	.empty = rad_empty,
+	.close = rad_close,
+};
+
+static int tree_name_ok(const char *t)
+{
+	size_t i, n = strlen(t);
+
+	if (n == 0 || n > 100)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = t[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Set Ceph option @p name to @p val unless the configuration set it. */
+static void conf_default(rados_t cl, const char *name, const char *val)
+{
+	char cur[64];
+
+	if (rados_conf_get(cl, name, cur, sizeof(cur)) == 0 &&
+	    strtod(cur, NULL) != 0)
+		return;
+	(void)rados_conf_set(cl, name, val);
+}
+
+int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
+{
+	rad *e;
+	const char *env;
+	kt__buf cat = {0};
+	oread r;
+	oreq q;
+	int rc;
+
+	*out = NULL;
+	if (o->pool == NULL || o->pool[0] == '\0')
+		return kt__err(KT_EINVAL, "ceph: no pool named");
+	if (o->tree == NULL || !tree_name_ok(o->tree))
+		return kt__err(KT_EINVAL, "ceph: tree name '%s' is not 1 to "
+			       "100 of A-Z a-z 0-9 . _ -",
+			       o->tree ? o->tree : "");
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	e->base.ops = &rad_ops;
+	pthread_mutex_init(&e->mu, NULL);
+	if ((e->tree = strdup(o->tree)) == NULL ||
+	    (e->known_set = calloc(1, sizeof(*e->known_set))) == NULL) {
+		rad_close(&e->base);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	e->treelen = strlen(e->tree);
+	e->lease_ms = o->lease_ms;
+	if (e->lease_ms == 0 && (env = getenv("KEYTREE_RADOS_LEASE_MS")) &&
+	    atoi(env) > 0)
+		e->lease_ms = (unsigned int)atoi(env);
+	if (e->lease_ms == 0)
+		e->lease_ms = LEASE_DEFAULT_MS;
+	rc = rados_create2(&e->cl, "ceph",
+			   o->client && o->client[0] ? o->client
+						     : "client.admin", 0);
+	if (rc < 0) {
+		e->cl = NULL;
+		rad_close(&e->base);
+		return rerr(rc, "creating a cluster handle (client name "
+			    "wrong?)", NULL);
+	}
+	rc = rados_conf_read_file(e->cl, o->conf && o->conf[0] ? o->conf
+							       : NULL);
+	if (rc < 0) {
+		rad_close(&e->base);
+		if (o->conf && o->conf[0])
+			return kt__err(KT_EIO, "ceph: reading configuration "
+				       "'%s': %s", o->conf, strerror(-rc));
+		return kt__err(KT_EIO, "ceph: no configuration found (give "
+			       "one with KEYTREE_CEPH_CONF or ceph_conf): %s",
+			       strerror(-rc));
+	}
+	(void)rados_conf_parse_env(e->cl, NULL);
+	/* Never wait forever for a cluster that is down. */
+	conf_default(e->cl, "rados_osd_op_timeout", "30");
+	conf_default(e->cl, "rados_mon_op_timeout", "30");
+	conf_default(e->cl, "client_mount_timeout", "30");
+	if ((rc = rados_connect(e->cl)) < 0) {
+		rad_close(&e->base);
+		return kt__err(KT_EIO, "ceph: cannot connect to the cluster%s%s"
+			       ": %s", o->conf ? " of " : "",
+			       o->conf ? o->conf : "", strerror(-rc));
+	}
+	e->inst = rados_get_instance_id(e->cl);
+	if ((rc = rados_ioctx_create(e->cl, o->pool, &e->io)) < 0) {
+		e->io = NULL;
+		rad_close(&e->base);
+		if (rc == -ENOENT)
+			return kt__err(KT_ENOTFOUND, "ceph: pool '%s' does not "
+				       "exist (make it with 'ceph osd pool "
+				       "create %s')", o->pool, o->pool);
+		return rerr(rc, "opening pool", o->pool);
+	}
+	rados_ioctx_set_namespace(e->io, o->nspace ? o->nspace : "");
+	/* The tree exists when its catalog does. */
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	if ((rc = name_of(&cat, e, "!cat")) == 0)
+		rc = oread_once(e, cat.p, &q, &r);
+	if (rc == 0 && !r.exists) {
+		if (!o->create) {
+			rc = kt__err(KT_ENOTFOUND, "ceph: no tree '%s' in pool "
+				     "'%s'%s%s", o->tree, o->pool,
+				     o->nspace && o->nspace[0] ? ", namespace "
+							       : "",
+				     o->nspace ? o->nspace : "");
+		} else {
+			rados_write_op_t op = rados_create_write_op();
+			rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE,
+					      NULL);
+			rados_write_op_setxattr(op, LK, FREE, 1);
+			rc = wop_run(e, op, cat.p);
+			rados_release_write_op(op);
+			if (rc == -EEXIST)
+				rc = 0;
+			else if (rc < 0)
+				rc = rerr(rc, "making the tree's catalog",
+					  cat.p);
+		}
+	}
+	oread_clear(&r);
+	kt__buf_free(&cat);
+	if (rc != 0) {
+		rad_close(&e->base);
+		return rc;
+	}
+	*out = &e->base;
+	return 0;
+}
