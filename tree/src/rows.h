@@ -22,11 +22,24 @@
  * when several processes (or, on a distributed engine, several hosts)
  * write one store: nothing relies on an in-process lock.
  *
- * An engine that is atomic only within one partition (Ceph RADOS: one
- * object per partition, its omap holding the sort keys) applies a batch
- * partition by partition in the order given; the tree logic emits writes so
- * that the row making a change visible comes last.  LevelDB (rows_leveldb.c,
- * the only file that includes <leveldb/c.h>) commits the batch at once.
+ * What every engine promises, and what only some do.  LevelDB
+ * (rows_leveldb.c, the only file that includes <leveldb/c.h>) has one
+ * snapshot of the whole store, checks conditions row by row and numbers
+ * its commits.  Ceph RADOS (rows_rados.c) is atomic only within one
+ * object, one per partition, so there:
+ * - a snapshot fixes each partition at its first read through it, and
+ *   later reads see the latest state (no isolation); a condition must name
+ *   something read through cm->snap, as the tree layer's always do;
+ * - conditions are checked per partition: a commit is refused when any
+ *   partition a condition names changed at all (a false conflict the
+ *   runner reruns), never applied when one fails;
+ * - commits spanning partitions are made atomic by the engine itself (a
+ *   commit record and locks, rows_rados.c), so a batch is still all or
+ *   nothing as readers observe it;
+ * - commits are not numbered (kt__commit.applied receives 0).
+ * The tree logic still emits writes so that the row making a change
+ * visible comes last (FORMAT.md §12), which keeps a cut-short batch
+ * understandable to kt_repair on any engine.
  * A process that finds the store held by another reaches it through the
  * remote engine (rows_remote.c), which forwards every call of this
  * interface to the holder (server.c).
@@ -94,7 +107,8 @@ typedef struct kt__commit {
 	int sync; /* durable on disk before returning */
 	/* When not NULL, receives the commit's place in the order of all
 	 * commits the engine applied (1, 2, ...), for tests that replay
-	 * several processes' calls in commit order. */
+	 * several processes' calls in commit order; 0 from an engine that
+	 * keeps no such order (RADOS). */
 	uint64_t *applied;
 } kt__commit;
 
