@@ -104,7 +104,6 @@ struct kt__snap {
 	rad *e;
 	seen *v;      /* open addressing, capacity a power of two */
 	size_t nv, capv;
-	int cat;      /* the catalog is among the objects seen */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -770,12 +769,11 @@ static int rec_read(rad *e, const char *txid, char *state, rec *body)
 	kt__buf name = {0};
 	rados_read_op_t op = rados_create_read_op();
 	rados_completion_t c = NULL;
-	char st[8];
-	size_t stlen = 0, got = 0;
-	int srv = 0, rrv = 0, rc;
+	rados_xattrs_iter_t xi = NULL;
+	size_t got = 0;
+	int srv = 0, rrv = 0, strv = 0, rc;
 	uint64_t size = 0;
 	time_t mt;
-	int strv = 0;
 
 	*state = 0;
 	if (op == NULL)
@@ -786,33 +784,29 @@ static int rec_read(rad *e, const char *txid, char *state, rec *body)
 		kt__buf_free(&name);
 		return rc;
 	}
-	(void)stlen;
 	/* The state, and the size so that the body can be read whole. */
-	{
-		rados_xattrs_iter_t xi = NULL;
-		rados_read_op_stat(op, &size, &mt, &strv);
-		rados_read_op_getxattrs(op, &xi, &srv);
-		rc = rados_aio_create_completion2(NULL, NULL, &c);
-		if (rc == 0)
-			rc = rados_aio_read_op_operate(op, e->io, c, name.p, 0);
-		if (rc == 0) {
-			rados_aio_wait_for_complete(c);
-			rc = rados_aio_get_return_value(c);
-		}
-		if (rc == 0 && xi != NULL) {
-			const char *xn, *xv;
-			size_t xl;
-			while (rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
-			       xn != NULL)
-				if (strcmp(xn, STX) == 0 && xl == 1)
-					st[0] = *xv, *state = st[0];
-		}
-		if (xi != NULL)
-			rados_getxattrs_end(xi);
-		if (c != NULL)
-			rados_aio_release(c);
-		c = NULL;
+	rados_read_op_stat(op, &size, &mt, &strv);
+	rados_read_op_getxattrs(op, &xi, &srv);
+	rc = rados_aio_create_completion2(NULL, NULL, &c);
+	if (rc == 0)
+		rc = rados_aio_read_op_operate(op, e->io, c, name.p, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
 	}
+	if (rc == 0 && xi != NULL) {
+		const char *xn, *xv;
+		size_t xl;
+		while (rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
+		       xn != NULL)
+			if (strcmp(xn, STX) == 0 && xl == 1)
+				*state = *xv;
+	}
+	if (xi != NULL)
+		rados_getxattrs_end(xi);
+	if (c != NULL)
+		rados_aio_release(c);
+	c = NULL;
 	rados_release_read_op(op);
 	if (rc == -ENOENT) {
 		*state = 0;
