@@ -289,7 +289,7 @@ typedef struct kt__loc {
 static int loc_part_check(const char *loc, const char *what, const char *p,
 			  size_t max, int strict)
 {
-	char a[KT__SHOWSZ];
+	char a[KT__SHOWSZ], b[8];
 	size_t i, n = strlen(p);
 
 	if (n == 0)
@@ -306,13 +306,14 @@ static int loc_part_check(const char *loc, const char *what, const char *p,
 				   c == '_' || c == '-')
 				: (c >= 0x20 && c != 0x7f);
 
+		if (!ok && c >= 0x20 && c < 0x7f)
+			snprintf(b, sizeof(b), "%c", c);
+		else if (!ok)
+			snprintf(b, sizeof(b), "\\x%02x", c);
 		if (!ok)
 			return kt__err(KT_EINVAL, "open '%s': the %s '%s' "
 				       "has '%s' at byte %zu; %s", loc, what,
-				       kt__show(a, sizeof(a), p, n),
-				       kt__show(a + 80, sizeof(a) - 80,
-						p + i, 1),
-				       i,
+				       kt__show(a, sizeof(a), p, n), b, i,
 				       strict ? "a tree name is made of "
 						"A-Z a-z 0-9 . _ -"
 					      : "control characters are not "
@@ -337,6 +338,8 @@ static int loc_parse(kt__loc *l, const char *loc)
 	if (s == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	a = strchr(s, '/');
+	if (a == NULL && s[0] == '\0')
+		return loc_part_check(loc, "pool name", s, RADOS_NAME_MAX, 0);
 	if (a == NULL)
 		return kt__err(KT_EINVAL, "open '%s': no tree name after the "
 			       "pool (%s)", loc, RADOS_FORM);
