@@ -36,6 +36,7 @@ int cli_open(kt_store **out, int write)
 		return cli_usage(NULL, "no store given: use -s STORE or set "
 				       "KEYTREE_STORE");
 	opts.read_only = !write;
+	cli_store_options(&opts);
 	rc = kt_open(out, dir, &opts);
 	if (rc == 0)
 		return CLI_OK;
