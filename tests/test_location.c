@@ -73,7 +73,8 @@ static void assert_dir_empty(void)
 }
 
 /* kt_open(@p loc) with @p o fails with @p code and a message holding each
- * of the NULL-ended strings after @p code; nothing is created. */
+ * of the NULL-ended strings after @p code, and no control byte; nothing is
+ * created. */
 static void open_refused(const char *loc, const kt_options *o, int code, ...)
 {
 	kt_store *st = (kt_store *)&st; /* must become NULL */
@@ -92,6 +93,11 @@ static void open_refused(const char *loc, const kt_options *o, int code, ...)
 			fail_msg("kt_open('%s'): message '%s' lacks '%s'", loc,
 				 kt_errmsg(), want);
 	va_end(ap);
+	/* Bytes at fault are shown escaped, never raw. */
+	for (want = kt_errmsg(); *want != '\0'; want++)
+		if ((unsigned char)*want < 0x20 || *want == 0x7f)
+			fail_msg("kt_open('%s'): raw byte 0x%02x in the message",
+				 loc, (unsigned char)*want);
 	assert_dir_empty();
 }
 

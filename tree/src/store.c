@@ -7,8 +7,8 @@
  * engine is open: creation, the header, upgrades.
  */
 #include <dirent.h>
-#include <stddef.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -275,13 +275,13 @@ static int engine_open(kt_store *st, const char *dir,
 #define RADOS_NAME_MAX 255
 
 /* A location taken apart; the strings point into buf. */
-typedef struct kt__loc {
+typedef struct loc_parts {
 	const char *dir;  /* a directory location, or NULL */
 	const char *pool; /* a RADOS location: its three parts */
 	const char *nspace; /* NULL: the pool's default namespace */
 	const char *tree;
 	char *buf;
-} kt__loc;
+} loc_parts;
 
 /* Check one part of a RADOS location: @p what names it in messages.  With
  * @p strict only [A-Za-z0-9._-] may occur, else anything but control
@@ -289,9 +289,11 @@ typedef struct kt__loc {
 static int loc_part_check(const char *loc, const char *what, const char *p,
 			  size_t max, int strict)
 {
-	char a[KT__SHOWSZ], b[8];
+	char a[KT__SHOWSZ], b[8], l[KT__SHOWSZ];
 	size_t i, n = strlen(p);
 
+	/* The location may hold the very bytes at fault. */
+	loc = kt__show(l, sizeof(l), loc, strlen(loc));
 	if (n == 0)
 		return kt__err(KT_EINVAL, "open '%s': the %s is empty (%s)",
 			       loc, what, RADOS_FORM);
@@ -324,7 +326,7 @@ static int loc_part_check(const char *loc, const char *what, const char *p,
 
 /* Take @p loc apart into @p l.  0, KT_EINVAL naming the part at fault,
  * or KT_ENOMEM.  l->buf is to be freed by the caller either way. */
-static int loc_parse(kt__loc *l, const char *loc)
+static int loc_parse(loc_parts *l, const char *loc)
 {
 	char *s, *a, *b;
 	int rc;
@@ -440,7 +442,7 @@ static int open_leveldb(kt_store *st, const char *dir, const kt_options *o,
  * no holder: this process is a client of the cluster like any other.  A
  * tree without rows counts as absent, whether it never was or its
  * creation was cut short. */
-static int open_rados(kt_store *st, const char *loc, const kt__loc *l,
+static int open_rados(kt_store *st, const char *loc, const loc_parts *l,
 		      const kt_options *o, int *creating)
 {
 	const char *client = opt_or_env(o->ceph_client, "KEYTREE_CEPH_CLIENT");
@@ -564,7 +566,7 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 int kt_open(kt_store **out, const char *location, const kt_options *opts)
 {
 	kt_options o;
-	kt__loc l = {0};
+	loc_parts l = {0};
 	kt_store *st = NULL;
 	int rc, creating = 0;
 
