@@ -150,7 +150,12 @@ void ktfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv;
 
 	(void)ino;
-	if (statvfs(fs->store_dir, &sv) < 0) {
+	/* A RADOS store has no local filesystem under it: no figures yet,
+	 * but statfs must not fail (df, and programs that ask first). */
+	if (strncmp(fs->store_dir, "rados:", 6) == 0) {
+		memset(&sv, 0, sizeof(sv));
+		sv.f_bsize = sv.f_frsize = 4096;
+	} else if (statvfs(fs->store_dir, &sv) < 0) {
 		fuse_reply_err(req, errno);
 		return;
 	}

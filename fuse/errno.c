@@ -55,6 +55,8 @@ int ktfs_errno(int code)
 		return -EFBIG;
 	case KT_ENOATTR:
 		return -ENODATA;
+	case KT_ENOTSUP:
+		return -EOPNOTSUPP;
 	case KT_ITEROVER:
 		return 0;
 	}

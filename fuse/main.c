@@ -3,6 +3,10 @@
  *
  *   keytreefs [OPTIONS] STORE MOUNTPOINT
  *
+ * STORE is a directory or a RADOS location, rados:POOL[/NAMESPACE]/TREE
+ * (kt_open()); -o ceph_conf=PATH and -o ceph_client=NAME are ours, for
+ * the latter, and never reach the kernel.
+ *
  * Parses our options and libfuse's; without -f, forks and leaves the
  * parent waiting; then (in the process that will serve the mount, the only
  * one that ever opens the store) opens the store, makes a libfuse
@@ -37,6 +41,8 @@ struct options {
 	int no_default_permissions;
 	char *value_name;
 	char *abslinks;
+	char *ceph_conf;
+	char *ceph_client;
 	double entry_timeout;
 	double attr_timeout;
 	double negative_timeout;
@@ -54,6 +60,8 @@ static const struct fuse_opt option_spec[] = {
 	OPT("no_default_permissions", no_default_permissions, 1),
 	OPT("value_name=%s", value_name, 0),
 	OPT("abslinks=%s", abslinks, 0),
+	OPT("ceph_conf=%s", ceph_conf, 0),
+	OPT("ceph_client=%s", ceph_client, 0),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("negative_timeout=%lf", negative_timeout, 0),
@@ -68,7 +76,10 @@ static const struct fuse_opt option_spec[] = {
 static void usage(const char *prog)
 {
 	printf("usage: %s [options] STORE MOUNTPOINT\n\n"
-	       "Mount the keytree store in directory STORE on MOUNTPOINT.\n"
+	       "Mount the keytree store STORE on MOUNTPOINT.  STORE is a "
+	       "directory, or\nrados:POOL/TREE or rados:POOL/NAMESPACE/TREE "
+	       "for a tree in a Ceph cluster's\npool (a directory whose "
+	       "name starts with 'rados:' is given as ./rados:...).\n"
 	       "Without -f, keytreefs returns once the mount is up and "
 	       "serves it in the\nbackground until it is unmounted "
 	       "(fusermount3 -u MOUNTPOINT).\n\n"
@@ -88,6 +99,15 @@ static void usage(const char *prog)
 	       "read (default:\n"
 	       "                           store: relative to the store's "
 	       "root)\n"
+	       "    -o ceph_conf=PATH      a RADOS store: the cluster's "
+	       "ceph.conf (default:\n"
+	       "                           $KEYTREE_CEPH_CONF, else Ceph's "
+	       "own search)\n"
+	       "    -o ceph_client=NAME    a RADOS store: the client to "
+	       "connect as, e.g.\n"
+	       "                           client.admin (default: "
+	       "$KEYTREE_CEPH_CLIENT, else\n"
+	       "                           Ceph's)\n"
 	       "    -o no_default_permissions  leave permission checks to "
 	       "nobody (default:\n"
 	       "                           the kernel checks them)\n"
@@ -208,6 +228,8 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	ko.read_only = o->read_only;
 	ko.sync = o->durable;
 	ko.create_if_missing = o->create && !o->read_only;
+	ko.ceph_conf = o->ceph_conf;
+	ko.ceph_client = o->ceph_client;
 	/* kt_open drops the orphans (files unlinked while open) that a
 	 * daemon which died left behind. */
 	rc = kt_open(&fs->store, fs->store_dir, &ko);
@@ -250,17 +272,29 @@ static int root_check(struct ktfs *fs)
 	return 0;
 }
 
+/* Is @p store a RADOS location rather than a directory (as kt_open()
+ * tells them apart)? */
+static int is_rados(const char *store)
+{
+	return strncmp(store, "rados:", 6) == 0;
+}
+
 /* Fill @fs from the options; non-zero (after a message) if they are bad. */
 static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 {
 	fs->read_only = o->read_only;
-	if (o->create && !o->read_only && mkdir(o->store, 0755) < 0 &&
+	/* A RADOS location is the library's to check, and the mount's
+	 * source as it is. */
+	if (is_rados(o->store))
+		fs->store_dir = strdup(o->store);
+	else if (o->create && !o->read_only && mkdir(o->store, 0755) < 0 &&
 	    errno != EEXIST) {
 		fprintf(stderr, "keytreefs: %s: %s\n", o->store,
 			strerror(errno));
 		return 1;
+	} else {
+		fs->store_dir = realpath(o->store, NULL);
 	}
-	fs->store_dir = realpath(o->store, NULL);
 	if (!fs->store_dir && errno == ENOENT) {
 		fprintf(stderr, "keytreefs: %s: no such store (-o create "
 				"makes one)\n", o->store);
@@ -439,8 +473,20 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 	io.writev = ktfs_io_writev;
 	if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0)
 		goto out_unmount;
-	/* What other processes change, the kernel must not keep. */
-	if (ktfs_watch_start(fs, se) != 0) {
+	/* What other processes change, the kernel must not keep.  A RADOS
+	 * store cannot be watched yet: the mount then serves without
+	 * hearing other clients, whose changes the kernel sees once its
+	 * caches time out. */
+	rc = ktfs_watch_start(fs, se);
+	if (rc == KT_ENOTSUP) {
+		fprintf(stderr, "keytreefs: %s: %s; mounting without it: "
+			"the kernel's caches may lag other clients' changes "
+			"by up to their timeouts\n", fs->store_dir,
+			kt_errmsg());
+		rc = 0;
+	}
+	if (rc != 0) {
+		rc = 1;
 		fprintf(stderr, "keytreefs: %s: cannot watch the store for "
 			"other processes' changes: %s\n", fs->store_dir,
 			kt_errmsg());
@@ -533,6 +579,8 @@ out:
 	free(o.store);
 	free(o.value_name);
 	free(o.abslinks);
+	free(o.ceph_conf);
+	free(o.ceph_client);
 	fuse_opt_free_args(&args);
 	locks_destroy(&fs);
 	return rc;

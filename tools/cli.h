@@ -47,8 +47,13 @@ int cmd_stats(int argc, char **argv);
 
 /* ---- main.c: the command table, help and usage errors ---- */
 
-/* The store directory given by -s or $KEYTREE_STORE (NULL if neither). */
+/* The store given by -s or $KEYTREE_STORE (NULL if neither): a
+ * directory or a RADOS location, as kt_open() takes it. */
 const char *cli_store_dir(void);
+
+/* Set the fields of @p o that -o NAME=VALUE gave (ceph_conf,
+ * ceph_client); the library reads the environment for the others. */
+void cli_store_options(kt_options *o);
 
 /* Print the help of command @p name to stdout; returns CLI_OK. */
 int cli_help(const char *name);

@@ -40,6 +40,7 @@ int cmd_init(int argc, char **argv)
 				       "KEYTREE_STORE");
 	opts.create_if_missing = 1;
 	opts.error_if_exists = 1;
+	cli_store_options(&opts);
 	rc = kt_open(&st, dir, &opts);
 	if (rc == KT_EEXISTS)
 		return cli_fail_msg(dir, "a store already exists here");

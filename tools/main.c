@@ -1,7 +1,7 @@
 /*
- * main.c - the keytree command: global options (-s STORE, --help,
- * --version), the command table with each command's help text, and the
- * usage-error format shared by every command.
+ * main.c - the keytree command: global options (-s STORE, -o NAME=VALUE,
+ * --help, --version), the command table with each command's help text,
+ * and the usage-error format shared by every command.
  *
  * Exit statuses: 0 success, 1 the operation failed, 2 a usage error.
  */
@@ -153,10 +153,44 @@ static const cli_command commands[] = {
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static const char *store_dir;
+/* -o ceph_conf=PATH and -o ceph_client=NAME (NULL: not given). */
+static const char *ceph_conf;
+static const char *ceph_client;
 
 const char *cli_store_dir(void)
 {
 	return store_dir;
+}
+
+void cli_store_options(kt_options *o)
+{
+	o->ceph_conf = ceph_conf;
+	o->ceph_client = ceph_client;
+}
+
+/* Take one -o NAME=VALUE; a usage error (CLI_USAGE) names what is wrong,
+ * else 0. */
+static int store_option(char *arg)
+{
+	char *eq = strchr(arg, '=');
+	const char **to = NULL;
+
+	if (eq != NULL) {
+		*eq = '\0';
+		if (strcmp(arg, "ceph_conf") == 0)
+			to = &ceph_conf;
+		else if (strcmp(arg, "ceph_client") == 0)
+			to = &ceph_client;
+	}
+	if (to == NULL)
+		return cli_usage(NULL, "unknown store option '%s' (-o takes "
+				       "ceph_conf=PATH or ceph_client=NAME)",
+				 arg);
+	if (eq[1] == '\0')
+		return cli_usage(NULL, "store option '%s' needs a value after "
+				       "'='", arg);
+	*to = eq + 1;
+	return 0;
 }
 
 static const cli_command *command_find(const char *name)
@@ -175,10 +209,25 @@ static void main_help(FILE *f)
 
 	fprintf(f, "usage: keytree [-s STORE] COMMAND [OPTIONS] [ARGS]\n"
 		   "\n"
-		   "A hierarchical tree store on LevelDB.\n"
+		   "A hierarchical tree store on LevelDB or on Ceph RADOS.\n"
 		   "\n"
-		   "  -s, --store STORE  the store directory (default "
-		   "$KEYTREE_STORE)\n"
+		   "  -s, --store STORE  the store (default $KEYTREE_STORE): a "
+		   "directory, or\n"
+		   "                     rados:POOL/TREE or "
+		   "rados:POOL/NAMESPACE/TREE for a tree\n"
+		   "                     in a Ceph cluster's pool (a directory "
+		   "whose name starts\n"
+		   "                     with 'rados:' is given as "
+		   "./rados:...)\n"
+		   "  -o ceph_conf=PATH  a RADOS store: the cluster's ceph.conf "
+		   "(default\n"
+		   "                     $KEYTREE_CEPH_CONF, else Ceph's own "
+		   "search: $CEPH_CONF,\n"
+		   "                     /etc/ceph/ceph.conf, ...)\n"
+		   "  -o ceph_client=NAME  a RADOS store: the client to connect "
+		   "as, e.g.\n"
+		   "                     client.admin (default "
+		   "$KEYTREE_CEPH_CLIENT, else Ceph's)\n"
 		   "  -h, --help         this help; 'keytree COMMAND --help' "
 		   "for one command\n"
 		   "  -V, --version      the version\n"
@@ -233,6 +282,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"store", required_argument, NULL, 's'},
+		{"option", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -241,10 +291,14 @@ int main(int argc, char **argv)
 	int c;
 
 	/* '+': stop at the command; its options are its own. */
-	while ((c = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:o:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			store_dir = optarg;
+			break;
+		case 'o':
+			if (store_option(optarg) != 0)
+				return CLI_USAGE;
 			break;
 		case 'h':
 			main_help(stdout);

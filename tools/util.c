@@ -36,6 +36,7 @@ int cli_open(kt_store **out, int write)
 		return cli_usage(NULL, "no store given: use -s STORE or set "
 				       "KEYTREE_STORE");
 	opts.read_only = !write;
+	cli_store_options(&opts);
 	rc = kt_open(out, dir, &opts);
 	if (rc == 0)
 		return CLI_OK;
@@ -138,9 +139,10 @@ int cli_fail_busy(const char *dir)
 	const char *msg = strstr(kt_errmsg(), "in use by ");
 	const char *mnt = msg ? strstr(msg, ", mounted on ") : NULL;
 
+	/* Without a holder named (a RADOS engine's own KT_EBUSY, say), the
+	 * library's message is the best there is. */
 	if (msg == NULL)
-		return cli_fail_msg(dir, "the store is in use by another "
-					 "process");
+		return cli_fail(dir, KT_EBUSY);
 	if (mnt != NULL) {
 		mnt += strlen(", mounted on ");
 		return cli_fail_msg(dir, "the store is %s; unmount it first "

@@ -154,6 +154,8 @@ typedef enum kt_error {
 				  item with several paths cannot become a
 				  directory */
 	KT_EMLINK = -21,       /**< the node already has KT_LINK_MAX paths */
+	KT_ENOTSUP = -22,      /**< not supported by this build of the library
+				  or by the store's engine */
 	KT_ITEROVER = -100     /**< status: an iteration is over (not an error) */
 } kt_error;
 
@@ -213,7 +215,12 @@ KT_EXTERN const char *kt_version(void);
 /** @name Opening a store */
 /**@{*/
 
-#define KT_OPTIONS_VERSION 1
+/** The kt_options layout this header describes.  Version 2 appended
+ * ceph_conf and ceph_client.  kt_open() still takes a struct of version 1
+ * (from a program built against an older keytree.h, or one that sets the
+ * number itself): it ends before ceph_conf, and those fields count as
+ * NULL.  Any other version is refused with KT_EINVAL. */
+#define KT_OPTIONS_VERSION 2
 
 /** Options for kt_open().  Zero in a field means its default; fields are
  * only ever appended.  Initialise with KT_OPTIONS_INIT. */
@@ -228,20 +235,53 @@ typedef struct kt_options {
 	 * (U+00A6, bytes C2 A6).  Used when creating; when opening an
 	 * existing store it must be NULL or equal to the stored one. */
 	const char *delimiter;
-	size_t cache_size;     /**< LevelDB block cache bytes; 0 = 8 MiB */
+	size_t cache_size;     /**< LevelDB block cache bytes; 0 = 8 MiB.
+				  Not used by a RADOS store. */
+	/** (version 2) A RADOS store: the Ceph configuration file to read
+	 * (ceph.conf: where the monitors are, how to authenticate).  NULL:
+	 * $KEYTREE_CEPH_CONF when set and not empty, else Ceph's own search
+	 * ($CEPH_CONF, /etc/ceph/ceph.conf, ~/.ceph/config, ./ceph.conf).
+	 * Not used by a directory store. */
+	const char *ceph_conf;
+	/** (version 2) A RADOS store: the Ceph client name to connect as,
+	 * "client." and an id ("client.admin").  NULL: $KEYTREE_CEPH_CLIENT
+	 * when set and not empty, else Ceph's default (client.admin).  Not
+	 * used by a directory store. */
+	const char *ceph_client;
 } kt_options;
 
-#define KT_OPTIONS_INIT {KT_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0}
+#define KT_OPTIONS_INIT {KT_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, NULL, NULL}
 
 /** The default delimiter, U+00A6 BROKEN BAR in UTF-8. */
 #define KT_DEFAULT_DELIMITER "\xc2\xa6"
 
+/** The longest tree name of a RADOS location, in bytes. */
+#define KT_RADOS_TREE_MAX 100
+
 /**
- * Open (or create) the store in directory @p dir.
+ * Open (or create) the store at @p location.
  *
- * @param out   receives the handle, NULL on failure
- * @param dir   the store directory
- * @param opts  options, or NULL for the defaults (open an existing store)
+ * A location is one of:
+ * - a directory: the store is a LevelDB database there, shared with other
+ *   processes on this host through the first one to open it (Engines);
+ * - "rados:POOL/TREE" or "rados:POOL/NAMESPACE/TREE": the tree named TREE
+ *   in a pool of a Ceph cluster (and a RADOS namespace of it; without one,
+ *   the pool's default namespace).  POOL and NAMESPACE are 1 to 255 bytes
+ *   without '/' or control characters; TREE is 1 to KT_RADOS_TREE_MAX
+ *   bytes of A-Z, a-z, 0-9, '.', '_' and '-'.  The pool must exist; the
+ *   tree is made in it (create_if_missing).  Every process that opens it
+ *   is a client of the cluster in its own right: there is no holder.
+ *   opts->ceph_conf and opts->ceph_client say how to reach the cluster.
+ *
+ * A location starting with "rados:" is always read as a RADOS one; a
+ * directory whose name starts so is given as "./rados:x" (or by its
+ * absolute path).  create_if_missing, error_if_exists and read_only mean
+ * the same for both kinds: a RADOS tree without any row counts as absent.
+ *
+ * @param out       receives the handle, NULL on failure
+ * @param location  the store's directory, or a RADOS location as above
+ * @param opts      options, or NULL for the defaults (open an existing
+ *                  store)
  * @return 0, or
  *   - KT_ENOTFOUND: no store there and create_if_missing is not set;
  *   - KT_EEXISTS: it exists and error_if_exists is set;
@@ -251,12 +291,21 @@ typedef struct kt_options {
  *     that process (docs/CONCURRENCY.md); if it later exits, every call on
  *     the handle fails with KT_EIO and the store must be opened again;
  *   - KT_ENOTSTORE: the directory holds something that is not a keytree
- *     store (a foreign LevelDB database, or other files);
+ *     store (a foreign LevelDB database, or other files), or the RADOS
+ *     tree has rows but no keytree header;
  *   - KT_EVERSION: the store has a newer format than this library reads;
- *   - KT_EINVAL: a bad option, or a delimiter other than the store's;
- *   - KT_ECORRUPT, KT_EIO: the storage is damaged or unreadable.
+ *   - KT_EINVAL: a bad option, a delimiter other than the store's, a
+ *     RADOS location that is malformed (the message names the part at
+ *     fault: pool, namespace or tree name), a ceph_client that is not
+ *     "client.ID", or a ceph_conf that cannot be read;
+ *   - KT_ENOTSUP: a RADOS location, and this library was built without
+ *     librados;
+ *   - KT_ECORRUPT, KT_EIO: the storage is damaged or unreadable; for a
+ *     RADOS location, also: the cluster cannot be reached or the pool
+ *     does not exist (the message says which).
  */
-KT_EXTERN int kt_open(kt_store **out, const char *dir, const kt_options *opts);
+KT_EXTERN int kt_open(kt_store **out, const char *location,
+		      const kt_options *opts);
 
 /** Close a store, flushing nothing beyond what sync already made durable.
  * Accepts NULL.  No iterator or batch of the store may outlive it. */
@@ -315,8 +364,10 @@ typedef void (*kt_watch_cb)(const kt_change *changes, size_t n,
  * Engines: the holder's server hears every commit; it tells the holder's
  * own watcher through a thread of its own, and a client's over a second
  * connection to the holder.
+ * Engines: a RADOS store has no holder, and hearing other clients'
+ * commits is not done yet: kt_watch() on one fails with KT_ENOTSUP.
  * @return 0, KT_EEXISTS when a callback is already set, KT_EIO when the
- *   holder cannot be reached, KT_ENOMEM.
+ *   holder cannot be reached, KT_ENOTSUP on a RADOS store, KT_ENOMEM.
  */
 KT_EXTERN int kt_watch(kt_store *store, kt_watch_cb cb, void *payload);
 /**@}*/

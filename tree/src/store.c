@@ -1,10 +1,14 @@
 /*
- * store.c - opening, creating and closing a store: the header row that
- * marks a LevelDB database as a keytree store (format version, delimiter,
- * value layout), the id/version counters, and the root node.
+ * store.c - opening, creating and closing a store: where it is (a
+ * directory, for LevelDB, or a RADOS location, "rados:POOL[/NS]/TREE"),
+ * which engine reaches it, the header row that marks the rows as a
+ * keytree store (format version, delimiter, value layout), the id/version
+ * counters, and the root node.  Both engines share everything after the
+ * engine is open: creation, the header, upgrades.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -129,9 +133,10 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 
 	rc = kt__rd_get(&rd, meta_part(), kt__sl("header", 6), &v);
 	if (rc == KT_ENOTFOUND)
-		return kt__err(KT_ENOTSTORE, "open '%s': a LevelDB database "
-			       "without a keytree header row, so not a "
-			       "keytree store", dir);
+		return kt__err(KT_ENOTSTORE, "open '%s': a %s without a keytree"
+			       " header row, so not a keytree store", dir,
+			       st->rados ? "RADOS tree with rows but"
+					 : "LevelDB database");
 	if (rc != 0)
 		return rc;
 	u = (const unsigned char *)v.p;
@@ -254,70 +259,286 @@ static int engine_open(kt_store *st, const char *dir,
 	return kt__err(KT_EBUSY, "%s", busy);
 }
 
-int kt_open(kt_store **out, const char *dir, const kt_options *opts)
-{
-	kt_options def = KT_OPTIONS_INIT;
-	kt__leveldb_opts lo = {0, 0};
-	kt_store *st;
-	int rc, present, creating = 0;
+/* ---- locations ----
+ *
+ * A location names a store: a directory (LevelDB) or
+ * "rados:POOL[/NAMESPACE]/TREE".  Parsing happens before anything is
+ * opened, so that a typo is told as such rather than as a missing store.
+ */
 
-	if (out == NULL)
-		return kt__err(KT_EINVAL, "open: out is NULL");
-	*out = NULL;
-	if (dir == NULL || dir[0] == '\0')
-		return kt__err(KT_EINVAL, "open: no store directory given");
-	if (opts == NULL)
-		opts = &def;
-	if (opts->version != KT_OPTIONS_VERSION)
-		return kt__err(KT_EINVAL, "open '%s': options version %u, "
-			       "expected %d", dir, opts->version,
-			       KT_OPTIONS_VERSION);
-	if (opts->read_only && opts->create_if_missing)
-		return kt__err(KT_EINVAL, "open '%s': read_only and "
-			       "create_if_missing exclude each other", dir);
-	if (opts->delimiter != NULL &&
-	    (rc = kt__delim_check(opts->delimiter)) != 0) {
-		kt__err_prefix("open '%s'", dir);
-		return rc;
+#define RADOS_PREFIX "rados:"
+#define RADOS_PREFIX_LEN 6
+#define RADOS_FORM "a RADOS location is rados:POOL/TREE or " \
+		   "rados:POOL/NAMESPACE/TREE"
+/* Pool and namespace names: Ceph takes nearly any string; these bounds
+ * only keep out what could not be meant. */
+#define RADOS_NAME_MAX 255
+
+/* A location taken apart; the strings point into buf. */
+typedef struct loc_parts {
+	const char *dir;  /* a directory location, or NULL */
+	const char *pool; /* a RADOS location: its three parts */
+	const char *nspace; /* NULL: the pool's default namespace */
+	const char *tree;
+	char *buf;
+} loc_parts;
+
+/* Check one part of a RADOS location: @p what names it in messages.  With
+ * @p strict only [A-Za-z0-9._-] may occur, else anything but control
+ * bytes ('/' was split on already). */
+static int loc_part_check(const char *loc, const char *what, const char *p,
+			  size_t max, int strict)
+{
+	char a[KT__SHOWSZ], b[8], l[KT__SHOWSZ];
+	size_t i, n = strlen(p);
+
+	/* The location may hold the very bytes at fault. */
+	loc = kt__show(l, sizeof(l), loc, strlen(loc));
+	if (n == 0)
+		return kt__err(KT_EINVAL, "open '%s': the %s is empty (%s)",
+			       loc, what, RADOS_FORM);
+	if (n > max)
+		return kt__err(KT_EINVAL, "open '%s': the %s is %zu bytes, "
+			       "more than %zu", loc, what, n, max);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		int ok = strict ? ((c >= 'A' && c <= 'Z') ||
+				   (c >= 'a' && c <= 'z') ||
+				   (c >= '0' && c <= '9') || c == '.' ||
+				   c == '_' || c == '-')
+				: (c >= 0x20 && c != 0x7f);
+
+		if (!ok && c >= 0x20 && c < 0x7f)
+			snprintf(b, sizeof(b), "%c", c);
+		else if (!ok)
+			snprintf(b, sizeof(b), "\\x%02x", c);
+		if (!ok)
+			return kt__err(KT_EINVAL, "open '%s': the %s '%s' "
+				       "has '%s' at byte %zu; %s", loc, what,
+				       kt__show(a, sizeof(a), p, n), b, i,
+				       strict ? "a tree name is made of "
+						"A-Z a-z 0-9 . _ -"
+					      : "control characters are not "
+						"allowed");
 	}
+	return 0;
+}
+
+/* Take @p loc apart into @p l.  0, KT_EINVAL naming the part at fault,
+ * or KT_ENOMEM.  l->buf is to be freed by the caller either way. */
+static int loc_parse(loc_parts *l, const char *loc)
+{
+	char *s, *a, *b;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if (strncmp(loc, RADOS_PREFIX, RADOS_PREFIX_LEN) != 0) {
+		l->dir = loc;
+		return 0;
+	}
+	l->buf = s = strdup(loc + RADOS_PREFIX_LEN);
+	if (s == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	a = strchr(s, '/');
+	if (a == NULL && s[0] == '\0')
+		return loc_part_check(loc, "pool name", s, RADOS_NAME_MAX, 0);
+	if (a == NULL)
+		return kt__err(KT_EINVAL, "open '%s': no tree name after the "
+			       "pool (%s)", loc, RADOS_FORM);
+	*a++ = '\0';
+	b = strchr(a, '/');
+	if (b != NULL) {
+		*b++ = '\0';
+		if (strchr(b, '/') != NULL)
+			return kt__err(KT_EINVAL, "open '%s': too many '/' "
+				       "(%s; a tree name has no '/')", loc,
+				       RADOS_FORM);
+	}
+	l->pool = s;
+	l->nspace = b != NULL ? a : NULL;
+	l->tree = b != NULL ? b : a;
+	rc = loc_part_check(loc, "pool name", l->pool, RADOS_NAME_MAX, 0);
+	if (rc == 0 && l->nspace != NULL)
+		rc = loc_part_check(loc, "namespace", l->nspace,
+				    RADOS_NAME_MAX, 0);
+	if (rc == 0)
+		rc = loc_part_check(loc, "tree name", l->tree,
+				    KT_RADOS_TREE_MAX, 1);
+	return rc;
+}
+
+/* @p given, else the environment variable @p env when set and not empty,
+ * else NULL. */
+static const char *opt_or_env(const char *given, const char *env)
+{
+	const char *v;
+
+	if (given != NULL)
+		return given;
+	v = getenv(env);
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* A Ceph client name is "client." and an id, as rados_create2() wants. */
+static int client_check(const char *loc, const char *client)
+{
+	char a[KT__SHOWSZ];
+	size_t i, n = strlen(client);
+	int ok = n > 7 && strncmp(client, "client.", 7) == 0;
+
+	for (i = 0; ok && i < n; i++)
+		if ((unsigned char)client[i] <= 0x20 || client[i] == 0x7f)
+			ok = 0;
+	if (!ok)
+		return kt__err(KT_EINVAL, "open '%s': ceph_client '%s' is not "
+			       "a client name: 'client.' and an id, as in "
+			       "client.admin", loc,
+			       kt__show(a, sizeof(a), client, n));
+	return 0;
+}
+
+/* ---- opening ---- */
+
+/* The LevelDB store in @p dir: make the directory when creating, open
+ * the engine into st->rows (LevelDB, or the remote engine of a holder).
+ * *creating is set when the store is new (or its creation was cut
+ * short) and is to be given its first rows. */
+static int open_leveldb(kt_store *st, const char *dir, const kt_options *o,
+			int *creating)
+{
+	kt__leveldb_opts lo = {0, 0};
+	int rc, present;
 
 	present = probe_dir(dir);
 	if (present < 0)
 		return present;
-	if (present && opts->error_if_exists)
+	if (present && o->error_if_exists)
 		return kt__err(KT_EEXISTS, "open '%s': a store already exists "
 			       "there", dir);
 	if (!present) {
-		if (!opts->create_if_missing)
+		if (!o->create_if_missing)
 			return kt__err(KT_ENOTFOUND, "open '%s': no store there "
 				       "(create_if_missing is not set)", dir);
 		if (mkdir(dir, 0777) != 0 && errno != EEXIST)
 			return kt__err(KT_EIO, "open '%s': cannot create the "
 				       "directory: %s", dir, strerror(errno));
-		creating = 1;
+		*creating = 1;
 	}
-
-	st = calloc(1, sizeof(*st));
-	if (st == NULL)
-		return kt__err(KT_ENOMEM, "out of memory");
-	pthread_mutex_init(&st->wlock, NULL);
-	st->euid = (uint32_t)geteuid();
-	st->egid = (uint32_t)getegid();
-	st->sync = opts->sync != 0;
-	lo.create = creating;
-	lo.cache_size = opts->cache_size;
+	lo.create = *creating;
+	lo.cache_size = o->cache_size;
 	rc = engine_open(st, dir, &lo);
 	if (rc == KT_ENOTFOUND)
-		rc = kt__err(KT_ENOTFOUND, "open '%s': no store there", dir);
+		return kt__err(KT_ENOTFOUND, "open '%s': no store there", dir);
 	/* A database with no rows at all is a creation that was cut short
 	 * (LevelDB had made its files, the first batch never landed):
 	 * finish it when asked to create. */
-	if (rc == 0 && !creating && opts->create_if_missing &&
+	if (rc == 0 && !*creating && o->create_if_missing &&
 	    st->rows->ops->empty(st->rows) == 1)
-		creating = 1;
-	if (rc == 0 && creating) {
-		const char *d = opts->delimiter ? opts->delimiter
-						: KT_DEFAULT_DELIMITER;
+		*creating = 1;
+	return rc;
+}
+
+/* The RADOS tree @p l names (@p loc as given, for messages).  There is
+ * no holder: this process is a client of the cluster like any other.  A
+ * tree without rows counts as absent, whether it never was or its
+ * creation was cut short. */
+static int open_rados(kt_store *st, const char *loc, const loc_parts *l,
+		      const kt_options *o, int *creating)
+{
+	const char *client = opt_or_env(o->ceph_client, "KEYTREE_CEPH_CLIENT");
+	int rc;
+
+	if (client != NULL && (rc = client_check(loc, client)) != 0)
+		return rc;
+#ifndef KT_HAVE_RADOS
+	(void)st;
+	(void)l;
+	(void)creating;
+	return kt__err(KT_ENOTSUP, "open '%s': this keytree was built "
+		       "without RADOS support (librados-dev missing at build "
+		       "time)", loc);
+#else
+	{
+		kt__rados_opts ro;
+		const char *conf = opt_or_env(o->ceph_conf,
+					      "KEYTREE_CEPH_CONF");
+
+		if (conf != NULL && access(conf, R_OK) != 0)
+			return kt__err(KT_EINVAL, "open '%s': ceph_conf '%s': "
+				       "%s", loc, conf, strerror(errno));
+		memset(&ro, 0, sizeof(ro));
+		ro.pool = l->pool;
+		ro.nspace = l->nspace;
+		ro.tree = l->tree;
+		ro.conf = conf;
+		ro.client = client;
+		ro.create = o->create_if_missing != 0;
+		st->rados = 1;
+		rc = kt__rados_open(&st->rows, &ro);
+		if (rc == KT_ENOTFOUND && !o->create_if_missing)
+			return kt__err(KT_ENOTFOUND, "open '%s': no store there "
+				       "(create_if_missing is not set)", loc);
+		if (rc != 0) {
+			kt__err_prefix("open '%s'", loc);
+			return rc;
+		}
+		rc = st->rows->ops->empty(st->rows);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && o->error_if_exists)
+			return kt__err(KT_EEXISTS, "open '%s': a store already "
+				       "exists there", loc);
+		if (rc == 1 && !o->create_if_missing)
+			return kt__err(KT_ENOTFOUND, "open '%s': no store there "
+				       "(create_if_missing is not set)", loc);
+		*creating = rc == 1;
+		return 0;
+	}
+#endif
+}
+
+/* Check kt_open()'s arguments and bring @p opts to this library's
+ * layout in @p o: version 1 ends before ceph_conf. */
+static int options_take(kt_options *o, const char *loc,
+			const kt_options *opts)
+{
+	kt_options def = KT_OPTIONS_INIT;
+	int rc;
+
+	*o = def;
+	if (opts == NULL)
+		return 0;
+	if (opts->version == 1)
+		memcpy(o, opts, offsetof(kt_options, ceph_conf));
+	else if (opts->version == KT_OPTIONS_VERSION)
+		*o = *opts;
+	else
+		return kt__err(KT_EINVAL, "open '%s': options version %u, "
+			       "expected %d (or 1)", loc, opts->version,
+			       KT_OPTIONS_VERSION);
+	o->version = KT_OPTIONS_VERSION;
+	if (o->read_only && o->create_if_missing)
+		return kt__err(KT_EINVAL, "open '%s': read_only and "
+			       "create_if_missing exclude each other", loc);
+	if (o->delimiter != NULL && (rc = kt__delim_check(o->delimiter)) != 0) {
+		kt__err_prefix("open '%s'", loc);
+		return rc;
+	}
+	return 0;
+}
+
+/* What both engines do once st->rows is open: give a new store its first
+ * rows, read and check the header, upgrade an older format, drop the
+ * orphans a dead process left. */
+static int store_load(kt_store *st, const char *loc, const kt_options *o,
+		      int creating)
+{
+	int rc = 0;
+
+	if (creating) {
+		const char *d = o->delimiter ? o->delimiter
+					     : KT_DEFAULT_DELIMITER;
+		/* Another process may have created it meanwhile. */
 		rc = st->rows->ops->empty(st->rows);
 		if (rc == 1) {
 			st->delim.len = strlen(d);
@@ -330,14 +551,50 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 		}
 	}
 	if (rc == 0)
-		rc = read_header(st, dir, opts->delimiter);
-	if (rc == 0 && !opts->read_only && st->format < KT_FORMAT_VERSION)
-		rc = upgrade(st, dir);
+		rc = read_header(st, loc, o->delimiter);
+	if (rc == 0 && !o->read_only && st->format < KT_FORMAT_VERSION)
+		rc = upgrade(st, loc);
 	/* Orphans belonged to open files of a process that is gone; but a
 	 * client is not alone with the store, so only the holder drops
-	 * them. */
-	if (rc == 0 && !opts->read_only && !st->remote)
+	 * them.  A RADOS store has no holder, and the other clients' open
+	 * files cannot be told from a dead one's: its orphans stay. */
+	if (rc == 0 && !o->read_only && !st->remote && !st->rados)
 		rc = kt__orphans_drop_all(st);
+	return rc;
+}
+
+int kt_open(kt_store **out, const char *location, const kt_options *opts)
+{
+	kt_options o;
+	loc_parts l = {0};
+	kt_store *st = NULL;
+	int rc, creating = 0;
+
+	if (out == NULL)
+		return kt__err(KT_EINVAL, "open: out is NULL");
+	*out = NULL;
+	if (location == NULL || location[0] == '\0')
+		return kt__err(KT_EINVAL, "open: no store location given");
+	rc = options_take(&o, location, opts);
+	if (rc == 0)
+		rc = loc_parse(&l, location);
+	if (rc == 0 && (st = calloc(1, sizeof(*st))) == NULL)
+		rc = kt__err(KT_ENOMEM, "out of memory");
+	if (rc != 0) {
+		free(l.buf);
+		return rc;
+	}
+	pthread_mutex_init(&st->wlock, NULL);
+	st->euid = (uint32_t)geteuid();
+	st->egid = (uint32_t)getegid();
+	st->sync = o.sync != 0;
+	if (l.dir != NULL)
+		rc = open_leveldb(st, l.dir, &o, &creating);
+	else
+		rc = open_rados(st, location, &l, &o, &creating);
+	free(l.buf);
+	if (rc == 0)
+		rc = store_load(st, location, &o, creating);
 	if (rc != 0) {
 		kt_close(st);
 		return rc;
@@ -345,11 +602,12 @@ int kt_open(kt_store **out, const char *dir, const kt_options *opts)
 	/* The holder serves the store to other processes.  Best effort:
 	 * without a server (a read-only directory, say) they are refused
 	 * as before, with a message naming this process. */
-	if (!st->remote && kt__server_start(&st->server, st->rows, dir) != 0)
+	if (l.dir != NULL && !st->remote &&
+	    kt__server_start(&st->server, st->rows, l.dir) != 0)
 		st->server = NULL;
-	if (st->server != NULL && !opts->read_only)
+	if (st->server != NULL && !o.read_only)
 		kt__server_on_orphans(st->server, drop_orphans, st);
-	st->read_only = opts->read_only != 0;
+	st->read_only = o.read_only != 0;
 	*out = st;
 	return 0;
 }

@@ -41,6 +41,8 @@ struct kt_store {
 	 * could not start. */
 	struct kt__server *server;
 	int remote; /* rows is the remote engine: another process holds */
+	int rados;  /* rows is the RADOS engine: no holder, every process
+		       a client of the cluster */
 	struct kt__watch *watch; /* kt_watch()'s callback (watch.c) */
 	uint32_t euid, egid; /* the process's, read once at open */
 	kt__delim delim;

@@ -307,6 +307,13 @@ int kt_watch(kt_store *st, kt_watch_cb cb, void *payload)
 	if (st->watch != NULL)
 		return kt__err(KT_EEXISTS, "watch: this store handle is "
 			       "watched already");
+	/* Other clients of a RADOS store commit straight to the cluster,
+	 * past any server of ours; hearing them needs RADOS watch/notify,
+	 * which is not done yet. */
+	if (st->rados)
+		return kt__err(KT_ENOTSUP, "watch: not supported on a RADOS "
+			       "store yet (other clients' changes cannot be "
+			       "heard)");
 	if ((wt = calloc(1, sizeof(*wt))) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	wt->st = st;
