@@ -66,6 +66,23 @@
  * together with KT_EIO above and the cost (a round trip to the holder per
  * row read or commit).
  *
+ * A store named rados:POOL[/NAMESPACE]/TREE lives in a Ceph cluster
+ * (docs/FORMAT.md, "The RADOS layout").  There is no holder: every process,
+ * on any host, is a client of the cluster.  What holds on both engines:
+ * every mutation is atomic as any reader observes it and serializable
+ * against every other mutation, from any process; it commits whole or not
+ * at all, also when its process is killed (a commit cut short is rolled
+ * forward or back by the next client that meets it, after at most the
+ * lease, 3 s by default).  What holds only on LevelDB: a call that reads
+ * several rows without changing anything (kt_get of a large value,
+ * kt_stat, a listing page, kt_check) reads them all at one moment; on
+ * RADOS it reads each partition (a directory's children, a node, a
+ * value's blocks) at one moment, the partitions one after another.  A
+ * prefix find (kt_find_new) visits partitions in the same byte order on
+ * both.  Costs on RADOS: a round trip to an OSD per partition read, one
+ * guarded operation for a mutation that touches one partition, about
+ * four round trips for one that touches several.
+ *
  * Threads
  * -------
  * A kt_store may be shared by any number of threads.  Each mutation reads
@@ -77,8 +94,10 @@
  *
  * Durability
  * ----------
- * Every mutation is one atomic LevelDB write batch (on a client, applied
- * by the holder).  With
+ * On RADOS a mutation is acknowledged once every replica of the objects it
+ * changed has it (kt_options.sync changes nothing there).  On LevelDB
+ * every mutation is one atomic write batch (on a client, applied by the
+ * holder).  With
  * kt_options.sync set, each write is flushed to disk before it returns;
  * otherwise it survives a process crash but may be lost on a power cut
  * unless kt_sync() is called.
