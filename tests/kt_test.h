@@ -61,6 +61,16 @@ static inline int kt_test_setup(void **state)
 		return -1;
 	}
 	snprintf(f->path, sizeof(f->path), "%s/store", f->dir);
+	/* KEYTREE_TEST_ENGINE=rados: the store is a new tree in pool
+	 * "keytree" of the cluster KEYTREE_CEPH_CONF names (ctest's "ceph"
+	 * fixture); the directory stays for the test's other files. */
+	{
+		const char *eng = getenv("KEYTREE_TEST_ENGINE");
+		if (eng != NULL && strcmp(eng, "rados") == 0)
+			snprintf(f->path, sizeof(f->path),
+				 "rados:keytree/t-%ld-%s", (long)getpid(),
+				 strrchr(f->dir, '-') + 1);
+	}
 	o.create_if_missing = 1;
 	if (kt_open(&f->store, f->path, &o) != 0) {
 		fprintf(stderr, "kt_open: %s\n", kt_errmsg());
