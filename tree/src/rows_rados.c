@@ -391,6 +391,22 @@ static int xattrs_take(oread *out, rados_xattrs_iter_t xi)
 	return 0;
 }
 
+/* Append the rows of omap iterator @p it (NULL: none) to @p out. */
+static int omap_take(oread *out, rados_omap_iter_t it, const char *oid)
+{
+	char *k, *v;
+	size_t kl, vl;
+	int rc;
+
+	if (it == NULL)
+		return 0;
+	while ((rc = rados_omap_get_next2(it, &k, &v, &kl, &vl)) == 0 &&
+	       k != NULL)
+		if ((rc = oread_add(out, k, kl, v, vl)) != 0)
+			return rc;
+	return rc < 0 ? rerr(rc, "reading the keys of", oid) : 0;
+}
+
 /* One read operation on @p oid, as it is now (locks not settled). */
 static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
 {
@@ -400,8 +416,6 @@ static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
 	rados_omap_iter_t oi = NULL, ki = NULL;
 	unsigned char more = 0;
 	int xrv = 0, orv = 0, krv = 0, rc;
-	char *k, *v;
-	size_t kl, vl;
 
 	if (op == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
@@ -446,26 +460,9 @@ static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
 		goto done;
 	/* The one key asked for comes first: it sorts before the page,
 	 * which starts after it. */
-	if (ki != NULL) {
-		while ((rc = rados_omap_get_next2(ki, &k, &v, &kl, &vl)) == 0 &&
-		       k != NULL)
-			if ((rc = oread_add(out, k, kl, v, vl)) != 0)
-				goto done;
-		if (rc < 0) {
-			rc = rerr(rc, "reading the keys of", oid);
-			goto done;
-		}
-	}
-	if (oi != NULL) {
-		while ((rc = rados_omap_get_next2(oi, &k, &v, &kl, &vl)) == 0 &&
-		       k != NULL)
-			if ((rc = oread_add(out, k, kl, v, vl)) != 0)
-				goto done;
-		if (rc < 0) {
-			rc = rerr(rc, "reading the keys of", oid);
-			goto done;
-		}
-	}
+	if ((rc = omap_take(out, ki, oid)) != 0 ||
+	    (rc = omap_take(out, oi, oid)) != 0)
+		goto done;
 	out->more = more != 0;
 done:
 	if (xi != NULL)
