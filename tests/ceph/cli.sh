@@ -9,7 +9,8 @@
 # the writes; then a store migrated both ways with dump | load (directory
 # to RADOS and back), compared by their dumps; and the errors a user meets
 # first: a tree that does not exist, a pool that does not exist, a
-# configuration file that does not exist.
+# configuration file that does not exist, a librados that cannot be
+# loaded.
 set -euo pipefail
 
 kt=$1
@@ -74,4 +75,13 @@ if out=$(KEYTREE_CEPH_CONF=$work/none.conf timeout 120 "$kt" -s "$loc" get /a/d 
 	fail "a missing configuration file worked"
 fi
 case $out in *none.conf*) ;; *) fail "missing conf: '$out'" ;; esac
+# librados is loaded only when a RADOS store is opened; a missing one is
+# named, and a directory store does not need it at all.
+if out=$(KEYTREE_LIBRADOS=$work/no-librados.so timeout 120 "$kt" -s "$loc" get /a/d 2>&1); then
+	fail "a missing librados worked"
+fi
+case $out in *"librados is not available"*no-librados.so*) ;;
+*) fail "missing librados: '$out'" ;; esac
+KEYTREE_LIBRADOS=$work/no-librados.so "$kt" -s "$work/plain" init >/dev/null ||
+	fail "a directory store needed librados"
 step "ok"

@@ -56,6 +56,7 @@
  * outside a commit see each object at some moment, not all at one moment
  * (keytree.h, "Engines").  Commits are serializable.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -68,6 +69,129 @@
 #include <rados/librados.h>
 
 #include "rows.h"
+
+/*
+ * librados is loaded when the first RADOS tree is opened, not linked: it
+ * pulls in Ceph's common library, whose start-up costs every process tens
+ * of milliseconds (and more than half a second under the sanitizers) even
+ * when it only ever opens a directory.  The header still gives the types;
+ * each function below is called through this table, and the #defines after
+ * it keep the code reading as plain librados calls.  KEYTREE_LIBRADOS
+ * names another file to load (a Ceph installed outside the library path).
+ */
+#define RADOS_SONAME "librados.so.2"
+#define RADOS_FUNCS \
+	X(aio_create_completion2) \
+	X(aio_get_return_value) \
+	X(aio_get_version) \
+	X(aio_read_op_operate) \
+	X(aio_release) \
+	X(aio_wait_for_complete) \
+	X(aio_write_op_operate) \
+	X(conf_get) \
+	X(conf_parse_env) \
+	X(conf_read_file) \
+	X(conf_set) \
+	X(connect) \
+	X(create2) \
+	X(create_read_op) \
+	X(create_write_op) \
+	X(get_instance_id) \
+	X(getxattrs_end) \
+	X(getxattrs_next) \
+	X(ioctx_create) \
+	X(ioctx_destroy) \
+	X(ioctx_set_namespace) \
+	X(omap_get_end) \
+	X(omap_get_next2) \
+	X(read_op_getxattrs) \
+	X(read_op_omap_get_vals2) \
+	X(read_op_omap_get_vals_by_keys) \
+	X(read_op_read) \
+	X(read_op_stat) \
+	X(release_read_op) \
+	X(release_write_op) \
+	X(shutdown) \
+	X(write_op_assert_version) \
+	X(write_op_cmpxattr) \
+	X(write_op_create) \
+	X(write_op_omap_rm_keys2) \
+	X(write_op_omap_set2) \
+	X(write_op_remove) \
+	X(write_op_setxattr) \
+	X(write_op_write_full)
+
+static struct {
+#define X(n) __typeof__(rados_##n) *n;
+	RADOS_FUNCS
+#undef X
+} lib;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static char lib_error[256];   /* empty once every symbol is resolved */
+
+static void lib_load(void)
+{
+	const char *file = getenv("KEYTREE_LIBRADOS");
+	const char *why;
+	void *h;
+
+	if (file == NULL || file[0] == '\0')
+		file = RADOS_SONAME;
+	if ((h = dlopen(file, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		why = dlerror();
+		snprintf(lib_error, sizeof(lib_error), "%s",
+			 why && why[0] ? why : file);
+		return;
+	}
+#define X(n)								\
+	if ((*(void **)&lib.n = dlsym(h, "rados_" #n)) == NULL) {	\
+		snprintf(lib_error, sizeof(lib_error),			\
+			 "%s has no rados_" #n, file);		\
+		return;							\
+	}
+	RADOS_FUNCS
+#undef X
+}
+
+#define rados_aio_create_completion2 (lib.aio_create_completion2)
+#define rados_aio_get_return_value (lib.aio_get_return_value)
+#define rados_aio_get_version (lib.aio_get_version)
+#define rados_aio_read_op_operate (lib.aio_read_op_operate)
+#define rados_aio_release (lib.aio_release)
+#define rados_aio_wait_for_complete (lib.aio_wait_for_complete)
+#define rados_aio_write_op_operate (lib.aio_write_op_operate)
+#define rados_conf_get (lib.conf_get)
+#define rados_conf_parse_env (lib.conf_parse_env)
+#define rados_conf_read_file (lib.conf_read_file)
+#define rados_conf_set (lib.conf_set)
+#define rados_connect (lib.connect)
+#define rados_create2 (lib.create2)
+#define rados_create_read_op (lib.create_read_op)
+#define rados_create_write_op (lib.create_write_op)
+#define rados_get_instance_id (lib.get_instance_id)
+#define rados_getxattrs_end (lib.getxattrs_end)
+#define rados_getxattrs_next (lib.getxattrs_next)
+#define rados_ioctx_create (lib.ioctx_create)
+#define rados_ioctx_destroy (lib.ioctx_destroy)
+#define rados_ioctx_set_namespace (lib.ioctx_set_namespace)
+#define rados_omap_get_end (lib.omap_get_end)
+#define rados_omap_get_next2 (lib.omap_get_next2)
+#define rados_read_op_getxattrs (lib.read_op_getxattrs)
+#define rados_read_op_omap_get_vals2 (lib.read_op_omap_get_vals2)
+#define rados_read_op_omap_get_vals_by_keys (lib.read_op_omap_get_vals_by_keys)
+#define rados_read_op_read (lib.read_op_read)
+#define rados_read_op_stat (lib.read_op_stat)
+#define rados_release_read_op (lib.release_read_op)
+#define rados_release_write_op (lib.release_write_op)
+#define rados_shutdown (lib.shutdown)
+#define rados_write_op_assert_version (lib.write_op_assert_version)
+#define rados_write_op_cmpxattr (lib.write_op_cmpxattr)
+#define rados_write_op_create (lib.write_op_create)
+#define rados_write_op_omap_rm_keys2 (lib.write_op_omap_rm_keys2)
+#define rados_write_op_omap_set2 (lib.write_op_omap_set2)
+#define rados_write_op_remove (lib.write_op_remove)
+#define rados_write_op_setxattr (lib.write_op_setxattr)
+#define rados_write_op_write_full (lib.write_op_write_full)
 
 #define LK "kt.lk"
 #define PARTX "kt.part"
@@ -1852,6 +1976,11 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 	*out = NULL;
 	if (o->pool == NULL || o->pool[0] == '\0')
 		return kt__err(KT_EINVAL, "ceph: no pool named");
+	pthread_once(&lib_once, lib_load);
+	if (lib_error[0] != '\0')
+		return kt__err(KT_ENOTSUP, "ceph: librados is not available "
+			       "(%s); install the librados2 package",
+			       lib_error);
 	if (o->tree == NULL || !tree_name_ok(o->tree))
 		return kt__err(KT_EINVAL, "ceph: tree name '%s' is not 1 to "
 			       "100 of A-Z a-z 0-9 . _ -",
