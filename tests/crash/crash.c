@@ -591,6 +591,10 @@ typedef struct stats {
 	unsigned killed_in_open;
 	double op_us;	     /* mean time of one operation in a child */
 	double settle_s;     /* time spent reopening and checking */
+	double open_s, check_s; /* of which in kt_open, in kt_check */
+	double start_s;	     /* children's start-up, to their first op */
+	unsigned started;    /* children that got to their first op */
+	double records_s;    /* RADOS: listing the commit records */
 	/* RADOS: the commit records kills left, by state (P, C, A, other),
 	 * how many rounds left one, and the names of those that the check
 	 * did not settle (nothing pointed at them any more). */
@@ -761,13 +765,16 @@ static int one_round(const char *self, const char *dir, const where *w,
 	char *dc = NULL, *d0 = NULL, *d1 = NULL;
 	kt_store *st = NULL;
 	size_t bad = 0;
-	unsigned want_acks = rn(r, 40);
+	/* On RADOS an operation costs milliseconds and the check after the
+	 * kill grows with the tree: fewer operations a round, so that the
+	 * rounds (the kills) are what the time goes to. */
+	unsigned want_acks = rn(r, w == NULL ? 40 : 12);
 	unsigned mode = rn(r, 8);
 	int status = 0, fd = -1, rc, ok = -1;
 	const char *outcome = "idle";
 	unsigned rec[4] = {0, 0, 0, 0};
 	char **recs = NULL;
-	double t_check;
+	double t_check, t_open;
 	pid_t pid;
 	msg m;
 	uint64_t i;
@@ -782,9 +789,13 @@ static int one_round(const char *self, const char *dir, const where *w,
 		usleep(rn(r, 30000));
 	} else {
 		unsigned acks = 0, span;
-		double t1 = 0, tn = 0;
+		double t1 = 0, tn = 0, t_spawn = now_s();
 
 		while (acks < want_acks && recv_msg(fd, &m)) {
+			if (lg.begun < lg.first && m.type == 'B') {
+				sx->start_s += now_s() - t_spawn;
+				sx->started++;
+			}
 			log_msg(&lg, &m);
 			if (m.type == 'D') {
 				tn = now_s();
@@ -818,8 +829,11 @@ static int one_round(const char *self, const char *dir, const where *w,
 	if (lg.begun < lg.first && lg.done < lg.first)
 		sx->killed_in_open++;
 #ifdef KT_HAVE_RADOS
-	if (w != NULL)
+	if (w != NULL) {
+		t_check = now_s();
 		records_left(&recs, rec, w, sx);
+		sx->records_s += now_s() - t_check;
+	}
 #endif
 
 	/* 1. The reference store catches up with what was acknowledged. */
@@ -843,7 +857,10 @@ static int one_round(const char *self, const char *dir, const where *w,
 			kt_errmsg());
 		goto out;
 	}
+	sx->open_s += now_s() - t_check;
+	t_open = now_s();
 	rc = kt_check(&bad, st, NULL);
+	sx->check_s += now_s() - t_open;
 	if (rc != 0 || bad != 0) {
 		fprintf(stderr,
 			"crash: kt_check after the kill: %d, %zu "
@@ -1042,20 +1059,33 @@ int main(int argc, char **argv)
 		sx.killed_in_open);
 	fprintf(stderr,
 		"crash: %.1f ms per operation in a child; %.1f s reopening, "
-		"checking and reading the killed store\n",
-		sx.op_us / 1000, sx.settle_s);
+		"checking and reading the killed store (kt_open %.1f s, "
+		"kt_check %.1f s)\n",
+		sx.op_us / 1000, sx.settle_s, sx.open_s, sx.check_s);
+	if (sx.started > 0)
+		fprintf(stderr,
+			"crash: %.0f ms from starting a child to its first "
+			"operation\n",
+			1000 * sx.start_s / sx.started);
 	if (rados != NULL)
 		fprintf(stderr,
 			"crash: %u kills left a commit record behind (%u P, "
 			"%u C, %u A, %u unreadable); %zu of them were never "
-			"settled (no lock pointed at them)\n",
+			"settled (no lock pointed at them); %.1f s listing "
+			"them\n",
 			sx.rec_rounds, sx.rec[0], sx.rec[1], sx.rec[2],
-			sx.rec[3], sx.nleaked);
+			sx.rec[3], sx.nleaked, sx.records_s);
+	while (sx.nleaked > 0)
+		free(sx.leaked[--sx.nleaked]);
+	free(sx.leaked);
 	if (fail) {
 		fprintf(stderr,
 			"crash: FAILED; rerun with KT_CRASH_SEED=%" PRIu64
 			" (timing differs); stores kept in %s%s%s\n",
 			seed, base, rados ? " and " : "", rados ? dir : "");
+#ifdef KT_HAVE_RADOS
+		rl_close();
+#endif
 		return 1;
 	}
 	if (getenv("KT_CRASH_DIR") == NULL)
@@ -1066,6 +1096,5 @@ int main(int argc, char **argv)
 		rl_close();
 	}
 #endif
-	names_free(sx.leaked);
 	return 0;
 }
