@@ -47,9 +47,9 @@
  * the child had sent when it was killed has reached its OSD before the
  * parent reads (on loopback the parent's reopen alone takes tens of
  * milliseconds); fencing the dead client (blocklisting it) would make
- * this certain.  After a passing run the tree's objects are deleted with
- * the `rados` tool (keytree has no call that drops a whole tree); on
- * failure the tree is kept and its location printed.
+ * this certain.  After a passing run the tree is removed with kt_destroy()
+ * (a failure to remove it fails the run); on failure of a round it is kept
+ * and its location printed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -447,7 +447,7 @@ static void names_free(char **v)
 	X(create) X(conf_read_file) X(connect) X(shutdown) \
 	X(ioctx_create) X(ioctx_destroy) X(ioctx_set_namespace) \
 	X(nobjects_list_open) X(nobjects_list_next) X(nobjects_list_close) \
-	X(getxattr) X(remove)
+	X(getxattr)
 
 static struct {
 #define X(n) __typeof__(rados_##n) *n;
@@ -550,36 +550,47 @@ static char rl_record_state(const char *oid)
 	return n == -ENOENT ? 0 : n >= 1 ? st[0] : '?';
 }
 
-/* Delete every object of @p w's tree and say how many there were and how
- * many of them were commit records nobody settled. */
-static void tree_drop(const where *w)
+/* Remove @p w's tree, at @p loc, with kt_destroy(), after counting its
+ * objects, the commit records nobody settled and the objects still locked
+ * (none should be: the last check read every partition); then make sure
+ * no object of it is left.  0, or -1 with a message. */
+static int tree_drop(const where *w, const char *loc)
 {
 	char **v = NULL;
 	size_t i, tl = strlen(w->tree);
-	unsigned records = 0, failed = 0, locked = 0;
+	unsigned records = 0, locked = 0;
 	int rc = rl_names(&v, w, 0);
 
 	if (rc < 0) {
-		fprintf(stderr, "crash: listing pool %s: %s; tree %s is left "
-				"there\n", w->pool, strerror(-rc), w->tree);
-		return;
+		fprintf(stderr, "crash: listing pool %s: %s\n", w->pool,
+			strerror(-rc));
+		return -1;
 	}
 	for (i = 0; v[i] != NULL; i++) {
 		char lk[64];
 		int n = rl.getxattr(rl.io, v[i], "kt.lk", lk, sizeof(lk));
 
-		/* After the last check read the whole tree, every object
-		 * is free again (records have no kt.lk). */
 		locked += n > 0 && !(n == 1 && lk[0] == '-');
 		records += strncmp(v[i] + tl, "!tx.", 4) == 0;
-		failed += rl.remove(rl.io, v[i]) < 0;
 	}
+	names_free(v);
 	fprintf(stderr,
 		"crash: tree %s: %zu objects, %u of them commit records "
-		"nobody settled, %u still locked; %s\n",
-		w->tree, i, records, locked,
-		failed ? "NOT all deleted" : "all deleted");
+		"nobody settled, %u still locked\n",
+		w->tree, i, records, locked);
+	if ((rc = kt_destroy(loc, NULL)) != 0) {
+		fprintf(stderr, "crash: kt_destroy %s: %d %s\n", loc, rc,
+			kt_errmsg());
+		return -1;
+	}
+	if ((rc = rl_names(&v, w, 0)) < 0 || v[0] != NULL) {
+		fprintf(stderr, "crash: kt_destroy %s left %s\n", loc,
+			rc < 0 ? "(listing failed)" : v[0]);
+		names_free(v);
+		return -1;
+	}
 	names_free(v);
+	return 0;
 }
 #endif /* KT_HAVE_RADOS */
 
@@ -1092,9 +1103,9 @@ int main(int argc, char **argv)
 		nftw(base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 #ifdef KT_HAVE_RADOS
 	if (rados != NULL) {
-		tree_drop(&w);
+		fail = tree_drop(&w, dir) != 0;
 		rl_close();
 	}
 #endif
-	return 0;
+	return fail;
 }
