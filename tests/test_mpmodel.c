@@ -267,6 +267,11 @@ static void writer(const char *dir, int proc, int go, int done, int quit,
 			kt_errmsg());
 		_exit(2);
 	}
+#ifdef KT_HAVE_RADOS
+	/* RADOS keeps no commit order of its own: ask for one. */
+	if (f.store->rados)
+		kt__rados_number_commits(f.store->rows);
+#endif
 	/* Before anyone writes: the model starts from the empty store. */
 	c = ctx_new(&f.store, seed_base * 31 + (uint64_t)proc, 1);
 	b = 'r';

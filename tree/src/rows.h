@@ -188,6 +188,12 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o);
  * when the tree has no objects at all. */
 int kt__rados_destroy(const kt__rados_opts *o, uint64_t *nobjects);
 
+/* From now on, number this handle's commits (kt__commit.applied) with a
+ * counter object every numbered commit reads and writes: a total order
+ * for tests that replay several processes' calls (test_mpmodel), at the
+ * price of making every two such commits conflict. */
+void kt__rados_number_commits(kt__rows *r);
+
 static inline kt__slice kt__sl(const void *p, size_t len)
 {
 	kt__slice s;

@@ -222,6 +222,7 @@ typedef struct rad {
 	uint64_t inst;             /* this client's instance id */
 	pthread_mutex_t mu;        /* guards known and txseq */
 	uint64_t txseq;
+	int numbered;              /* kt__rados_number_commits() */
 	/* Partitions known to be in the catalog (entries are never removed,
 	 * so this cannot go stale), kept as a set of names. */
 	struct kt__snap *known_set;
@@ -1799,14 +1800,61 @@ static int guard_cond(rad *e, const kt__snap *snap, const kt__cond *c,
 	return rc;
 }
 
+/* A numbered commit also reads the counter object T!seq and writes it
+ * one higher, guarded like any object read: every two numbered commits
+ * then conflict, so the numbers follow the order in which they took
+ * effect.  *n receives the commit's number. */
+static int number_add(rad *e, kt__snap *gs, oset *s, char *val,
+		      size_t valsz, uint64_t *n)
+{
+	kt__buf oid = {0}, key = {0};
+	oread r;
+	oreq q;
+	objw *o;
+	kt__write w;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	*n = 0;
+	if ((rc = name_of(&oid, e, "!seq")) == 0 &&
+	    (rc = okey(&key, kt__sl("n", 1))) == 0 &&
+	    (rc = kt__buf_add(&key, "", 1)) == 0) {
+		q.key = key.p;
+		rc = oread_do(e, gs, oid.p, &q, &r);
+	}
+	if (rc == 0 && r.n == 1)
+		*n = strtoull(r.vals[0].p ? r.vals[0].p : "0", NULL, 10);
+	*n += 1;
+	snprintf(val, valsz, "%" PRIu64, *n);
+	memset(&w, 0, sizeof(w));
+	w.value = kt__sl(val, strlen(val) + 1);
+	if (rc == 0 && (rc = oset_get(s, oid.p, kt__sl("", 0), &o)) == 0) {
+		o->guarded = 1;
+		rc = objw_add(o, kt__sl("n", 1), &w);
+	}
+	oread_clear(&r);
+	kt__buf_free(&oid);
+	kt__buf_free(&key);
+	return rc;
+}
+
+void kt__rados_number_commits(kt__rows *r)
+{
+	((rad *)r)->numbered = 1;
+}
+
 static int rad_commit(kt__rows *r, const kt__commit *cm)
 {
 	rad *e = (rad *)r;
 	kt__snap *snap = (kt__snap *)cm->snap;
+	kt__snap *gs = snap, *own = NULL; /* where guarded versions are */
 	oset s;
 	objw *o, pre;
 	size_t cat = (size_t)-1; /* the catalog's place in s, if guarded */
 	kt__buf oid = {0}, catoid = {0}, pk = {0};
+	char numval[24];
+	uint64_t num = 0;
 	size_t i;
 	int rc;
 
@@ -1818,6 +1866,13 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		return 0;
 	if ((rc = name_of(&catoid, e, "!cat")) != 0)
 		return rc;
+	if (e->numbered && cm->applied != NULL) {
+		if (gs == NULL && (rc = rad_snapshot(&own, r)) == 0)
+			gs = own;
+		if (rc == 0)
+			rc = number_add(e, gs, &s, numval, sizeof(numval),
+					&num);
+	}
 	/* Every object a condition names is guarded, written or not. */
 	for (i = 0; rc == 0 && snap != NULL && i < cm->nc; i++)
 		rc = guard_cond(e, snap, &cm->c[i], &s, catoid.p, &cat);
@@ -1854,7 +1909,7 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		}
 	}
 	for (i = 0; rc == 0 && i < s.n; i++) {
-		s.o[i].saw = s.o[i].guarded ? seen_find(snap, s.o[i].oid)
+		s.o[i].saw = s.o[i].guarded ? seen_find(gs, s.o[i].oid)
 					    : NULL;
 		s.o[i].hashed = is_hashed(s.o[i].oid, e);
 	}
@@ -1865,6 +1920,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	/* Remember the new entries only once they are certainly in. */
 	if (rc == 0)
 		rc = s.n == 1 ? commit_one(e, &s.o[0]) : commit_many(e, &s);
+	if (rc == 0 && num != 0)
+		*cm->applied = num;
 	if (rc == 0) {
 		for (i = 0; i < pre.nw; i++) {
 			kt__buf d = {0};
@@ -1884,6 +1941,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	kt__buf_free(&oid);
 	kt__buf_free(&catoid);
 	kt__buf_free(&pk);
+	if (own != NULL)
+		rad_snapshot_free(r, own);
 	return rc;
 }
 
