@@ -663,6 +663,97 @@ static void test_store__open_in_other_process_goes_through_holder(void **state)
 	assert_value(f->store, "/k", "v");
 }
 
+/* kt_destroy() of a directory store removes its files and the directory,
+ * and refuses what is not a store, or a store in use. */
+static void test_store__destroy_directory_store(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_options o = KT_OPTIONS_INIT;
+	kt_options bad = KT_OPTIONS_INIT;
+	kt_store *st = NULL;
+	char dir[512], file[600];
+	struct stat sb;
+	FILE *fp;
+
+	sub_path(dir, sizeof(dir), f, "doomed");
+	o.create_if_missing = 1;
+	assert_int_equal(kt_open(&st, dir, &o), 0);
+	put_str(st, "/a/b", "v");
+	/* Open here: LevelDB's lock refuses, and nothing is removed. */
+	assert_int_equal(kt_destroy(dir, NULL), KT_EBUSY);
+	assert_msg_has("doomed");
+	assert_value(st, "/a/b", "v");
+	kt_close(st);
+	st = NULL;
+
+	bad.version = 9;
+	assert_int_equal(kt_destroy(dir, &bad), KT_EINVAL);
+	assert_int_equal(kt_destroy(NULL, NULL), KT_EINVAL);
+	assert_int_equal(kt_destroy("", NULL), KT_EINVAL);
+	assert_int_equal(stat(dir, &sb), 0);
+
+	assert_int_equal(kt_destroy(dir, NULL), 0);
+	assert_int_equal(stat(dir, &sb), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(kt_open(&st, dir, NULL), KT_ENOTFOUND);
+	assert_int_equal(kt_destroy(dir, NULL), KT_ENOTFOUND);
+	assert_msg_has("doomed");
+
+	/* A file of the user's in the store directory stays, and so does
+	 * the directory holding it. */
+	assert_int_equal(kt_open(&st, dir, &o), 0);
+	kt_close(st);
+	snprintf(file, sizeof(file), "%s/NOTES", dir);
+	fp = fopen(file, "w");
+	assert_non_null(fp);
+	fputs("mine\n", fp);
+	fclose(fp);
+	assert_int_equal(kt_destroy(dir, NULL), 0);
+	assert_int_equal(stat(file, &sb), 0);
+	snprintf(file, sizeof(file), "%s/CURRENT", dir);
+	assert_int_equal(stat(file, &sb), -1);
+	assert_int_equal(kt_open(&st, dir, NULL), KT_ENOTSTORE);
+
+	/* A directory that is not a store is left alone. */
+	assert_int_equal(kt_destroy(dir, NULL), KT_ENOTSTORE);
+	snprintf(file, sizeof(file), "%s/NOTES", dir);
+	assert_int_equal(stat(file, &sb), 0);
+}
+
+static void test_store__destroy_refuses_foreign_leveldb(void **state)
+{
+	kt_test_fixture *f = *state;
+	leveldb_options_t *lo = leveldb_options_create();
+	leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
+	leveldb_readoptions_t *ro = leveldb_readoptions_create();
+	leveldb_t *db;
+	char *err = NULL, *val;
+	size_t vlen = 0;
+	char dir[512];
+
+	sub_path(dir, sizeof(dir), f, "foreign");
+	leveldb_options_set_create_if_missing(lo, 1);
+	db = leveldb_open(lo, dir, &err);
+	assert_null(err);
+	leveldb_put(db, wo, "foo", 3, "bar", 3, &err);
+	assert_null(err);
+	leveldb_close(db);
+
+	assert_int_equal(kt_destroy(dir, NULL), KT_ENOTSTORE);
+	assert_msg_has("foreign");
+	db = leveldb_open(lo, dir, &err);
+	assert_null(err);
+	val = leveldb_get(db, ro, "foo", 3, &vlen, &err);
+	assert_null(err);
+	assert_int_equal(vlen, 3);
+	assert_memory_equal(val, "bar", 3);
+	leveldb_free(val);
+	leveldb_close(db);
+	leveldb_readoptions_destroy(ro);
+	leveldb_writeoptions_destroy(wo);
+	leveldb_options_destroy(lo);
+}
+
 static void test_store__free_functions_accept_null(void **state)
 {
 	(void)state;
@@ -824,6 +915,8 @@ int main(void)
 		T(test_store__foreign_directory_is_notstore),
 		T(test_store__foreign_leveldb_is_notstore),
 		T(test_store__open_in_other_process_goes_through_holder),
+		T(test_store__destroy_directory_store),
+		T(test_store__destroy_refuses_foreign_leveldb),
 		T(test_store__free_functions_accept_null),
 		T(test_store__open_rejects_bad_arguments),
 		T(test_store__data_survives_reopen),

@@ -24,6 +24,7 @@
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
 int cmd_init(int argc, char **argv);
+int cmd_destroy(int argc, char **argv);
 int cmd_put(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_ls(int argc, char **argv);

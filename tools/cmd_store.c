@@ -1,6 +1,6 @@
 /*
  * cmd_store.c - the commands that act on the store as a whole: init,
- * check (and repair) and stats.
+ * destroy, check (and repair) and stats.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -49,6 +49,38 @@ int cmd_init(int argc, char **argv)
 	if (rc < 0)
 		return cli_fail(dir, rc);
 	kt_close(st);
+	return CLI_OK;
+}
+
+int cmd_destroy(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{"yes", no_argument, NULL, 'y'}, OPT_HELP, OPT_END};
+	kt_options opts = KT_OPTIONS_INIT;
+	const char *loc;
+	int c, rc, yes = 0;
+
+	while ((c = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
+		if (c == 'y')
+			yes = 1;
+		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
+			return rc;
+	}
+	if (argc > optind)
+		return cli_usage(argv[0], "extra operand '%s'", argv[optind]);
+	loc = cli_store_dir();
+	if (loc == NULL)
+		return cli_usage(NULL, "no store given: use -s STORE or set "
+				       "KEYTREE_STORE");
+	if (!yes)
+		return cli_usage(argv[0], "this removes the store '%s' and "
+				 "everything in it for good; say --yes", loc);
+	cli_store_options(&opts);
+	rc = kt_destroy(loc, &opts);
+	if (rc == KT_EBUSY)
+		return cli_fail_busy(loc);
+	if (rc < 0)
+		return cli_fail(loc, rc);
 	return CLI_OK;
 }
 

@@ -26,6 +26,12 @@ static const cli_command commands[] = {
 	 "\n"
 	 "  --delimiter C  the reserved delimiter character (default "
 	 "'\xc2\xa6')\n"},
+	{"destroy", cmd_destroy, "destroy --yes",
+	 "Remove the store at STORE and everything in it, for good: a\n"
+	 "directory store's files (refused while a process has it open), or\n"
+	 "every object of a RADOS tree (clients using it are not detected).\n"
+	 "\n"
+	 "  --yes  required: there is no undo\n"},
 	{"put", cmd_put, "put PATH [VALUE]",
 	 "Write the value of the item at PATH, creating it and any missing\n"
 	 "ancestors.  Without VALUE the value is read from standard input,\n"

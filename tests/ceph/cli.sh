@@ -10,7 +10,7 @@
 # to RADOS and back), compared by their dumps; and the errors a user meets
 # first: a tree that does not exist, a pool that does not exist, a
 # configuration file that does not exist, a librados that cannot be
-# loaded.
+# loaded; last, destroy removes one tree and leaves the other.
 set -euo pipefail
 
 kt=$1
@@ -84,4 +84,17 @@ case $out in *"librados is not available"*no-librados.so*) ;;
 *) fail "missing librados: '$out'" ;; esac
 KEYTREE_LIBRADOS=$work/no-librados.so "$kt" -s "$work/plain" init >/dev/null ||
 	fail "a directory store needed librados"
+step "destroy"
+timeout 120 "$kt" -s "rados:keytree/$tree-m" destroy --yes ||
+	fail "destroy of the migrated tree"
+if out=$(timeout 120 "$kt" -s "rados:keytree/$tree-m" ls / 2>&1); then
+	fail "a destroyed tree opened"
+fi
+if out=$(timeout 120 "$kt" -s "rados:keytree/$tree-m" destroy --yes 2>&1); then
+	fail "a second destroy worked"
+fi
+case $out in *"no tree '$tree-m'"*) ;; *) fail "second destroy: '$out'" ;; esac
+# Tree names share prefixes ($tree and $tree-m): only one went.
+[ "$(k get /a/d)" = world ] || fail "destroy touched another tree"
+k destroy --yes || fail "destroy of $loc"
 step "ok"

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 t_help() {
-	local c cmds="init put get cat ls tree find mkdir ln readlink rm mv
+	local c cmds="init destroy put get cat ls tree find mkdir ln readlink rm mv
 		stat attr dump load import export check stats"
 	run 0 kt --help
 	out_has "usage: keytree [-s STORE] COMMAND"
@@ -185,6 +185,37 @@ t_held_store() {
 	# The holder has gone; the CLI holds the store itself now.
 	run 0 kt get /x
 	out_is hello
+}
+
+t_destroy() {
+	new_store
+	run 0 kt put /a/b 1
+	# Without --yes nothing happens.
+	run 2 kt destroy
+	err_has "for good; say --yes"
+	run 0 kt get /a/b
+	# Refused while a program holds the store; the message names it.
+	coproc HOLD { "${KT_HOLD:?KT_HOLD must name the hold helper}" \
+		"$KEYTREE_STORE"; }
+	local line
+	read -r line <&"${HOLD[0]}"
+	case $line in "held "*) ;; *) fail "helper said '$line'" ;; esac
+	run 1 kt destroy --yes
+	err_has "in use by process"
+	exec {HOLD[1]}>&-
+	wait "$HOLD_PID"
+	run 0 kt get /a/b
+	run 0 kt destroy --yes
+	err_empty
+	[ ! -e "$KEYTREE_STORE" ] || fail "the store directory is still there"
+	run 1 kt destroy --yes
+	err_has "no store there"
+	# What is not a store is not removed.
+	mkdir "$TMP/junk"
+	echo hi >"$TMP/junk/file"
+	run 1 kt -s "$TMP/junk" destroy --yes
+	err_has "no keytree store"
+	[ -f "$TMP/junk/file" ] || fail "a foreign file was removed"
 }
 
 t_not_a_store() {

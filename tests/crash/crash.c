@@ -29,6 +29,27 @@
  * failure), KT_CRASH_VERBOSE=1 (one line per round), KT_CRASH_BREAK=1
  * (the child runs batches as separate calls: the test must then fail).
  * Exit status 0 when every round passed.
+ *
+ * On RADOS.  KT_CRASH_RADOS=POOL[/NAMESPACE] makes the killed store a new
+ * tree there, rados:POOL[/NAMESPACE]/crash-<pid>-<time> (made with
+ * error_if_exists, so nothing left over from another run mixes in); the
+ * reference stays a directory under KT_CRASH_DIR.  The cluster is the one
+ * of KEYTREE_CEPH_CONF, which the child inherits, as it inherits
+ * KEYTREE_RADOS_LEASE_MS: a commit the kill left pending is rolled back
+ * by the parent's reopen, check or digest only after the lease, so keep it
+ * short (1000 ms in ctest).  A kill there can land in kt_open (loading
+ * librados, connecting), or anywhere in a commit: before or after the
+ * commit record is written, between locks, on either side of the flip to
+ * C, while the objects are applied and unlocked.  The parent's reads
+ * settle every lock they meet (roll back a P record after the lease, roll
+ * forward a C one), and the round then requires, as on LevelDB, the state
+ * before or after the operation in flight.  One assumption: an operation
+ * the child had sent when it was killed has reached its OSD before the
+ * parent reads (on loopback the parent's reopen alone takes tens of
+ * milliseconds); fencing the dead client (blocklisting it) would make
+ * this certain.  After a passing run the tree is removed with kt_destroy()
+ * (a failure to remove it fails the run); on failure of a round it is kept
+ * and its location printed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -370,12 +391,289 @@ static int child_main(const char *dir, uint64_t seed, uint64_t first, int fd)
 }
 
 /* ------------------------------------------------------------------------ */
+/* A RADOS tree of the run (KT_CRASH_RADOS) */
+
+typedef struct where {
+	char pool[256], ns[256]; /* ns empty: the pool's default namespace */
+	char tree[64];
+} where;
+
+/* Read "POOL[/NAMESPACE]" into @p w; the library checks the characters. */
+static int where_parse(where *w, const char *v)
+{
+	const char *slash = strchr(v, '/');
+	size_t np = slash ? (size_t)(slash - v) : strlen(v);
+
+	memset(w, 0, sizeof(*w));
+	if (np == 0 || np >= sizeof(w->pool) ||
+	    (slash && (slash[1] == '\0' || strchr(slash + 1, '/') ||
+		       strlen(slash + 1) >= sizeof(w->ns)))) {
+		fprintf(stderr,
+			"crash: KT_CRASH_RADOS '%s': want POOL or "
+			"POOL/NAMESPACE (the tree's name is made here)\n",
+			v);
+		return -1;
+	}
+	memcpy(w->pool, v, np);
+	if (slash)
+		snprintf(w->ns, sizeof(w->ns), "%s", slash + 1);
+	snprintf(w->tree, sizeof(w->tree), "crash-%ld-%ld", (long)getpid(),
+		 (long)time(NULL));
+	return 0;
+}
+
+/* Free an array of names ended by NULL; accepts NULL. */
+static void names_free(char **v)
+{
+	size_t i;
+
+	for (i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+#ifdef KT_HAVE_RADOS
+/*
+ * The parent looks at the tree's objects directly, through librados: which
+ * commit records a kill left (and whether the check settled them), and, at
+ * the end, deleting the tree.  librados is loaded with dlopen, as the
+ * library loads it, so that the children (this program too) do not pay
+ * Ceph's start-up for nothing.
+ */
+#include <dlfcn.h>
+#include <rados/librados.h>
+
+#define CRASH_RADOS_FUNCS \
+	X(create) X(conf_read_file) X(connect) X(shutdown) \
+	X(ioctx_create) X(ioctx_destroy) X(ioctx_set_namespace) \
+	X(nobjects_list_open) X(nobjects_list_next) X(nobjects_list_close) \
+	X(getxattr)
+
+static struct {
+#define X(n) __typeof__(rados_##n) *n;
+	CRASH_RADOS_FUNCS
+#undef X
+	rados_t cl;
+	rados_ioctx_t io;
+} rl;
+
+/* Connect to the cluster of KEYTREE_CEPH_CONF, on @p w's pool and
+ * namespace.  0, or -1 with a message. */
+static int rl_open(const where *w)
+{
+	const char *conf = getenv("KEYTREE_CEPH_CONF");
+	void *h = dlopen("librados.so.2", RTLD_NOW | RTLD_LOCAL);
+	int rc;
+
+	if (h == NULL) {
+		fprintf(stderr, "crash: %s\n", dlerror());
+		return -1;
+	}
+#define X(n)                                                             \
+	if ((*(void **)&rl.n = dlsym(h, "rados_" #n)) == NULL) {         \
+		fprintf(stderr, "crash: librados has no rados_" #n "\n"); \
+		return -1;                                               \
+	}
+	CRASH_RADOS_FUNCS
+#undef X
+	if ((rc = rl.create(&rl.cl, NULL)) < 0 ||
+	    (rc = rl.conf_read_file(rl.cl, conf && *conf ? conf : NULL)) <
+		    0 ||
+	    (rc = rl.connect(rl.cl)) < 0 ||
+	    (rc = rl.ioctx_create(rl.cl, w->pool, &rl.io)) < 0) {
+		fprintf(stderr, "crash: librados: connecting to pool %s: %s\n",
+			w->pool, strerror(-rc));
+		return -1;
+	}
+	rl.ioctx_set_namespace(rl.io, w->ns[0] ? w->ns : NULL);
+	return 0;
+}
+
+static void rl_close(void)
+{
+	if (rl.io != NULL)
+		rl.ioctx_destroy(rl.io);
+	if (rl.cl != NULL)
+		rl.shutdown(rl.cl);
+	rl.io = rl.cl = NULL;
+}
+
+/* The names of @p w's objects that belong to its tree ("TREE/...",
+ * "TREE#...", "TREE!..."; with @p records only "TREE!tx..."), as a
+ * malloc'd, NULL-terminated array of malloc'd strings in *@p out.
+ * 0, or a negative errno. */
+static int rl_names(char ***out, const where *w, int records)
+{
+	rados_list_ctx_t ctx = NULL;
+	size_t tl = strlen(w->tree), n = 0, cap = 0;
+	char **v = NULL;
+	const char *oid;
+	int rc;
+
+	*out = NULL;
+	if ((rc = rl.nobjects_list_open(rl.io, &ctx)) < 0)
+		return rc;
+	while ((rc = rl.nobjects_list_next(ctx, &oid, NULL, NULL)) == 0) {
+		if (strncmp(oid, w->tree, tl) != 0 ||
+		    (records ? strncmp(oid + tl, "!tx.", 4) != 0
+			     : oid[tl] == '\0' || !strchr("/#!", oid[tl])))
+			continue;
+		if (n + 2 > cap) {
+			cap = cap ? 2 * cap : 64;
+			if ((v = realloc(v, cap * sizeof(*v))) == NULL)
+				abort();
+		}
+		if ((v[n++] = strdup(oid)) == NULL)
+			abort();
+	}
+	rl.nobjects_list_close(ctx);
+	if (rc != -ENOENT) { /* the end of the listing */
+		while (n > 0)
+			free(v[--n]);
+		free(v);
+		return rc;
+	}
+	if (v == NULL && (v = malloc(sizeof(*v))) == NULL)
+		abort();
+	v[n] = NULL;
+	*out = v;
+	return 0;
+}
+
+/* The state of commit record @p oid: 'P', 'C', 'A', 0 when it is gone, or
+ * '?' when it cannot be read. */
+static char rl_record_state(const char *oid)
+{
+	char st[8];
+	int n = rl.getxattr(rl.io, oid, "kt.st", st, sizeof(st));
+
+	return n == -ENOENT ? 0 : n >= 1 ? st[0] : '?';
+}
+
+/* Remove @p w's tree, at @p loc, with kt_destroy(), after counting its
+ * objects, the commit records nobody settled and the objects still locked
+ * (none should be: the last check read every partition); then make sure
+ * no object of it is left.  0, or -1 with a message. */
+static int tree_drop(const where *w, const char *loc)
+{
+	char **v = NULL;
+	size_t i, tl = strlen(w->tree);
+	unsigned records = 0, locked = 0;
+	int rc = rl_names(&v, w, 0);
+
+	if (rc < 0) {
+		fprintf(stderr, "crash: listing pool %s: %s\n", w->pool,
+			strerror(-rc));
+		return -1;
+	}
+	for (i = 0; v[i] != NULL; i++) {
+		char lk[64];
+		int n = rl.getxattr(rl.io, v[i], "kt.lk", lk, sizeof(lk));
+
+		locked += n > 0 && !(n == 1 && lk[0] == '-');
+		records += strncmp(v[i] + tl, "!tx.", 4) == 0;
+	}
+	names_free(v);
+	fprintf(stderr,
+		"crash: tree %s: %zu objects, %u of them commit records "
+		"nobody settled, %u still locked\n",
+		w->tree, i, records, locked);
+	if ((rc = kt_destroy(loc, NULL)) != 0) {
+		fprintf(stderr, "crash: kt_destroy %s: %d %s\n", loc, rc,
+			kt_errmsg());
+		return -1;
+	}
+	if ((rc = rl_names(&v, w, 0)) < 0 || v[0] != NULL) {
+		fprintf(stderr, "crash: kt_destroy %s left %s\n", loc,
+			rc < 0 ? "(listing failed)" : v[0]);
+		names_free(v);
+		return -1;
+	}
+	names_free(v);
+	return 0;
+}
+#endif /* KT_HAVE_RADOS */
+
+/* ------------------------------------------------------------------------ */
 /* The parent */
 
 typedef struct stats {
 	unsigned rounds, inflight_applied, inflight_not, idle, ops, failed_ops;
 	unsigned killed_in_open;
+	double op_us;	     /* mean time of one operation in a child */
+	double settle_s;     /* time spent reopening and checking */
+	double open_s, check_s; /* of which in kt_open, in kt_check */
+	double start_s;	     /* children's start-up, to their first op */
+	unsigned started;    /* children that got to their first op */
+	double records_s;    /* RADOS: listing the commit records */
+	/* RADOS: the commit records kills left, by state (P, C, A, other),
+	 * how many rounds left one, and the names of those that the check
+	 * did not settle (nothing pointed at them any more). */
+	unsigned rec[4], rec_rounds;
+	char **leaked;
+	size_t nleaked;
 } stats;
+
+#ifdef KT_HAVE_RADOS
+/* The commit records of @p w's tree that the kill just left, in *@p recs
+ * (records of earlier kills that nothing settled are left out), counted
+ * by state in @p n and in @p sx. */
+static void records_left(char ***recs, unsigned n[4], const where *w,
+			 stats *sx)
+{
+	size_t i, j, k = 0;
+	char **v = NULL;
+	int rc = rl_names(&v, w, 1);
+
+	if (rc < 0) {
+		fprintf(stderr, "crash: listing the tree's records: %s\n",
+			strerror(-rc));
+		*recs = NULL;
+		return;
+	}
+	for (i = 0; v[i] != NULL; i++) {
+		char st;
+
+		for (j = 0; j < sx->nleaked; j++)
+			if (strcmp(v[i], sx->leaked[j]) == 0)
+				break;
+		if (j < sx->nleaked) {
+			free(v[i]);
+			continue;
+		}
+		st = rl_record_state(v[i]);
+		/* Gone already (0) counts as unreadable: no one else
+		 * works on the tree between the kill and the check. */
+		n[st == 'P' ? 0 : st == 'C' ? 1 : st == 'A' ? 2 : 3]++;
+		v[k++] = v[i];
+	}
+	v[k] = NULL;
+	for (i = 0; i < 4; i++)
+		sx->rec[i] += n[i];
+	sx->rec_rounds += k > 0;
+	*recs = v;
+}
+
+/* After the check: keep the names of the records in @p recs that are
+ * still there (nothing will ever settle them); frees @p recs. */
+static void records_settled(char **recs, stats *sx)
+{
+	size_t i;
+
+	for (i = 0; recs != NULL && recs[i] != NULL; i++) {
+		if (rl_record_state(recs[i]) == 0) {
+			free(recs[i]);
+			continue;
+		}
+		sx->leaked = realloc(sx->leaked,
+				     (sx->nleaked + 1) * sizeof(char *));
+		if (sx->leaked == NULL)
+			abort();
+		sx->leaked[sx->nleaked++] = recs[i];
+	}
+	free(recs);
+}
+#endif
 
 static int rm_cb(const char *p, const struct stat *sb, int type,
 		 struct FTW *ftw)
@@ -469,19 +767,25 @@ static void log_msg(round_log *lg, const msg *m)
 }
 
 /* One round: run a child, kill it, verify.  Returns 0 or -1. */
-static int one_round(const char *self, const char *dir, kt_store *ref,
-		     uint64_t seed, rng *r, uint64_t *next, stats *sx,
-		     int verbose)
+static int one_round(const char *self, const char *dir, const where *w,
+		     kt_store *ref, uint64_t seed, rng *r, uint64_t *next,
+		     stats *sx, int verbose)
 {
 	round_log lg = {*next, *next - 1, *next - 1, NULL, 0, 0};
 	char desc[1024];
 	char *dc = NULL, *d0 = NULL, *d1 = NULL;
 	kt_store *st = NULL;
 	size_t bad = 0;
-	unsigned want_acks = rn(r, 40);
+	/* On RADOS an operation costs milliseconds and the check after the
+	 * kill grows with the tree: fewer operations a round, so that the
+	 * rounds (the kills) are what the time goes to. */
+	unsigned want_acks = rn(r, w == NULL ? 40 : 12);
 	unsigned mode = rn(r, 8);
 	int status = 0, fd = -1, rc, ok = -1;
 	const char *outcome = "idle";
+	unsigned rec[4] = {0, 0, 0, 0};
+	char **recs = NULL;
+	double t_check, t_open;
 	pid_t pid;
 	msg m;
 	uint64_t i;
@@ -495,13 +799,31 @@ static int one_round(const char *self, const char *dir, kt_store *ref,
 		/* Anywhere in the first 30 ms, kt_open included. */
 		usleep(rn(r, 30000));
 	} else {
-		unsigned acks = 0;
+		unsigned acks = 0, span;
+		double t1 = 0, tn = 0, t_spawn = now_s();
 
 		while (acks < want_acks && recv_msg(fd, &m)) {
+			if (lg.begun < lg.first && m.type == 'B') {
+				sx->start_s += now_s() - t_spawn;
+				sx->started++;
+			}
 			log_msg(&lg, &m);
-			acks += m.type == 'D';
+			if (m.type == 'D') {
+				tn = now_s();
+				t1 = acks++ == 0 ? tn : t1;
+			}
 		}
-		usleep(rn(r, mode < 4 ? 300 : 3000));
+		if (acks > 4)
+			sx->op_us = 0.8 * sx->op_us +
+				    0.2 * (tn - t1) * 1e6 / (acks - 1);
+		/* Soon after an acknowledgement, or anywhere in the next
+		 * operation or two.  A RADOS operation takes milliseconds
+		 * (several round trips to the OSDs), so the window there
+		 * scales with the operations measured, to land in every
+		 * step of a commit. */
+		span = mode < 4 ? 300 : w == NULL ? 3000
+			 : (unsigned)(2 * sx->op_us) + 1;
+		usleep(rn(r, span < 200000 ? span : 200000));
 	}
 	kill(pid, SIGKILL);
 	while (recv_msg(fd, &m))
@@ -517,6 +839,13 @@ static int one_round(const char *self, const char *dir, kt_store *ref,
 	}
 	if (lg.begun < lg.first && lg.done < lg.first)
 		sx->killed_in_open++;
+#ifdef KT_HAVE_RADOS
+	if (w != NULL) {
+		t_check = now_s();
+		records_left(&recs, rec, w, sx);
+		sx->records_s += now_s() - t_check;
+	}
+#endif
 
 	/* 1. The reference store catches up with what was acknowledged. */
 	for (i = lg.first; i <= lg.done && i >= lg.first; i++) {
@@ -533,12 +862,16 @@ static int one_round(const char *self, const char *dir, kt_store *ref,
 	}
 
 	/* 2. The killed store opens and is consistent. */
+	t_check = now_s();
 	if ((rc = kt_open(&st, dir, NULL)) != 0) {
 		fprintf(stderr, "crash: reopen after the kill: %d %s\n", rc,
 			kt_errmsg());
 		goto out;
 	}
+	sx->open_s += now_s() - t_check;
+	t_open = now_s();
 	rc = kt_check(&bad, st, NULL);
+	sx->check_s += now_s() - t_open;
 	if (rc != 0 || bad != 0) {
 		fprintf(stderr,
 			"crash: kt_check after the kill: %d, %zu "
@@ -555,6 +888,11 @@ static int one_round(const char *self, const char *dir, kt_store *ref,
 		fprintf(stderr, "crash: digest: %d %s\n", rc, kt_errmsg());
 		goto out;
 	}
+	sx->settle_s += now_s() - t_check;
+#ifdef KT_HAVE_RADOS
+	records_settled(recs, sx);
+	recs = NULL;
+#endif
 	*next = lg.done + 1;
 	if (lg.begun > lg.done) {
 		if (strcmp(dc, d0) == 0) {
@@ -594,8 +932,14 @@ static int one_round(const char *self, const char *dir, kt_store *ref,
 	if (verbose) {
 		fprintf(stderr,
 			"round %u: ops %" PRIu64 "..%" PRIu64
-			" acknowledged, %s\n",
+			" acknowledged, %s",
 			sx->rounds + 1, lg.first, lg.done, outcome);
+		if (w != NULL)
+			fprintf(stderr,
+				"; commit records left: %u P, %u C, %u A; "
+				"reopen and check %.2f s",
+				rec[0], rec[1], rec[2], now_s() - t_check);
+		fputc('\n', stderr);
 	}
 	ok = 0;
 out:
@@ -606,6 +950,9 @@ out:
 			sx->rounds + 1, lg.first, lg.done, lg.begun);
 	sx->rounds++;
 	kt_close(st);
+#ifdef KT_HAVE_RADOS
+	names_free(recs);
+#endif
 	free(dc);
 	free(d0);
 	free(d1);
@@ -615,8 +962,10 @@ out:
 
 int main(int argc, char **argv)
 {
-	char base[512], dir[600], refdir[600], self[4096];
+	char base[512], dir[1200], refdir[600], self[4096];
 	const char *tmp = getenv("TMPDIR");
+	const char *rados = getenv("KT_CRASH_RADOS");
+	where w;
 	kt_options o = KT_OPTIONS_INIT;
 	kt_store *ref = NULL, *st = NULL;
 	uint64_t kills, seed, next = 1;
@@ -633,11 +982,27 @@ int main(int argc, char **argv)
 	if (argc != 1) {
 		fprintf(stderr,
 			"usage: %s (environment: KT_CRASH_KILLS, "
-			"KT_CRASH_SEED, KT_CRASH_DIR, KT_CRASH_VERBOSE)\n",
+			"KT_CRASH_SEED, KT_CRASH_DIR, KT_CRASH_VERBOSE, "
+			"KT_CRASH_RADOS)\n",
 			argv[0]);
 		return 2;
 	}
+	if (rados != NULL && *rados == '\0')
+		rados = NULL;
+	if (rados != NULL && where_parse(&w, rados) != 0)
+		return 2;
+#ifdef KT_HAVE_RADOS
+	if (rados != NULL && rl_open(&w) != 0)
+		return 1;
+#else
+	if (rados != NULL) {
+		fprintf(stderr, "crash: KT_CRASH_RADOS: this build has no "
+				"RADOS engine\n");
+		return 2;
+	}
+#endif
 	signal(SIGPIPE, SIG_IGN);
+	sx.op_us = 1000;
 	kills = env_u64("KT_CRASH_KILLS", 200);
 	seed = env_u64("KT_CRASH_SEED",
 		       (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
@@ -659,25 +1024,37 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	snprintf(dir, sizeof(dir), "%s/store", base);
+	if (rados != NULL)
+		snprintf(dir, sizeof(dir), "rados:%s%s%s/%s", w.pool,
+			 w.ns[0] ? "/" : "", w.ns, w.tree);
+	else
+		snprintf(dir, sizeof(dir), "%s/store", base);
 	snprintf(refdir, sizeof(refdir), "%s/reference", base);
-	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	if (rados == NULL)
+		nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	nftw(refdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	fprintf(stderr,
 		"crash: %" PRIu64 " kills, KT_CRASH_SEED=%" PRIu64
-		", stores in %s\n",
-		kills, seed, base);
+		", stores in %s%s%s\n",
+		kills, seed, base, rados ? ", killed store " : "",
+		rados ? dir : "");
 
 	o.create_if_missing = 1;
-	if (kt_open(&ref, refdir, &o) != 0 || kt_open(&st, dir, &o) != 0) {
-		fprintf(stderr, "crash: create: %s\n", kt_errmsg());
+	if (kt_open(&ref, refdir, &o) != 0) {
+		fprintf(stderr, "crash: create %s: %s\n", refdir, kt_errmsg());
+		return 1;
+	}
+	o.error_if_exists = 1;
+	if (kt_open(&st, dir, &o) != 0) {
+		fprintf(stderr, "crash: create %s: %s\n", dir, kt_errmsg());
+		kt_close(ref);
 		return 1;
 	}
 	kt_close(st);
 
 	while (sx.rounds < kills) {
-		if (one_round(self, dir, ref, seed, &r, &next, &sx, verbose) !=
-		    0) {
+		if (one_round(self, dir, rados ? &w : NULL, ref, seed, &r,
+			      &next, &sx, verbose) != 0) {
 			fail = 1;
 			break;
 		}
@@ -691,14 +1068,44 @@ int main(int argc, char **argv)
 		sx.rounds, now_s() - t0, next - 1, sx.ops, sx.failed_ops,
 		sx.inflight_applied, sx.inflight_not, sx.idle,
 		sx.killed_in_open);
+	fprintf(stderr,
+		"crash: %.1f ms per operation in a child; %.1f s reopening, "
+		"checking and reading the killed store (kt_open %.1f s, "
+		"kt_check %.1f s)\n",
+		sx.op_us / 1000, sx.settle_s, sx.open_s, sx.check_s);
+	if (sx.started > 0)
+		fprintf(stderr,
+			"crash: %.0f ms from starting a child to its first "
+			"operation\n",
+			1000 * sx.start_s / sx.started);
+	if (rados != NULL)
+		fprintf(stderr,
+			"crash: %u kills left a commit record behind (%u P, "
+			"%u C, %u A, %u unreadable); %zu of them were never "
+			"settled (no lock pointed at them); %.1f s listing "
+			"them\n",
+			sx.rec_rounds, sx.rec[0], sx.rec[1], sx.rec[2],
+			sx.rec[3], sx.nleaked, sx.records_s);
+	while (sx.nleaked > 0)
+		free(sx.leaked[--sx.nleaked]);
+	free(sx.leaked);
 	if (fail) {
 		fprintf(stderr,
 			"crash: FAILED; rerun with KT_CRASH_SEED=%" PRIu64
-			" (timing differs); stores kept in %s\n",
-			seed, base);
+			" (timing differs); stores kept in %s%s%s\n",
+			seed, base, rados ? " and " : "", rados ? dir : "");
+#ifdef KT_HAVE_RADOS
+		rl_close();
+#endif
 		return 1;
 	}
 	if (getenv("KT_CRASH_DIR") == NULL)
 		nftw(base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	return 0;
+#ifdef KT_HAVE_RADOS
+	if (rados != NULL) {
+		fail = tree_drop(&w, dir) != 0;
+		rl_close();
+	}
+#endif
+	return fail;
 }

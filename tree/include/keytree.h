@@ -318,7 +318,9 @@ typedef struct kt_options {
  *     fault: pool, namespace or tree name), a ceph_client that is not
  *     "client.ID", or a ceph_conf that cannot be read;
  *   - KT_ENOTSUP: a RADOS location, and this library was built without
- *     librados;
+ *     librados, or librados.so.2 cannot be loaded (it is loaded when the
+ *     first RADOS location is opened; KEYTREE_LIBRADOS names another
+ *     file);
  *   - KT_ECORRUPT, KT_EIO: the storage is damaged or unreadable; for a
  *     RADOS location, also: the cluster cannot be reached or the pool
  *     does not exist (the message says which).
@@ -329,6 +331,26 @@ KT_EXTERN int kt_open(kt_store **out, const char *location,
 /** Close a store, flushing nothing beyond what sync already made durable.
  * Accepts NULL.  No iterator or batch of the store may outlive it. */
 KT_EXTERN void kt_close(kt_store *store);
+
+/** Remove the store at @p location and everything in it, for good.
+ *
+ * A directory: its LevelDB files are removed, then the directory itself
+ * unless something else is left in it.  Refused while any process has the
+ * store open (LevelDB's lock tells), and for a directory that does not
+ * hold a keytree store.
+ *
+ * A RADOS tree: every object of the tree is removed, the catalog first, so
+ * that the tree cannot be opened any more; a removal cut short leaves a
+ * tree that cannot be opened, and calling again finishes it.  Clients
+ * that have the tree open are not detected (RADOS has no holder): their
+ * later calls fail or find nothing.
+ *
+ * Of @p opts (may be NULL) only version, ceph_conf and ceph_client count.
+ * Returns 0, KT_ENOTFOUND (no store there), KT_EBUSY (open in another
+ * process; the message names it), KT_ENOTSTORE (not a keytree store),
+ * KT_EINVAL (a malformed location or options), KT_ENOTSUP (RADOS not
+ * available), KT_EIO. */
+KT_EXTERN int kt_destroy(const char *location, const kt_options *opts);
 
 /** Make every write acknowledged so far durable on disk.  Returns 0 or
  * KT_EIO.  Engines: on a client the holder syncs its LevelDB, which makes

@@ -160,6 +160,10 @@ typedef struct kt__leveldb_opts {
 int kt__leveldb_open(kt__rows **out, const char *dir,
 		     const kt__leveldb_opts *opts);
 
+/* Remove the LevelDB database in @p dir (its files; LevelDB takes its
+ * lock first, so KT_EBUSY while another process has it open). */
+int kt__leveldb_destroy(const char *dir);
+
 /* Options for opening the RADOS engine (rows_rados.c, built when
  * librados is found: KT_HAVE_RADOS). */
 typedef struct kt__rados_opts {
@@ -178,6 +182,11 @@ typedef struct kt__rados_opts {
  * the tree does not exist and o->create is not set, KT_EINVAL for a bad
  * name, KT_EIO when the cluster cannot be reached (the message says why). */
 int kt__rados_open(kt__rows **out, const kt__rados_opts *o);
+
+/* Remove every object of the tree @p o names (o->create and o->lease_ms
+ * are ignored), the catalog first; *nobjects says how many.  KT_ENOTFOUND
+ * when the tree has no objects at all. */
+int kt__rados_destroy(const kt__rados_opts *o, uint64_t *nobjects);
 
 static inline kt__slice kt__sl(const void *p, size_t len)
 {

@@ -552,3 +552,19 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	*out = &l->base;
 	return 0;
 }
+
+int kt__leveldb_destroy(const char *dir)
+{
+	leveldb_options_t *o = leveldb_options_create();
+	char *err = NULL;
+	char what[4200];
+	int rc = 0;
+
+	leveldb_destroy_db(o, dir, &err);
+	leveldb_options_destroy(o);
+	if (err != NULL) {
+		snprintf(what, sizeof(what), "destroy '%s'", dir);
+		rc = ldb_error(err, what);
+	}
+	return rc;
+}

@@ -81,6 +81,11 @@
  */
 #define RADOS_SONAME "librados.so.2"
 #define RADOS_FUNCS \
+	X(aio_remove) \
+	X(nobjects_list_close) \
+	X(nobjects_list_next2) \
+	X(nobjects_list_open) \
+	X(remove) \
 	X(aio_create_completion2) \
 	X(aio_get_return_value) \
 	X(aio_get_version) \
@@ -153,6 +158,11 @@ static void lib_load(void)
 #undef X
 }
 
+#define rados_aio_remove (lib.aio_remove)
+#define rados_nobjects_list_close (lib.nobjects_list_close)
+#define rados_nobjects_list_next2 (lib.nobjects_list_next2)
+#define rados_nobjects_list_open (lib.nobjects_list_open)
+#define rados_remove (lib.remove)
 #define rados_aio_create_completion2 (lib.aio_create_completion2)
 #define rados_aio_get_return_value (lib.aio_get_return_value)
 #define rados_aio_get_version (lib.aio_get_version)
@@ -1964,16 +1974,15 @@ static void conf_default(rados_t cl, const char *name, const char *val)
 	(void)rados_conf_set(cl, name, val);
 }
 
-int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
+/* Load librados, connect to the cluster @p o names and open its pool and
+ * namespace: *cl and *io, both NULL on failure. */
+static int cluster_open(const kt__rados_opts *o, rados_t *cl,
+			rados_ioctx_t *io)
 {
-	rad *e;
-	const char *env;
-	kt__buf cat = {0};
-	oread r;
-	oreq q;
 	int rc;
 
-	*out = NULL;
+	*cl = NULL;
+	*io = NULL;
 	if (o->pool == NULL || o->pool[0] == '\0')
 		return kt__err(KT_EINVAL, "ceph: no pool named");
 	pthread_once(&lib_once, lib_load);
@@ -1985,10 +1994,73 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 		return kt__err(KT_EINVAL, "ceph: tree name '%s' is not 1 to "
 			       "100 of A-Z a-z 0-9 . _ -",
 			       o->tree ? o->tree : "");
+	rc = rados_create2(cl, "ceph",
+			   o->client && o->client[0] ? o->client
+						     : "client.admin", 0);
+	if (rc < 0) {
+		*cl = NULL;
+		return rerr(rc, "creating a cluster handle (client name "
+			    "wrong?)", NULL);
+	}
+	rc = rados_conf_read_file(*cl, o->conf && o->conf[0] ? o->conf
+							     : NULL);
+	if (rc < 0) {
+		if (o->conf && o->conf[0])
+			rc = kt__err(KT_EIO, "ceph: reading configuration "
+				     "'%s': %s", o->conf, strerror(-rc));
+		else
+			rc = kt__err(KT_EIO, "ceph: no configuration found "
+				     "(give one with KEYTREE_CEPH_CONF or "
+				     "ceph_conf): %s", strerror(-rc));
+		goto fail;
+	}
+	(void)rados_conf_parse_env(*cl, NULL);
+	/* Never wait forever for a cluster that is down. */
+	conf_default(*cl, "rados_osd_op_timeout", "30");
+	conf_default(*cl, "rados_mon_op_timeout", "30");
+	conf_default(*cl, "client_mount_timeout", "30");
+	if ((rc = rados_connect(*cl)) < 0) {
+		rc = kt__err(KT_EIO, "ceph: cannot connect to the cluster%s%s"
+			     ": %s", o->conf ? " of " : "",
+			     o->conf ? o->conf : "", strerror(-rc));
+		goto fail;
+	}
+	if ((rc = rados_ioctx_create(*cl, o->pool, io)) < 0) {
+		*io = NULL;
+		if (rc == -ENOENT)
+			rc = kt__err(KT_ENOTFOUND, "ceph: pool '%s' does not "
+				     "exist (make it with 'ceph osd pool "
+				     "create %s')", o->pool, o->pool);
+		else
+			rc = rerr(rc, "opening pool", o->pool);
+		goto fail;
+	}
+	rados_ioctx_set_namespace(*io, o->nspace ? o->nspace : "");
+	return 0;
+fail:
+	rados_shutdown(*cl);
+	*cl = NULL;
+	return rc;
+}
+
+int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
+{
+	rad *e;
+	const char *env;
+	kt__buf cat = {0};
+	oread r;
+	oreq q;
+	int rc;
+
+	*out = NULL;
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	e->base.ops = &rad_ops;
 	pthread_mutex_init(&e->mu, NULL);
+	if ((rc = cluster_open(o, &e->cl, &e->io)) != 0) {
+		rad_close(&e->base);
+		return rc;
+	}
 	if ((e->tree = strdup(o->tree)) == NULL ||
 	    (e->known_set = calloc(1, sizeof(*e->known_set))) == NULL) {
 		rad_close(&e->base);
@@ -2001,48 +2073,7 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 		e->lease_ms = (unsigned int)atoi(env);
 	if (e->lease_ms == 0)
 		e->lease_ms = LEASE_DEFAULT_MS;
-	rc = rados_create2(&e->cl, "ceph",
-			   o->client && o->client[0] ? o->client
-						     : "client.admin", 0);
-	if (rc < 0) {
-		e->cl = NULL;
-		rad_close(&e->base);
-		return rerr(rc, "creating a cluster handle (client name "
-			    "wrong?)", NULL);
-	}
-	rc = rados_conf_read_file(e->cl, o->conf && o->conf[0] ? o->conf
-							       : NULL);
-	if (rc < 0) {
-		rad_close(&e->base);
-		if (o->conf && o->conf[0])
-			return kt__err(KT_EIO, "ceph: reading configuration "
-				       "'%s': %s", o->conf, strerror(-rc));
-		return kt__err(KT_EIO, "ceph: no configuration found (give "
-			       "one with KEYTREE_CEPH_CONF or ceph_conf): %s",
-			       strerror(-rc));
-	}
-	(void)rados_conf_parse_env(e->cl, NULL);
-	/* Never wait forever for a cluster that is down. */
-	conf_default(e->cl, "rados_osd_op_timeout", "30");
-	conf_default(e->cl, "rados_mon_op_timeout", "30");
-	conf_default(e->cl, "client_mount_timeout", "30");
-	if ((rc = rados_connect(e->cl)) < 0) {
-		rad_close(&e->base);
-		return kt__err(KT_EIO, "ceph: cannot connect to the cluster%s%s"
-			       ": %s", o->conf ? " of " : "",
-			       o->conf ? o->conf : "", strerror(-rc));
-	}
 	e->inst = rados_get_instance_id(e->cl);
-	if ((rc = rados_ioctx_create(e->cl, o->pool, &e->io)) < 0) {
-		e->io = NULL;
-		rad_close(&e->base);
-		if (rc == -ENOENT)
-			return kt__err(KT_ENOTFOUND, "ceph: pool '%s' does not "
-				       "exist (make it with 'ceph osd pool "
-				       "create %s')", o->pool, o->pool);
-		return rerr(rc, "opening pool", o->pool);
-	}
-	rados_ioctx_set_namespace(e->io, o->nspace ? o->nspace : "");
 	/* The tree exists when its catalog does. */
 	memset(&r, 0, sizeof(r));
 	memset(&q, 0, sizeof(q));
@@ -2077,4 +2108,105 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 	}
 	*out = &e->base;
 	return 0;
+}
+
+/* Is @p oid one of tree @p t's objects: "T/", "T#" or "T!" and more? */
+static int tree_owns(const char *oid, const char *t, size_t tlen)
+{
+	return strncmp(oid, t, tlen) == 0 &&
+	       (oid[tlen] == '/' || oid[tlen] == '#' || oid[tlen] == '!');
+}
+
+#define REMOVE_WINDOW 64   /* removals in flight at once */
+
+/* Remove the objects named in @p names (NUL-separated, @p n of them),
+ * REMOVE_WINDOW at a time.  An object already gone is not an error. */
+static int remove_all(rados_ioctx_t io, const char *names, size_t n)
+{
+	rados_completion_t c[REMOVE_WINDOW];
+	const char *oid[REMOVE_WINDOW];
+	const char *p = names;
+	size_t i = 0, k, m;
+	int rc = 0, r;
+
+	while (i < n && rc == 0) {
+		for (m = 0; m < REMOVE_WINDOW && i < n; m++, i++) {
+			oid[m] = p;
+			p += strlen(p) + 1;
+			c[m] = NULL;
+			r = rados_aio_create_completion2(NULL, NULL, &c[m]);
+			if (r == 0)
+				r = rados_aio_remove(io, oid[m], c[m]);
+			if (r < 0 && rc == 0)
+				rc = rerr(r, "removing", oid[m]);
+		}
+		for (k = 0; k < m; k++) {
+			if (c[k] == NULL)
+				continue;
+			rados_aio_wait_for_complete(c[k]);
+			r = rados_aio_get_return_value(c[k]);
+			rados_aio_release(c[k]);
+			if (r < 0 && r != -ENOENT && rc == 0)
+				rc = rerr(r, "removing", oid[k]);
+		}
+	}
+	return rc;
+}
+
+int kt__rados_destroy(const kt__rados_opts *o, uint64_t *nobjects)
+{
+	rados_t cl;
+	rados_ioctx_t io;
+	rados_list_ctx_t ls = NULL;
+	kt__buf names = {0}, cat = {0};
+	const char *ent, *key, *ns;
+	size_t elen, klen, nslen, n = 0, tlen;
+	int rc, r;
+
+	*nobjects = 0;
+	if ((rc = cluster_open(o, &cl, &io)) != 0)
+		return rc;
+	tlen = strlen(o->tree);
+	/* RADOS lists a pool's objects in no useful order: walk the
+	 * namespace once and keep this tree's names. */
+	r = rados_nobjects_list_open(io, &ls);
+	while (r == 0 && rc == 0) {
+		r = rados_nobjects_list_next2(ls, &ent, &key, &ns, &elen,
+					      &klen, &nslen);
+		if (r < 0)
+			break;
+		if (memchr(ent, '\0', elen) != NULL ||
+		    !tree_owns(ent, o->tree, tlen) || elen < tlen + 1)
+			continue;
+		if ((rc = kt__buf_add(&names, ent, elen)) == 0)
+			rc = kt__buf_add(&names, "", 1);
+		n++;
+	}
+	if (ls != NULL)
+		rados_nobjects_list_close(ls);
+	if (rc == 0 && r < 0 && r != -ENOENT)
+		rc = rerr(r, "listing the pool", o->pool);
+	if (rc == 0 && n == 0)
+		rc = kt__err(KT_ENOTFOUND, "ceph: no tree '%s' in pool '%s'%s%s",
+			     o->tree, o->pool,
+			     o->nspace && o->nspace[0] ? ", namespace " : "",
+			     o->nspace ? o->nspace : "");
+	/* The catalog first: a tree without one cannot be opened, so no
+	 * client starts on what is being removed, and a removal cut short
+	 * is finished by running it again. */
+	if (rc == 0 && (rc = kt__buf_add(&cat, o->tree, tlen)) == 0 &&
+	    (rc = kt__buf_add(&cat, "!cat", 5)) == 0) {
+		r = rados_remove(io, cat.p);
+		if (r < 0 && r != -ENOENT)
+			rc = rerr(r, "removing", cat.p);
+	}
+	if (rc == 0)
+		rc = remove_all(io, names.p, n);
+	if (rc == 0)
+		*nobjects = n;
+	kt__buf_free(&names);
+	kt__buf_free(&cat);
+	rados_ioctx_destroy(io);
+	rados_shutdown(cl);
+	return rc;
 }

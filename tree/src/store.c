@@ -612,6 +612,103 @@ int kt_open(kt_store **out, const char *location, const kt_options *opts)
 	return 0;
 }
 
+/* kt_destroy() of a directory store: only a keytree store, and only
+ * when no process has it open (LevelDB's lock says so). */
+static int destroy_leveldb(const char *dir)
+{
+	kt__leveldb_opts lo = {0, 0};
+	kt_store *st;
+	char sock[PATH_MAX];
+	int rc, present;
+
+	present = probe_dir(dir);
+	if (present < 0) {
+		kt__err_prefix("destroy");
+		return present;
+	}
+	if (!present)
+		return kt__err(KT_ENOTFOUND, "destroy '%s': no store there",
+			       dir);
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	pthread_mutex_init(&st->wlock, NULL);
+	rc = kt__leveldb_open(&st->rows, dir, &lo);
+	if (rc == 0)
+		rc = read_header(st, dir, NULL);
+	kt_close(st);
+	if (rc != 0) {
+		kt__err_prefix("destroy");
+		return rc;
+	}
+	if ((rc = kt__leveldb_destroy(dir)) != 0)
+		return rc;
+	/* A holder killed with -9 leaves its socket behind. */
+	if ((size_t)snprintf(sock, sizeof(sock), "%s/keytree.sock", dir) <
+	    sizeof(sock))
+		(void)unlink(sock);
+	if (rmdir(dir) != 0 && errno != ENOENT && errno != ENOTEMPTY &&
+	    errno != EEXIST)
+		return kt__err(KT_EIO, "destroy '%s': the store is gone but "
+			       "the directory stays: %s", dir,
+			       strerror(errno));
+	return 0;
+}
+
+int kt_destroy(const char *location, const kt_options *opts)
+{
+	kt_options o;
+	loc_parts l = {0};
+	int rc;
+
+	if (location == NULL || location[0] == '\0')
+		return kt__err(KT_EINVAL, "destroy: no store location given");
+	rc = options_take(&o, location, opts);
+	if (rc == 0)
+		rc = loc_parse(&l, location);
+	if (rc != 0) {
+		free(l.buf);
+		return rc;
+	}
+	if (l.dir != NULL) {
+		rc = destroy_leveldb(l.dir);
+		free(l.buf);
+		return rc;
+	}
+#ifndef KT_HAVE_RADOS
+	free(l.buf);
+	return kt__err(KT_ENOTSUP, "destroy '%s': this keytree was built "
+		       "without RADOS support (librados-dev missing at build "
+		       "time)", location);
+#else
+	{
+		kt__rados_opts ro;
+		uint64_t n;
+		const char *client = opt_or_env(o.ceph_client,
+						"KEYTREE_CEPH_CLIENT");
+		const char *conf = opt_or_env(o.ceph_conf, "KEYTREE_CEPH_CONF");
+
+		if (client != NULL && (rc = client_check(location, client)) != 0)
+			goto out;
+		if (conf != NULL && access(conf, R_OK) != 0) {
+			rc = kt__err(KT_EINVAL, "destroy '%s': ceph_conf '%s': "
+				     "%s", location, conf, strerror(errno));
+			goto out;
+		}
+		memset(&ro, 0, sizeof(ro));
+		ro.pool = l.pool;
+		ro.nspace = l.nspace;
+		ro.tree = l.tree;
+		ro.conf = conf;
+		ro.client = client;
+		if ((rc = kt__rados_destroy(&ro, &n)) != 0)
+			kt__err_prefix("destroy '%s'", location);
+	}
+out:
+	free(l.buf);
+	return rc;
+#endif
+}
+
 void kt_close(kt_store *st)
 {
 	if (st == NULL)
