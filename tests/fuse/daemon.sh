@@ -42,7 +42,7 @@ wait_gone() {
 fresh_store() {
 	local i
 	if [ "$KTFS_ENGINE" = rados ]; then
-		STORE=rados:keytree/f-$$-$RANDOM$RANDOM-$1
+		ktfs_tree "f-$$-$RANDOM$RANDOM-$1"
 	else
 		rm -rf "$STORE"
 	fi
