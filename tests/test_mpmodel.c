@@ -25,8 +25,13 @@
  * known, so its code is only required to be one a call can give (never
  * KT_EIO or KT_ECORRUPT).
  *
+ * On RADOS (KEYTREE_TEST_ENGINE=rados) each process opens the tree as a
+ * client of its own and asks the engine to number its commits, which that
+ * engine does not otherwise (kt__rados_number_commits).
+ *
  * The processes report through their exit status and stderr; the parent
- * arms alarm() against hangs.  KT_MPMODEL_SEED=n replays a run's choices
+ * arms alarm() against hangs.  KT_MPMODEL_OPS=n runs n operations per
+ * process instead of 400.  KT_MPMODEL_SEED=n replays a run's choices
  * (the interleaving of processes is the scheduler's).
  */
 #include <stdarg.h>
@@ -46,7 +51,7 @@
 
 #include "tree.h" /* kt_store.last_commit */
 
-#define OPS 400
+#define OPS 400 /* per process; KT_MPMODEL_OPS overrides */
 #define GUARD_SECONDS 240
 #define MAXPROC 8
 #define PBUF MODEL_PBUF
@@ -55,6 +60,7 @@
 #include "model.h"
 
 static uint64_t seed_base = 0x6d706d6f64656cULL; /* "mpmodel" */
+static unsigned long nops = OPS;
 
 /* cfg.user: nonzero in a writer process. */
 static int in_child_flag = 1, in_parent_flag = 0;
@@ -280,7 +286,7 @@ static void writer(const char *dir, int proc, int go, int done, int quit,
 	log = fopen(logpath, "w");
 	if (log == NULL)
 		_exit(2);
-	for (i = 0; i < OPS; i++) {
+	for (i = 0; i < nops; i++) {
 		uint64_t before = f.store->last_commit, seq;
 		int32_t rc32;
 		uint32_t k;
@@ -447,7 +453,7 @@ static void run(kt_test_fixture *f, int nproc)
 			nrec++;
 		}
 		fclose(lf);
-		assert_int_equal(n, OPS);
+		assert_int_equal(n, nops);
 	}
 	qsort(recs, nrec, sizeof(*recs), rec_cmp);
 	for (i = 1; i < nrec; i++)
@@ -513,7 +519,7 @@ static void run(kt_test_fixture *f, int nproc)
 	model_check_all(c);
 	printf("mpmodel: %d processes, %d ops each: %zu committed, %zu "
 	       "failed, %zu without changes; %zu nodes at the end\n",
-	       nproc, OPS, nrec, failed, noop, c->m.n);
+	       nproc, nops, nrec, failed, noop, c->m.n);
 	fflush(stdout);
 	model_free(c);
 	for (i = 0; i < nrec; i++)
@@ -547,6 +553,10 @@ int main(void)
 						teardown),
 	};
 
+	const char *n = getenv("KT_MPMODEL_OPS");
+
+	if (n != NULL && strtoul(n, NULL, 10) > 0)
+		nops = strtoul(n, NULL, 10);
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
