@@ -33,6 +33,7 @@
  * Example: kt_bench_api -e keytree -d /tmp/x -n 10000 -b 10000
  *          kt_bench_api -e keytree -w alias -d /tmp/y -n 10000
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -171,10 +172,32 @@ typedef struct run {
 	long gets;
 } run;
 
+/* With libktradoscount.so preloaded (radoscount.c): the RADOS operations
+ * and rounds so far, read at the start of each workload. */
+typedef void count_fn(uint64_t *ops, uint64_t *rounds);
+static count_fn *counter;
+static uint64_t mark_ops, mark_rounds;
+
+static void count_mark(void)
+{
+	if (counter != NULL)
+		counter(&mark_ops, &mark_rounds);
+}
+
 static void report(const run *r, const char *wl, double ops, double secs)
 {
+	uint64_t o, n;
+
 	printf("api\t%s\t%s\t%ld\t%.0f\t%.6f\n", wl, r->label, r->p->n, ops,
 	       secs);
+	/*   rt  WORKLOAD  LABEL  N  OPS  RADOS_OPS  ROUNDS */
+	if (counter != NULL) {
+		counter(&o, &n);
+		printf("rt\t%s\t%s\t%ld\t%.0f\t%llu\t%llu\n", wl, r->label,
+		       r->p->n, ops, (unsigned long long)(o - mark_ops),
+		       (unsigned long long)(n - mark_rounds));
+		count_mark();
+	}
 	fflush(stdout);
 }
 
@@ -202,6 +225,7 @@ static int do_insert(run *r)
 
 	if (perm == NULL)
 		return bench_fail("insert", "out of memory");
+	count_mark();
 	t0 = now();
 	for (i = 0; i < n; i++)
 		if (r->e->put(r->ctx, perm[i]) != 0) {
@@ -218,8 +242,10 @@ static int do_insert(run *r)
 static int do_gets(run *r, int links)
 {
 	long span = links ? r->p->nlinks : r->p->n, done = 0, k;
-	double t0 = now(), t = t0;
+	double t0, t;
 
+	count_mark();
+	t = t0 = now();
 	while (done < r->gets || t - t0 < r->min_time) {
 		for (k = 0; k < 1000; k++) {
 			long x = (long)(rnd() % (uint64_t)span);
@@ -238,9 +264,11 @@ static int do_gets(run *r, int links)
 /* Repeat a listing for at least the minimum time; ops are entries. */
 static int do_list(run *r, int big)
 {
-	double t0 = now(), t = t0, total = 0;
+	double t0, t, total = 0;
 	long expect = big ? r->p->nbig : -1, got;
 
+	count_mark();
+	t = t0 = now();
 	do {
 		got = big ? r->e->list_big(r->ctx) : r->e->find(r->ctx);
 		if (got < 0)
@@ -262,9 +290,11 @@ static int do_list(run *r, int big)
 /* Move /t0 (10^4 items, fewer when n is smaller) away and back. */
 static int do_rename(run *r)
 {
-	double t0 = now(), t = t0;
+	double t0, t;
 	long done = 0;
 
+	count_mark();
+	t = t0 = now();
 	do {
 		if (r->e->rename(r->ctx, "/t0", "/r0") != 0 ||
 		    r->e->rename(r->ctx, "/r0", "/t0") != 0)
@@ -278,9 +308,12 @@ static int do_rename(run *r)
 
 static int do_delete(run *r)
 {
-	double t0 = now();
-	long got = r->e->delete_all(r->ctx);
+	double t0;
+	long got;
 
+	count_mark();
+	t0 = now();
+	got = r->e->delete_all(r->ctx);
 	if (got < 0)
 		return -1;
 	report(r, "delete", (double)(r->p->n + r->p->nbig + r->p->nlinks),
@@ -702,6 +735,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rados = strncmp(p.dir, "rados:", 6) == 0;
+	*(void **)&counter = dlsym(RTLD_DEFAULT, "ktcount_read");
 	if (what != NULL && strcmp(what, "clients") == 0) {
 		if (nclients < 1 || nclients > 64 || p.n > 10000 ||
 		    r.e->attach == NULL) {
