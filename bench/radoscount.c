@@ -56,12 +56,20 @@ static void *real(const char *name)
 
 #define LOAD(f, name) (*(void **)&(f) = real(#name))
 
-/* An operation goes out now. */
-static void count(void)
+/* An operation on @p oid goes out now.  With KTCOUNT_TRACE set, each is
+ * told on stderr: the round's number, what it is, the object. */
+static void count(const char *what, const char *oid)
 {
+	static int trace = -1;
+
 	n_ops++;
 	if (in_flight == 0)
 		n_rounds++;
+	if (trace < 0)
+		trace = getenv("KTCOUNT_TRACE") != NULL;
+	if (trace)
+		fprintf(stderr, "ktcount: round %llu: %s %s\n",
+			(unsigned long long)n_rounds, what, oid);
 }
 
 /* Aio operation @p c went out: in flight until waited for or released. */
@@ -107,7 +115,7 @@ int rados_aio_read_op_operate(rados_read_op_t op, rados_ioctx_t io,
 
 	if (f == NULL)
 		LOAD(f, rados_aio_read_op_operate);
-	count();
+	count("aio read", oid);
 	if ((rc = f(op, io, c, oid, flags)) == 0)
 		track(c);
 	return rc;
@@ -122,7 +130,7 @@ int rados_aio_write_op_operate(rados_write_op_t op, rados_ioctx_t io,
 
 	if (f == NULL)
 		LOAD(f, rados_aio_write_op_operate);
-	count();
+	count("aio write", oid);
 	if ((rc = f(op, io, c, oid, mtime, flags)) == 0)
 		track(c);
 	return rc;
@@ -135,7 +143,7 @@ int rados_aio_remove(rados_ioctx_t io, const char *oid, rados_completion_t c)
 
 	if (f == NULL)
 		LOAD(f, rados_aio_remove);
-	count();
+	count("aio remove", oid);
 	if ((rc = f(io, oid, c)) == 0)
 		track(c);
 	return rc;
@@ -168,7 +176,7 @@ int rados_read_op_operate(rados_read_op_t op, rados_ioctx_t io,
 
 	if (f == NULL)
 		LOAD(f, rados_read_op_operate);
-	count();
+	count("read", oid);
 	return f(op, io, oid, flags);
 }
 
@@ -179,7 +187,7 @@ int rados_write_op_operate(rados_write_op_t op, rados_ioctx_t io,
 
 	if (f == NULL)
 		LOAD(f, rados_write_op_operate);
-	count();
+	count("write", oid);
 	return f(op, io, oid, mtime, flags);
 }
 
@@ -189,6 +197,6 @@ int rados_remove(rados_ioctx_t io, const char *oid)
 
 	if (f == NULL)
 		LOAD(f, rados_remove);
-	count();
+	count("remove", oid);
 	return f(io, oid);
 }
