@@ -101,6 +101,9 @@ static void test_orphan__reopen_drops_leftovers(void **state)
 	kt_statbuf sb;
 	uint64_t id = 0;
 
+	KT_TEST_LEVELDB_ONLY("orphans are dropped at open by the holder; a "
+			     "RADOS tree has none, and other clients' open "
+			     "files cannot be told from a dead one's");
 	put_big(f->store, "/left", 40000);
 	assert_int_equal(kt_orphan_detach(&id, f->store, "/left"), 0);
 	kt_test_reopen(f);

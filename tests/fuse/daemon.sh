@@ -38,10 +38,14 @@ wait_gone() {
 # fresh_store N: a new store written by N separate CLI runs.  Each run
 # leaves its log for the next open to turn into a level-0 table, and with
 # four or more tables the next open starts a compaction: that is the open
-# the mount makes for N = 4 to 7.
+# the mount makes for N = 4 to 7.  On RADOS, a new tree each time.
 fresh_store() {
 	local i
-	rm -rf "$STORE"
+	if [ "$KTFS_ENGINE" = rados ]; then
+		ktfs_tree "f-$$-$RANDOM$RANDOM-$1"
+	else
+		rm -rf "$STORE"
+	fi
 	kt init
 	for i in $(seq "$1"); do
 		kt put "/k$i" "v$i"
@@ -49,8 +53,14 @@ fresh_store() {
 }
 
 # 1. The issue's reproduction, verbatim: keytreefs run as a user runs it,
-# its daemon found by the store it holds.
-for n in 4 5 6 7; do
+# its daemon found by the store it holds.  On RADOS, where no compaction
+# exists, once: the daemon must connect to the cluster after the fork
+# (librados' threads would not cross it) and serve, unmount and exit.
+counts="4 5 6 7"
+if ! ktfs_engine_is leveldb "stores whose open starts a compaction (5 to 7 writes)"; then
+	counts=4
+fi
+for n in $counts; do
 	fresh_store "$n"
 	"$KEYTREEFS" "$STORE" "$MNT" </dev/null 2>>"$LOG"
 	mountpoint -q "$MNT" || fail "n=$n: not mounted when keytreefs returned"
@@ -61,16 +71,20 @@ for n in 4 5 6 7; do
 	wait_gone "$pid" "n=$n"
 	expect_eq "n=$n: keytree ls after the unmount" "$(kt ls / | wc -l)" "$n"
 done
-ok "a daemon mount of a compacting store unmounts and exits (4 to 7 writes)"
+ok "daemon mounts of stores written by $(echo $counts | tr ' ' /) CLI runs serve, unmount and exit"
 
 # 2. More than the 16 MiB write buffer through a daemon mount: LevelDB
-# must flush its memtable in the daemon, several times, and compact.
+# must flush its memtable in the daemon, several times, and compact.  RADOS
+# has no such buffer: there the files are 8 MiB, values of many blocks
+# written by the daemon's librados threads.
+MIB=40
+[ "$KTFS_ENGINE" = leveldb ] || MIB=8
 fresh_store 5
 KTFS_MODE=daemon ktfs_mount
-head -c $((40 << 20)) /dev/urandom >"$KTFS_TMP/big"
+head -c $((MIB << 20)) /dev/urandom >"$KTFS_TMP/big"
 for f in big1 big2; do
 	timeout 120 cp "$KTFS_TMP/big" "$MNT/$f" ||
-		fail "writing 40 MiB to $f through the daemon mount"
+		fail "writing $MIB MiB to $f through the daemon mount"
 done
 for i in $(seq 300); do
 	printf 'small %s\n' "$i" >"$MNT/s$i"
@@ -84,7 +98,7 @@ t1=$(date +%s%N)
 expect_eq "daemon exit status after the unmount" "$rc" 0
 [ $(((t1 - t0) / 1000000000)) -lt "$LIMIT" ] ||
 	fail "the daemon took $(((t1 - t0) / 1000000)) ms to exit"
-ok "80 MiB written through a daemon mount; the daemon exits at unmount"
+ok "$((2 * MIB)) MiB written through a daemon mount; the daemon exits at unmount"
 
 # 3. The store opens cleanly, with everything that was acknowledged.
 kt check >/dev/null || fail "keytree check after the daemon mount"

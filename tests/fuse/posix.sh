@@ -99,7 +99,14 @@ expect_eq "truncate to 1 TiB" "$(stat -c %s huge)" 1099511627776
 expect_eq "blocks of the sparse file" "$(stat -c %b sparse)" 32
 expect_eq "blocks of the truncated file" "$(stat -c %b huge)" 0
 expect_eq "du of the sparse file" "$(du -k sparse | cut -f1)" 16
-store_kb=$(du -sk "$STORE" | cut -f1)
+# What the store holds: its directory's size on LevelDB; on RADOS, which
+# has no directory, the bytes of its rows as the library counts them.
+if [ "$KTFS_ENGINE" = leveldb ]; then
+	store_kb=$(du -sk "$STORE" | cut -f1)
+else
+	store_stats=$("$KTFS_PROBE" stats "$STORE") || fail "ktfs_probe stats"
+	store_kb=$((${store_stats#* } / 1024))
+fi
 [ "$store_kb" -lt 20000 ] || fail "sparse writes took ${store_kb} KiB"
 rm sparse huge
 ok "sparse write at 2 GiB + 1 and truncate to 1 TiB stored sparsely"

@@ -14,7 +14,14 @@ source "$(dirname "$0")/lib.sh"
 : "${KTFS_CLI:?KTFS_CLI must name the keytree CLI}"
 kt() { "$KTFS_CLI" -s "$STORE" "$@"; }
 
+# On RADOS the mount hears nobody (kt_watch is not there yet): the same
+# checks run with the kernel's caches off, and show that the mount reads
+# the store anew whenever the kernel asks, not what it read before.
 LONG=entry_timeout=3600,attr_timeout=3600,negative_timeout=3600
+if ! ktfs_engine_is leveldb "other processes' changes seen at once through hour-long kernel caches (kt_watch)"; then
+	LONG=entry_timeout=0,attr_timeout=0,negative_timeout=0
+	echo "# $KTFS_ENGINE: the checks below run with $LONG"
+fi
 ktfs_mount -o create,$LONG
 
 # A name the kernel knows to be missing appears.
@@ -109,8 +116,20 @@ writer() { # DIR TAG
 writer "$MNT" a & wa=$!
 writer "$MNT2" b & wb=$!
 ( for i in $(seq 100); do kt put "/wc/x$((i % 9))" "$i"; done ) & wc=$!
+# On RADOS kt_check reads the partitions one after another, not at one
+# moment (keytree.h, Engines): while others write it may see a node's
+# rows from before a commit and its id row from after, so only the check
+# after the writers is asserted there.
 checks=0
+live_check=0
+if ktfs_engine_is leveldb "keytree check clean while the writers run (one snapshot)"; then
+	live_check=1
+fi
 while kill -0 $wa 2>/dev/null || kill -0 $wb 2>/dev/null; do
+	if [ "$live_check" = 0 ]; then
+		sleep 0.2
+		continue
+	fi
 	kt check >"$KTFS_TMP/check.out" 2>&1 ||
 		fail "check while writers run: $(cat "$KTFS_TMP/check.out")"
 	checks=$((checks + 1))
@@ -118,11 +137,16 @@ done
 wait $wa || fail "writer through the first mount failed"
 wait $wb || fail "writer through the second mount failed"
 wait $wc || fail "CLI writer failed"
-[ "$checks" -ge 1 ] || fail "no check ran while the writers ran"
+[ "$checks" -ge 1 ] || [ "$live_check" = 0 ] ||
+	fail "no check ran while the writers ran"
 kt check >"$KTFS_TMP/check.out" || fail "check on the live store: $(cat "$KTFS_TMP/check.out")"
 expect_eq "CLI writer's last value, through the second mount" \
 	"$(cat "$MNT2/wc/x1")" 100
-ok "keytree check is clean while two mounts and the CLI write ($checks runs)"
+if [ "$live_check" = 1 ]; then
+	ok "keytree check is clean while two mounts and the CLI write ($checks runs)"
+else
+	ok "two mounts and the CLI wrote at once; keytree check is clean after"
+fi
 
 fusermount3 -u "$MNT2"
 wait "$second" || fail "the second keytreefs exited with status $?"

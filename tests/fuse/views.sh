@@ -128,7 +128,11 @@ expect_eq "a file through the second mount" "$(cat "$KTFS_TMP/mnt2/w/file")" \
 	data
 fusermount3 -u "$KTFS_TMP/mnt2" || fusermount3 -uz "$KTFS_TMP/mnt2"
 wait "$second" || fail "the second keytreefs exited with status $?"
-ok "a second mount of a held store goes through the holder"
+if [ "$KTFS_ENGINE" = leveldb ]; then
+	ok "a second mount of a held store goes through the holder"
+else
+	ok "a second mount of the tree (another client of the cluster)"
+fi
 if [ -n "${KTFS_CLI:-}" ]; then
 	expect_eq "keytree get on a mounted store" \
 		"$("$KTFS_CLI" -s "$STORE" get /w/file)" data
@@ -141,9 +145,14 @@ for sig in TERM INT; do
 	ktfs_wait_daemon || rc=$?
 	expect_eq "exit status after SIG$sig" "$rc" 0
 	! mountpoint -q "$MNT" || fail "still mounted after SIG$sig"
-	"$KTFS_PROBE" store-free "$STORE" ||
-		fail "store not closed after SIG$sig"
-	ok "SIG$sig unmounts and closes the store"
+	ok "SIG$sig unmounts; the daemon exits with status 0"
+	# A RADOS store has no holder: every process is a client of the
+	# cluster, with no lock to give back.
+	if ktfs_engine_is leveldb "the store's LOCK is free after SIG$sig"; then
+		"$KTFS_PROBE" store-free "$STORE" ||
+			fail "store not closed after SIG$sig"
+		ok "SIG$sig closes the store"
+	fi
 	ktfs_mount
 done
 ktfs_umount
@@ -158,12 +167,19 @@ ok "-o ro"
 
 # Mounted by mount.fuse3 and mount(8), the daemon detaches (and reopens
 # the store after forking); umount returns before it has closed the store.
+# On RADOS, where no lock shows a holder, the daemon is waited for by its
+# command line, which holds the store's name (unique to this test).
 wait_store_free() { # DUMP_FILE
 	local i
 	for i in $(seq 100); do
-		"$KTFS_PROBE" store-free "$STORE" &&
-			"$KTFS_PROBE" dump-store "$STORE" "$VALUE" >"$1" \
-				2>/dev/null && return 0
+		if [ "$KTFS_ENGINE" = leveldb ]; then
+			"$KTFS_PROBE" store-free "$STORE" &&
+				"$KTFS_PROBE" dump-store "$STORE" "$VALUE" \
+					>"$1" 2>/dev/null && return 0
+		elif ! pgrep -f -- "$STORE" >/dev/null; then
+			"$KTFS_PROBE" dump-store "$STORE" "$VALUE" >"$1" &&
+				return 0
+		fi
 		sleep 0.1
 	done
 	fail "the store stayed busy after umount"

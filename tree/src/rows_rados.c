@@ -15,6 +15,9 @@
  *                        in byte order (RADOS lists objects unordered).
  *   T!tx.<txid>          the record of a commit spanning several objects
  *                        while it runs (below).
+ *   T!seq                a commit counter, only when a handle was asked
+ *                        to number its commits (kt__rados_number_commits,
+ *                        for tests that replay commits in order).
  *
  * esc() keeps omap keys free of NUL (librados takes C strings for paging
  * bounds) and preserves order: 00 -> 01 01, 01 -> 01 02, other bytes as
