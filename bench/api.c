@@ -33,14 +33,18 @@
  * Example: kt_bench_api -e keytree -d /tmp/x -n 10000 -b 10000
  *          kt_bench_api -e keytree -w alias -d /tmp/y -n 10000
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <keytree.h>
 
 #include "bench.h"
 
@@ -168,10 +172,32 @@ typedef struct run {
 	long gets;
 } run;
 
+/* With libktradoscount.so preloaded (radoscount.c): the RADOS operations
+ * and rounds so far, read at the start of each workload. */
+typedef void count_fn(uint64_t *ops, uint64_t *rounds);
+static count_fn *counter;
+static uint64_t mark_ops, mark_rounds;
+
+static void count_mark(void)
+{
+	if (counter != NULL)
+		counter(&mark_ops, &mark_rounds);
+}
+
 static void report(const run *r, const char *wl, double ops, double secs)
 {
+	uint64_t o, n;
+
 	printf("api\t%s\t%s\t%ld\t%.0f\t%.6f\n", wl, r->label, r->p->n, ops,
 	       secs);
+	/*   rt  WORKLOAD  LABEL  N  OPS  RADOS_OPS  ROUNDS */
+	if (counter != NULL) {
+		counter(&o, &n);
+		printf("rt\t%s\t%s\t%ld\t%.0f\t%llu\t%llu\n", wl, r->label,
+		       r->p->n, ops, (unsigned long long)(o - mark_ops),
+		       (unsigned long long)(n - mark_rounds));
+		count_mark();
+	}
 	fflush(stdout);
 }
 
@@ -199,6 +225,7 @@ static int do_insert(run *r)
 
 	if (perm == NULL)
 		return bench_fail("insert", "out of memory");
+	count_mark();
 	t0 = now();
 	for (i = 0; i < n; i++)
 		if (r->e->put(r->ctx, perm[i]) != 0) {
@@ -215,8 +242,10 @@ static int do_insert(run *r)
 static int do_gets(run *r, int links)
 {
 	long span = links ? r->p->nlinks : r->p->n, done = 0, k;
-	double t0 = now(), t = t0;
+	double t0, t;
 
+	count_mark();
+	t = t0 = now();
 	while (done < r->gets || t - t0 < r->min_time) {
 		for (k = 0; k < 1000; k++) {
 			long x = (long)(rnd() % (uint64_t)span);
@@ -235,9 +264,11 @@ static int do_gets(run *r, int links)
 /* Repeat a listing for at least the minimum time; ops are entries. */
 static int do_list(run *r, int big)
 {
-	double t0 = now(), t = t0, total = 0;
+	double t0, t, total = 0;
 	long expect = big ? r->p->nbig : -1, got;
 
+	count_mark();
+	t = t0 = now();
 	do {
 		got = big ? r->e->list_big(r->ctx) : r->e->find(r->ctx);
 		if (got < 0)
@@ -259,9 +290,11 @@ static int do_list(run *r, int big)
 /* Move /t0 (10^4 items, fewer when n is smaller) away and back. */
 static int do_rename(run *r)
 {
-	double t0 = now(), t = t0;
+	double t0, t;
 	long done = 0;
 
+	count_mark();
+	t = t0 = now();
 	do {
 		if (r->e->rename(r->ctx, "/t0", "/r0") != 0 ||
 		    r->e->rename(r->ctx, "/r0", "/t0") != 0)
@@ -275,9 +308,12 @@ static int do_rename(run *r)
 
 static int do_delete(run *r)
 {
-	double t0 = now();
-	long got = r->e->delete_all(r->ctx);
+	double t0;
+	long got;
 
+	count_mark();
+	t0 = now();
+	got = r->e->delete_all(r->ctx);
 	if (got < 0)
 		return -1;
 	report(r, "delete", (double)(r->p->n + r->p->nbig + r->p->nlinks),
@@ -494,10 +530,127 @@ static int run_alias(run *r)
 	return r->e->reopen(r->ctx);
 }
 
+/* ------------------------------------------------------------ clients */
+
+/* Tell the parent one byte, or die. */
+static void tell(int fd, char c)
+{
+	if (write(fd, &c, 1) != 1)
+		_exit(1);
+}
+
+/* The clients workload: @p k processes, each on a store of its own
+ * (engine attach), first each putting its n items into a top-level
+ * directory of its own (/t1 .. /tK), then each doing r->gets random gets
+ * of its own items.  Each phase is timed from the start signal to the
+ * last client's end; ops are those of all clients together. */
+static int run_clients(run *r, int k)
+{
+	const bench_params *p = r->p;
+	int go[2], done[2], rel[2], i, failed = 0;
+	pid_t *pid = calloc((size_t)k, sizeof(pid_t));
+	double t0, t1, t2;
+	char c;
+
+	if (pid == NULL || pipe(done) != 0)
+		return bench_fail("clients", "out of memory or no pipe");
+	/* The skeleton, in a process of its own: librados is never started
+	 * in this one, which forks the clients. */
+	pid[0] = fork();
+	if (pid[0] == 0) {
+		void *ctx = NULL;
+		int rc = r->e->open(&ctx, p);
+
+		r->e->close(ctx);
+		_exit(rc != 0);
+	}
+	if (pid[0] < 0 || waitpid(pid[0], &i, 0) != pid[0] || i != 0)
+		return bench_fail("clients", "making the store failed");
+	if (pipe(go) != 0 || pipe(rel) != 0)
+		return bench_fail("clients", "no pipe");
+	for (i = 0; i < k; i++) {
+		pid[i] = fork();
+		if (pid[i] == 0) {
+			void *ctx = NULL;
+			long j, base = (long)(i + 1) * 10000, *perm;
+
+			close(go[1]);
+			close(done[0]);
+			close(rel[1]);
+			rng_state ^= (uint64_t)(i + 1) * 0x9e3779b97f4a7c15ull;
+			perm = shuffled(p->per_top);
+			if (perm == NULL || r->e->attach(&ctx, p) != 0)
+				_exit(1);
+			tell(done[1], 'o');
+			if (read(go[0], &c, 1) != 1)
+				_exit(1);
+			for (j = 0; j < p->per_top; j++)
+				if (r->e->put(ctx, base + perm[j]) != 0)
+					_exit(1);
+			tell(done[1], 'p');
+			if (read(rel[0], &c, 1) != 1)
+				_exit(1);
+			for (j = 0; j < r->gets; j++)
+				if (r->e->get(ctx, base + (long)(rnd() %
+						(uint64_t)p->per_top)) != 0)
+					_exit(1);
+			tell(done[1], 'g');
+			r->e->close(ctx);
+			free(perm);
+			_exit(0);
+		}
+		if (pid[i] < 0)
+			return bench_fail("clients", "fork failed");
+	}
+	close(go[0]);
+	close(rel[0]);
+	close(done[1]);
+	for (i = 0; i < k; i++)
+		if (read(done[0], &c, 1) != 1 || c != 'o')
+			failed = 1;
+	/* Go (a byte each), and time until all have put. */
+	t0 = now();
+	for (i = 0; i < k && !failed; i++)
+		if (write(go[1], "g", 1) != 1)
+			failed = 1;
+	for (i = 0; i < k && !failed; i++)
+		if (read(done[0], &c, 1) != 1 || c != 'p')
+			failed = 1;
+	t1 = now();
+	for (i = 0; i < k && !failed; i++)
+		if (write(rel[1], "g", 1) != 1)
+			failed = 1;
+	for (i = 0; i < k && !failed; i++)
+		if (read(done[0], &c, 1) != 1 || c != 'g')
+			failed = 1;
+	t2 = now();
+	close(go[1]);
+	close(rel[1]);
+	close(done[0]);
+	for (i = 0; i < k; i++) {
+		int st = 0;
+
+		if (waitpid(pid[i], &st, 0) != pid[i] || st != 0)
+			failed = 1;
+	}
+	free(pid);
+	if (failed)
+		return bench_fail("clients", "a client failed");
+	printf("clients\tinsert\t%s\t%d\t%ld\t%.6f\n", r->label, k,
+	       (long)k * p->per_top, t1 - t0);
+	printf("clients\tget\t%s\t%d\t%ld\t%.6f\n", r->label, k,
+	       (long)k * r->gets, t2 - t1);
+	return 0;
+}
+
 static const bench_engine *engine_named(const char *name)
 {
 	static const bench_engine *const all[] = {&bench_keytree, &bench_floor,
-						  &bench_sqlite, &bench_fs};
+						  &bench_sqlite, &bench_fs,
+#ifdef KT_BENCH_RADOS
+						  &bench_rados,
+#endif
+	};
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -509,10 +662,15 @@ static const bench_engine *engine_named(const char *name)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: kt_bench_api -e keytree|floor|sqlite|fs -d DIR -n N "
-		"[-b NBIG] [-k NLINKS]\n"
+		"usage: kt_bench_api -e keytree|floor|sqlite|fs|rados -d DIR "
+		"-n N [-b NBIG] [-k NLINKS]\n"
 		"                    [-g GETS] [-m MIN_SECONDS] [-l LABEL] "
-		"[-s SEED] [-c] [-w alias]\n");
+		"[-s SEED] [-c] [-w alias]\n"
+		"       kt_bench_api -e keytree|rados -d rados:POOL/TREE "
+		"-w clients -j K -n N [-g GETS]\n"
+		"DIR may be a location rados:POOL[/NS]/TREE for keytree and "
+		"rados (the RADOS\n"
+		"floor); the tree is destroyed at the end.\n");
 }
 
 int main(int argc, char **argv)
@@ -520,13 +678,13 @@ int main(int argc, char **argv)
 	bench_params p = {0};
 	run r = {0};
 	const char *ename = NULL, *what = NULL;
-	int opt, rc = 1;
+	int opt, rc = 1, nclients = 0, rados;
 
 	p.nbig = 10000;
 	p.nlinks = -1;
 	r.min_time = 0.3;
 	r.gets = 100000;
-	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:cw:")) != -1) {
+	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:cw:j:")) != -1) {
 		switch (opt) {
 		case 'e':
 			ename = optarg;
@@ -561,6 +719,9 @@ int main(int argc, char **argv)
 		case 'w':
 			what = optarg;
 			break;
+		case 'j':
+			nclients = atoi(optarg);
+			break;
 		default:
 			usage();
 			return 2;
@@ -568,9 +729,35 @@ int main(int argc, char **argv)
 	}
 	if (ename == NULL || p.dir == NULL || p.n <= 0 || p.nbig <= 0 ||
 	    (r.e = engine_named(ename)) == NULL ||
-	    (what != NULL && strcmp(what, "alias") != 0)) {
+	    (what != NULL && strcmp(what, "alias") != 0 &&
+	     strcmp(what, "clients") != 0)) {
 		usage();
 		return 2;
+	}
+	rados = strncmp(p.dir, "rados:", 6) == 0;
+	*(void **)&counter = dlsym(RTLD_DEFAULT, "ktcount_read");
+	if (what != NULL && strcmp(what, "clients") == 0) {
+		if (nclients < 1 || nclients > 64 || p.n > 10000 ||
+		    r.e->attach == NULL) {
+			fprintf(stderr, "kt_bench_api: -w clients needs -j 1..64, "
+				"-n up to 10^4 and an engine with attach "
+				"(keytree, rados)\n");
+			return 2;
+		}
+		r.label = r.label ? r.label : ename;
+		r.p = &p;
+		p.per_top = p.n;
+		p.n = (long)(nclients + 1) * 10000;
+		p.nbig = 1;
+		p.nlinks = 0;
+		if (!rados && mkdir(p.dir, 0755) != 0 && errno != EEXIST) {
+			perror(p.dir);
+			return 1;
+		}
+		rc = run_clients(&r, nclients) != 0;
+		if (rados && kt_destroy(p.dir, NULL) != 0)
+			rc = bench_fail("kt_destroy", kt_errmsg());
+		return rc;
 	}
 	if (what != NULL && (r.e->link == NULL || r.e->get_path == NULL ||
 			     r.e->put_path == NULL || r.e->check == NULL)) {
@@ -586,7 +773,7 @@ int main(int argc, char **argv)
 	if (r.label == NULL)
 		r.label = ename;
 	r.p = &p;
-	if (mkdir(p.dir, 0755) != 0 && errno != EEXIST) {
+	if (!rados && mkdir(p.dir, 0755) != 0 && errno != EEXIST) {
 		perror(p.dir);
 		return 1;
 	}
@@ -598,9 +785,10 @@ int main(int argc, char **argv)
 	}
 	if (do_insert(&r) != 0 || r.e->reopen(r.ctx) != 0)
 		goto out;
-	printf("disk\t%s\t%ld\t%llu\t%ld\n", r.label, p.n,
-	       (unsigned long long)bench_disk_bytes(p.dir),
-	       p.n + p.nbig + p.nlinks);
+	if (!rados)
+		printf("disk\t%s\t%ld\t%llu\t%ld\n", r.label, p.n,
+		       (unsigned long long)bench_disk_bytes(p.dir),
+		       p.n + p.nbig + p.nlinks);
 	if (do_gets(&r, 0) != 0 || do_gets(&r, 1) != 0 || do_list(&r, 0) != 0 ||
 	    do_list(&r, 1) != 0 || do_rename(&r) != 0 || do_delete(&r) != 0 ||
 	    r.e->reopen(r.ctx) != 0)
@@ -608,5 +796,7 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	r.e->close(r.ctx);
+	if (rados && kt_destroy(p.dir, NULL) != 0)
+		rc = bench_fail("kt_destroy", kt_errmsg());
 	return rc;
 }

@@ -29,6 +29,9 @@ typedef struct bench_params {
 	long nbig;	 /**< items in /big */
 	long nlinks;	 /**< links in /l */
 	int check;	 /**< verify the floor's rows with kt_check */
+	/** When not 0, the skeleton holds the leaf directories of the items
+	 * i with i % 10^4 < per_top only (the clients workload). */
+	long per_top;
 } bench_params;
 
 /** One implementation of the workloads.  Functions return 0 or -1 (with a
@@ -38,6 +41,9 @@ typedef struct bench_engine {
 	/** Create the empty store with the directory skeleton, /big and
 	 * /l (untimed). */
 	int (*open)(void **ctx, const bench_params *p);
+	/** Open a store made by open() in another process, without the
+	 * skeleton (the clients workload), or NULL. */
+	int (*attach)(void **ctx, const bench_params *p);
 	/** Close and open again, so the data reaches its resting form. */
 	int (*reopen)(void *ctx);
 	int (*put)(void *ctx, long i);	    /**< insert item i */
@@ -65,6 +71,9 @@ extern const bench_engine bench_keytree;
 extern const bench_engine bench_floor;
 extern const bench_engine bench_sqlite;
 extern const bench_engine bench_fs;
+#ifdef KT_BENCH_RADOS
+extern const bench_engine bench_rados;
+#endif
 
 /* The data set's names (api.c). */
 void bench_item_path(char *buf, long i);

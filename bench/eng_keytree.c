@@ -54,6 +54,8 @@ int bench_kt_skeleton(kt_store *st, const bench_params *p)
 	if (kt_batch_new(&b, st) != 0)
 		return kt_fail("batch");
 	for (i = 0; i < p->n; i += 10) {
+		if (p->per_top > 0 && i % 10000 >= p->per_top)
+			continue;
 		bench_item_dir(path, i);
 		if (kt_batch_mkdir(b, path, &mk) != 0)
 			goto fail;
@@ -108,6 +110,19 @@ static int k_open(void **out, const bench_params *p)
 	if (kt_open(&c->st, p->dir, &o) != 0)
 		return kt_fail("kt_open");
 	return bench_kt_skeleton(c->st, p);
+}
+
+static int k_attach(void **out, const bench_params *p)
+{
+	kctx *c = calloc(1, sizeof(*c));
+
+	*out = c;
+	if (c == NULL)
+		return bench_fail("open", "out of memory");
+	c->p = p;
+	if (kt_open(&c->st, p->dir, NULL) != 0)
+		return kt_fail("kt_open");
+	return 0;
 }
 
 static int k_reopen(void *ctx)
@@ -298,6 +313,7 @@ static void k_close(void *ctx)
 const bench_engine bench_keytree = {
 	.name = "keytree",
 	.open = k_open,
+	.attach = k_attach,
 	.reopen = k_reopen,
 	.put = k_put,
 	.get = k_get,
