@@ -64,6 +64,18 @@ static inline int kt_test_on_rados(void)
 		}                                                         \
 	} while (0)
 
+/* A test that makes a thousand commits or more, minutes on RADOS: there
+ * it runs only with KT_RADOS_LONG=1 (CMake's -DKT_RADOS_LONG=ON) and is
+ * reported as skipped otherwise. */
+#define KT_TEST_LONG_ON_RADOS()                                           \
+	do {                                                              \
+		if (kt_test_on_rados() && getenv("KT_RADOS_LONG") == NULL) { \
+			fprintf(stderr, "skipped on RADOS: long there; "  \
+				"run with KT_RADOS_LONG=1\n");            \
+			skip();                                           \
+		}                                                         \
+	} while (0)
+
 static inline int kt_test_setup(void **state)
 {
 	kt_test_fixture *f = calloc(1, sizeof(*f));

@@ -481,9 +481,12 @@ static void test_model__aliases(void **state)
  * tree is compared. */
 static void test_model__link_max(void **state)
 {
-	mctx *c = ctx_new(*state);
+	mctx *c;
 	char p[64];
 	int i, want, got;
+
+	KT_TEST_LONG_ON_RADOS();
+	c = ctx_new(*state);
 
 	assert_int_equal(set_op(c, OP_PUT, "/m/i", NULL, 0), 0);
 	for (i = 1; i < KT_LINK_MAX - 1; i++) {

@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,10 +391,25 @@ static void run(kt_test_fixture *f, int nproc)
 		pid[p] = fork();
 		assert_true(pid[p] >= 0);
 		if (pid[p] == 0) {
+			char a[5][32];
+
 			close(gop[1]);
 			close(dp[0]);
 			close(qp[1]);
-			writer(f->path, p, gop[0], dp[1], qp[0], logpath[p]);
+			/* A fresh image, not a fork of this one: librados
+			 * (RADOS) is not safe to use in a forked child of a
+			 * process that had it running. */
+			snprintf(a[0], sizeof(a[0]), "%d", p);
+			snprintf(a[1], sizeof(a[1]), "%d", gop[0]);
+			snprintf(a[2], sizeof(a[2]), "%d", dp[1]);
+			snprintf(a[3], sizeof(a[3]), "%d", qp[0]);
+			snprintf(a[4], sizeof(a[4]), "%llu",
+				 (unsigned long long)seed_base);
+			execl("/proc/self/exe", "test_mpmodel", "--writer",
+			      f->path, a[0], a[1], a[2], a[3], logpath[p],
+			      a[4], (char *)NULL);
+			fprintf(stderr, "mpmodel: exec: %s\n", strerror(errno));
+			_exit(2);
 		}
 	}
 	close(gop[0]);
@@ -517,7 +533,7 @@ static void run(kt_test_fixture *f, int nproc)
 	snprintf(c->desc, sizeof(c->desc), "(the store after %zu commits of "
 		 "%d processes against the model)", nrec, nproc);
 	model_check_all(c);
-	printf("mpmodel: %d processes, %d ops each: %zu committed, %zu "
+	printf("mpmodel: %d processes, %lu ops each: %zu committed, %zu "
 	       "failed, %zu without changes; %zu nodes at the end\n",
 	       nproc, nops, nrec, failed, noop, c->m.n);
 	fflush(stdout);
@@ -542,7 +558,7 @@ static void test_mpmodel__eight(void **state)
 	run(*state, 8);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_mpmodel__two, setup,
@@ -557,6 +573,12 @@ int main(void)
 
 	if (n != NULL && strtoul(n, NULL, 10) > 0)
 		nops = strtoul(n, NULL, 10);
+	/* A writer process, started by run(). */
+	if (argc == 9 && strcmp(argv[1], "--writer") == 0) {
+		seed_base = strtoull(argv[8], NULL, 10);
+		writer(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
+		       atoi(argv[6]), argv[7]);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
