@@ -77,9 +77,12 @@
  * several rows without changing anything (kt_get of a large value,
  * kt_stat, a listing page, kt_check) reads them all at one moment; on
  * RADOS it reads each partition (a directory's children, a node, a
- * value's blocks) at one moment, the partitions one after another.  A
- * prefix find (kt_find_new) visits partitions in the same byte order on
- * both.  Costs on RADOS: a round trip to an OSD per partition read, one
+ * value's blocks) at one moment, the partitions one after another, so
+ * while other clients write it can see part of their commits (kt_check
+ * of a tree others are writing can report violations that are only that:
+ * check a quiet tree, or check again).  A mutation never acts on such a
+ * read: its commit would fail and it runs again.  A prefix find
+ * (kt_find_new) visits partitions in the same byte order on both.  Costs on RADOS: a round trip to an OSD per partition read, one
  * guarded operation for a mutation that touches one partition, about
  * four round trips for one that touches several.
  *
