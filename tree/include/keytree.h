@@ -80,11 +80,13 @@
  * value's blocks) at one moment, the partitions one after another, so
  * while other clients write it can see part of their commits (kt_check
  * of a tree others are writing can report violations that are only that:
- * check a quiet tree, or check again).  A mutation never acts on such a
- * read: its commit would fail and it runs again.  A prefix find
- * (kt_find_new) visits partitions in the same byte order on both.  Costs on RADOS: a round trip to an OSD per partition read, one
- * guarded operation for a mutation that touches one partition, about
- * four round trips for one that touches several.
+ * check a quiet tree, or check again).  A mutation never commits on such
+ * a read (its commit fails and it runs again), but one that fails may
+ * have failed on one: KT_ENOTFOUND for a node another client was moving,
+ * say.  A prefix find (kt_find_new) visits partitions in the same byte
+ * order on both.  Costs on RADOS: a round trip to an OSD per partition
+ * read, one guarded operation for a mutation that touches one partition,
+ * five round trips for one that touches several (docs/PERFORMANCE.md).
  *
  * Threads
  * -------
