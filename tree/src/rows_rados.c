@@ -1120,6 +1120,7 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 		/* No record: the commit never got to its commit point (a
 		 * record is removed only after every lock is gone). */
 		objw one;
+		rec_free(&r); /* a body read may have begun before it went */
 		memset(&one, 0, sizeof(one));
 		one.oid = (char *)oid;
 		rc = finish_all(e, &one, 1, txid, 0, 0);
