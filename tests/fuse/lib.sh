@@ -167,11 +167,18 @@ ktfs_cleanup() {
 	if [ -n "${KTFS_WATCHDOG:-}" ]; then
 		kill "$KTFS_WATCHDOG" 2>/dev/null || true
 	fi
-	# Also a dead daemon's mount, which mountpoint(1) cannot stat.
+	# Also a dead daemon's mount, which mountpoint(1) cannot stat, and
+	# any further mount a test made in its directory (a second mount
+	# of the same store, say) that a failure left behind.
 	if grep -q " $MNT " /proc/mounts; then
 		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" ||
 			umount -l "$MNT" || true
 	fi
+	local m
+	for m in $(awk -v d="$KTFS_TMP/" 'index($2, d) == 1 { print $2 }' \
+		/proc/mounts); do
+		fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" || true
+	done
 	if [ -n "$KTFS_PID" ]; then
 		ktfs_wait_daemon || true
 	fi
