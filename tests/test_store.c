@@ -549,35 +549,33 @@ static void test_store__foreign_directory_is_notstore(void **state)
 	assert_int_equal(sb.st_size, strlen("not a store 1\n"));
 }
 
-static void test_store__foreign_leveldb_is_notstore(void **state)
+/* A LevelDB database that is not a keytree store, in @p dir: foo=bar. */
+static void foreign_make(const char *dir)
 {
-	kt_test_fixture *f = *state;
-	kt_options o = KT_OPTIONS_INIT;
-	kt_store *st = NULL;
 	leveldb_options_t *lo = leveldb_options_create();
 	leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-	leveldb_readoptions_t *ro = leveldb_readoptions_create();
 	leveldb_t *db;
-	char *err = NULL, *val;
-	size_t vlen = 0;
-	char dir[512];
+	char *err = NULL;
 
-	sub_path(dir, sizeof(dir), f, "foreign");
 	leveldb_options_set_create_if_missing(lo, 1);
 	db = leveldb_open(lo, dir, &err);
 	assert_null(err);
 	leveldb_put(db, wo, "foo", 3, "bar", 3, &err);
 	assert_null(err);
 	leveldb_close(db);
+	leveldb_writeoptions_destroy(wo);
+	leveldb_options_destroy(lo);
+}
 
-	assert_int_equal(kt_open(&st, dir, NULL), KT_ENOTSTORE);
-	assert_null(st);
-	o.create_if_missing = 1;
-	assert_int_equal(kt_open(&st, dir, &o), KT_ENOTSTORE);
-	assert_null(st);
-	assert_true(kt_errmsg()[0] != '\0');
+/* The database foreign_make() made is still there, untouched. */
+static void foreign_intact(const char *dir)
+{
+	leveldb_options_t *lo = leveldb_options_create();
+	leveldb_readoptions_t *ro = leveldb_readoptions_create();
+	leveldb_t *db;
+	char *err = NULL, *val;
+	size_t vlen = 0;
 
-	/* The foreign database is untouched. */
 	db = leveldb_open(lo, dir, &err);
 	assert_null(err);
 	val = leveldb_get(db, ro, "foo", 3, &vlen, &err);
@@ -587,8 +585,28 @@ static void test_store__foreign_leveldb_is_notstore(void **state)
 	leveldb_free(val);
 	leveldb_close(db);
 	leveldb_readoptions_destroy(ro);
-	leveldb_writeoptions_destroy(wo);
 	leveldb_options_destroy(lo);
+}
+
+static void test_store__foreign_leveldb_is_notstore(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_options o = KT_OPTIONS_INIT;
+	kt_store *st = NULL;
+	char dir[512];
+
+	sub_path(dir, sizeof(dir), f, "foreign");
+	foreign_make(dir);
+
+	assert_int_equal(kt_open(&st, dir, NULL), KT_ENOTSTORE);
+	assert_null(st);
+	o.create_if_missing = 1;
+	assert_int_equal(kt_open(&st, dir, &o), KT_ENOTSTORE);
+	assert_null(st);
+	assert_true(kt_errmsg()[0] != '\0');
+
+	/* The foreign database is untouched. */
+	foreign_intact(dir);
 }
 
 static void test_store__open_in_other_process_goes_through_holder(void **state)
@@ -723,35 +741,14 @@ static void test_store__destroy_directory_store(void **state)
 static void test_store__destroy_refuses_foreign_leveldb(void **state)
 {
 	kt_test_fixture *f = *state;
-	leveldb_options_t *lo = leveldb_options_create();
-	leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
-	leveldb_readoptions_t *ro = leveldb_readoptions_create();
-	leveldb_t *db;
-	char *err = NULL, *val;
-	size_t vlen = 0;
 	char dir[512];
 
 	sub_path(dir, sizeof(dir), f, "foreign");
-	leveldb_options_set_create_if_missing(lo, 1);
-	db = leveldb_open(lo, dir, &err);
-	assert_null(err);
-	leveldb_put(db, wo, "foo", 3, "bar", 3, &err);
-	assert_null(err);
-	leveldb_close(db);
+	foreign_make(dir);
 
 	assert_int_equal(kt_destroy(dir, NULL), KT_ENOTSTORE);
 	assert_msg_has("foreign");
-	db = leveldb_open(lo, dir, &err);
-	assert_null(err);
-	val = leveldb_get(db, ro, "foo", 3, &vlen, &err);
-	assert_null(err);
-	assert_int_equal(vlen, 3);
-	assert_memory_equal(val, "bar", 3);
-	leveldb_free(val);
-	leveldb_close(db);
-	leveldb_readoptions_destroy(ro);
-	leveldb_writeoptions_destroy(wo);
-	leveldb_options_destroy(lo);
+	foreign_intact(dir);
 }
 
 static void test_store__free_functions_accept_null(void **state)
