@@ -73,20 +73,31 @@
  * against every other mutation, from any process; it commits whole or not
  * at all, also when its process is killed (a commit cut short is rolled
  * forward or back by the next client that meets it, after at most the
- * lease, 3 s by default).  What holds only on LevelDB: a call that reads
- * several rows without changing anything (kt_get of a large value,
- * kt_stat, a listing page, kt_check) reads them all at one moment; on
- * RADOS it reads each partition (a directory's children, a node, a
- * value's blocks) at one moment, the partitions one after another, so
- * while other clients write it can see part of their commits (kt_check
- * of a tree others are writing can report violations that are only that:
- * check a quiet tree, or check again).  A mutation never commits on such
- * a read (its commit fails and it runs again), but one that fails may
- * have failed on one: KT_ENOTFOUND for a node another client was moving,
- * say.  A prefix find (kt_find_new) visits partitions in the same byte
- * order on both.  Costs on RADOS: a round trip to an OSD per partition
- * read, one guarded operation for a mutation that touches one partition,
- * five round trips for one that touches several (docs/PERFORMANCE.md).
+ * lease, 3 s by default); and every call that reads without changing
+ * anything (kt_get, kt_read, kt_stat, kt_readlink, kt_attr_get, the kt_id_
+ * and _at readers, kt_orphan_stat and _read, kt_stats), like every
+ * mutation that fails, answers from what the store held at one moment,
+ * never from part of a commit.  LevelDB reads one snapshot.  RADOS reads
+ * each partition (a directory's children, a node, a value's blocks) at
+ * its own moment, then checks that nothing it read has changed since (one
+ * stat per partition read, all in flight at once; none when it read only
+ * one partition) and reads again when something has: a call that keeps
+ * meeting other clients' commits gives up with KT_EBUSY after 100 tries.
+ * What holds only on LevelDB: an iteration (kt_iter_new, kt_find_new,
+ * the attribute listings) reads one snapshot from its start to its end.
+ * On RADOS a listing reads a directory's children a page of up to 1024 at
+ * a time and a find one partition after another, each at its own moment:
+ * an entry there from the start of the iteration to its end is returned
+ * exactly once and in order, one added or removed meanwhile may or may
+ * not be, and a subtree another client moves during a find may be met at
+ * both places or at neither.  A prefix find visits partitions in the same
+ * byte order on both.  kt_check on RADOS checks as the readers do and
+ * runs again (3 passes at most) when the tree changed under it; if its
+ * writers never pause, it reports what its last pass found and says so.
+ * Costs on RADOS: a round trip to an OSD per partition read (and one more
+ * for a call that read several), one guarded operation for a mutation
+ * that touches one partition, five round trips for one that touches
+ * several (docs/PERFORMANCE.md).
  *
  * Threads
  * -------
@@ -1100,7 +1111,8 @@ typedef struct kt_list_options {
 /**
  * Iterate over the direct children of the directory at @p path (following
  * links in every component), in byte order of name, over a snapshot taken
- * now.  Pages resume with kt_list_options.after set to the last name seen,
+ * now (on RADOS, a page of the directory at a time: Engines at the top).
+ * Pages resume with kt_list_options.after set to the last name seen,
  * which stays correct while others insert and delete.
  * @return 0, KT_ENOTFOUND, KT_ENOTDIR (not a directory), KT_ELOOP, a
  *   path error, KT_EINVAL (options of another version, a NULL after with
@@ -1269,7 +1281,9 @@ typedef struct kt_check_options {
  * value and attribute row belongs to a live node (orphans are live).
  * Writers, in this process or others, may run meanwhile: the snapshot is
  * one consistent state.  With on_progress set, counting the rows for the
- * total costs one extra scan, much cheaper than the check.
+ * total costs one extra scan, much cheaper than the check.  On RADOS
+ * (Engines at the top) the violations reach on_violation only once the
+ * pass is known to have read one state, after the whole pass.
  *
  * @param nviolations  receives the number of violations (may be NULL)
  * @param opts         callbacks, or NULL for none

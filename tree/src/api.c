@@ -256,22 +256,32 @@ static int lookup(kt__res *r, kt__rd *rd, const char *path, int follow,
 	return rc;
 }
 
+/* The readers below run their reads as tree.h's kt__rd_begin() shows, so
+ * that on RADOS what they return agrees with one moment. */
+
 static int stat_common(kt_statbuf *sb, kt_store *st, const char *path,
 		       int follow)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
+	kt__rd rd;
 	kt__res r;
 	int rc;
 
 	if (sb == NULL)
 		return kt__err(KT_EINVAL, "stat: statbuf is NULL");
-	memset(sb, 0, sizeof(*sb));
-	rc = lookup(&r, &rd, path, follow, follow ? "stat" : "lstat");
+	do {
+		memset(sb, 0, sizeof(*sb));
+		if ((rc = kt__rd_begin(&rd, st)) == 0)
+			rc = lookup(&r, &rd, path, follow,
+				    follow ? "stat" : "lstat");
+		if (rc == 0) {
+			kt__node_fill_stat(sb, st, &r.node);
+			kt__res_free(&r);
+		}
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
 	if (rc != 0)
-		return rc;
-	kt__node_fill_stat(sb, st, &r.node);
-	kt__res_free(&r);
-	return 0;
+		memset(sb, 0, sizeof(*sb));
+	return rc;
 }
 
 int kt_stat(kt_statbuf *sb, kt_store *st, const char *path)
@@ -294,11 +304,23 @@ static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
 static int id_lookup(kt__node *n, kt__buf *path, kt_store *st, uint64_t id,
 		     const char *op)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
+	kt__rd rd;
+	int rc;
 
 	if (st == NULL)
 		return kt__err(KT_EINVAL, "%s: store is NULL", op);
-	return id_lookup_rd(n, path, &rd, id);
+	do {
+		if (path != NULL)
+			path->len = 0;
+		if ((rc = kt__rd_begin(&rd, st)) == 0)
+			rc = id_lookup_rd(n, path, &rd, id);
+		if ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY) {
+			kt__node_free(n);
+			memset(n, 0, sizeof(*n));
+		}
+	} while (rc == KT__ERETRY);
+	return rc;
 }
 
 /* As id_lookup, through reader @p rd (over a snapshot, one pass is
@@ -410,8 +432,10 @@ int kt_id_lstat(kt_statbuf *sb, char **path, size_t *len, kt_store *st,
 
 int kt_readlink(char **target, size_t *len, kt_store *st, const char *path)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
 	char a[KT__SHOWSZ];
+	kt__buf t = {0};
+	kt__rd rd;
 	kt__res r;
 	int rc;
 
@@ -420,15 +444,26 @@ int kt_readlink(char **target, size_t *len, kt_store *st, const char *path)
 	*target = NULL;
 	if (len != NULL)
 		*len = 0;
-	if ((rc = lookup(&r, &rd, path, 0, "readlink")) != 0)
+	do {
+		kt__buf_free(&t);
+		if ((rc = kt__rd_begin(&rd, st)) == 0)
+			rc = lookup(&r, &rd, path, 0, "readlink");
+		if (rc == 0) {
+			if (r.node.kind != KT_KIND_LINK)
+				rc = kt__err(KT_EINVAL, "readlink '%s': not a "
+					     "symbolic link", SHOW(a, path));
+			else
+				t = r.node.payload;
+			if (rc == 0)
+				memset(&r.node.payload, 0, sizeof(t));
+			kt__res_free(&r);
+		}
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+	if (rc != 0) {
+		kt__buf_free(&t);
 		return rc;
-	if (r.node.kind != KT_KIND_LINK) {
-		kt__res_free(&r);
-		return kt__err(KT_EINVAL, "readlink '%s': not a symbolic link",
-			       SHOW(a, path));
 	}
-	*target = kt__buf_detach(&r.node.payload, len);
-	kt__res_free(&r);
+	*target = kt__buf_detach(&t, len);
 	return *target ? 0 : kt__err(KT_ENOMEM, "out of memory");
 }
 
@@ -458,7 +493,8 @@ static int item_open(kt__res *r, kt__rd *rd, const char *path, const char *op)
 	snprintf(q, sizeof(q), "'%s'", SHOW(a, path));
 	if ((rc = has_value(&r->node, op, q)) != 0)
 		kt__res_free(r);
-	if (rc == 0 && !kt__node_inline(rd->st, &r->node)) {
+	if (rc == 0 && rd->snap == NULL &&
+	    !kt__node_inline(rd->st, &r->node)) {
 		kt__res_free(r);
 		rc = rd->st->rows->ops->snapshot(&rd->snap, rd->st->rows);
 		if (rc == 0)
@@ -469,17 +505,11 @@ static int item_open(kt__res *r, kt__rd *rd, const char *path, const char *op)
 	return rc;
 }
 
-static void rd_done(kt__rd *rd)
-{
-	if (rd->snap != NULL)
-		rd->st->rows->ops->snapshot_free(rd->st->rows, rd->snap);
-	rd->snap = NULL;
-}
-
 int kt_get(void **value, size_t *len, kt_store *st, const char *path)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
 	kt__buf v = {0};
+	kt__rd rd;
 	kt__res r;
 	size_t got = 0;
 	int rc;
@@ -488,24 +518,28 @@ int kt_get(void **value, size_t *len, kt_store *st, const char *path)
 		return kt__err(KT_EINVAL, "get: value or len is NULL");
 	*value = NULL;
 	*len = 0;
-	rc = item_open(&r, &rd, path, "get");
-	if (rc == 0) {
-		if (kt__node_inline(st, &r.node)) {
-			v = r.node.payload;
-			memset(&r.node.payload, 0, sizeof(v));
-			got = v.len;
-		} else if (r.node.size > SIZE_MAX - 1) {
-			rc = kt__err(KT_ENOMEM, "get: value too large");
-		} else if ((rc = kt__buf_reserve(&v, (size_t)r.node.size)) ==
-			   0) {
-			rc = kt__value_read(&rd, &r.node, v.p,
-					    (size_t)r.node.size, 0, &got);
-			v.len = got;
-			v.p[got] = '\0';
+	do {
+		kt__buf_free(&v);
+		if ((rc = kt__rd_begin(&rd, st)) == 0)
+			rc = item_open(&r, &rd, path, "get");
+		if (rc == 0) {
+			if (kt__node_inline(st, &r.node)) {
+				v = r.node.payload;
+				memset(&r.node.payload, 0, sizeof(v));
+				got = v.len;
+			} else if (r.node.size > SIZE_MAX - 1) {
+				rc = kt__err(KT_ENOMEM, "get: value too large");
+			} else if ((rc = kt__buf_reserve(
+					    &v, (size_t)r.node.size)) == 0) {
+				rc = kt__value_read(&rd, &r.node, v.p,
+						    (size_t)r.node.size, 0,
+						    &got);
+				v.len = got;
+				v.p[got] = '\0';
+			}
+			kt__res_free(&r);
 		}
-		kt__res_free(&r);
-	}
-	rd_done(&rd);
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
 	if (rc != 0) {
 		kt__buf_free(&v);
 		return rc;
@@ -517,55 +551,69 @@ int kt_get(void **value, size_t *len, kt_store *st, const char *path)
 int kt_read(size_t *nread, kt_store *st, const char *path, void *buf,
 	    size_t len, uint64_t offset)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
+	kt__rd rd;
 	kt__res r;
 	int rc;
 
 	if (nread == NULL || (buf == NULL && len > 0))
 		return kt__err(KT_EINVAL, "read: nread or buf is NULL");
-	*nread = 0;
-	rc = item_open(&r, &rd, path, "read");
-	if (rc == 0) {
-		rc = kt__value_read(&rd, &r.node, buf, len, offset, nread);
-		kt__res_free(&r);
-	}
-	rd_done(&rd);
+	do {
+		*nread = 0;
+		if ((rc = kt__rd_begin(&rd, st)) == 0)
+			rc = item_open(&r, &rd, path, "read");
+		if (rc == 0) {
+			rc = kt__value_read(&rd, &r.node, buf, len, offset,
+					    nread);
+			kt__res_free(&r);
+		}
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+	if (rc != 0)
+		*nread = 0;
 	return rc;
 }
 
 int kt_id_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 	       size_t len, uint64_t offset)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
 	kt__node n = {0};
+	kt__rd rd;
 	int rc;
 
 	if (nread == NULL || st == NULL || (buf == NULL && len > 0))
 		return kt__err(KT_EINVAL, "id_read: NULL argument");
-	*nread = 0;
-	/* One snapshot for the id row, the node row and the blocks. */
-	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
-		return rc;
-	rc = id_lookup_rd(&n, NULL, &rd, id);
-	if (rc == 0) {
-		char what[32];
-		snprintf(what, sizeof(what), "node %llu",
-			 (unsigned long long)id);
-		rc = has_value(&n, "reading", what);
-	}
-	if (rc == 0)
-		rc = kt__value_read(&rd, &n, buf, len, offset, nread);
-	kt__node_free(&n);
-	rd_done(&rd);
+	do {
+		*nread = 0;
+		/* One snapshot for the id row, the node row and the
+		 * blocks. */
+		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
+			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
+		if (rc == 0)
+			rc = id_lookup_rd(&n, NULL, &rd, id);
+		if (rc == 0) {
+			char what[32];
+			snprintf(what, sizeof(what), "node %llu",
+				 (unsigned long long)id);
+			rc = has_value(&n, "reading", what);
+		}
+		if (rc == 0)
+			rc = kt__value_read(&rd, &n, buf, len, offset, nread);
+		kt__node_free(&n);
+		memset(&n, 0, sizeof(n));
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+	if (rc != 0)
+		*nread = 0;
 	return rc;
 }
 
 int kt_attr_get(void **value, size_t *len, kt_store *st, const char *path,
 		const char *name)
 {
-	kt__rd rd = {st, NULL, NULL};
 	char a[KT__SHOWSZ], b[KT__SHOWSZ], part[32];
+	unsigned int attempt = 0;
 	kt__buf v = {0};
+	kt__rd rd;
 	kt__res r;
 	int rc;
 
@@ -583,15 +631,20 @@ int kt_attr_get(void **value, size_t *len, kt_store *st, const char *path,
 		return kt__err(KT_ERESERVED, "attr_get '%s': attribute name "
 			       "'%s' starts with the reserved delimiter",
 			       SHOW(a, path), SHOW(b, name));
-	if ((rc = lookup(&r, &rd, path, 1, "attr_get")) != 0)
-		return rc;
-	kt__part_attr(part, r.node.id);
-	rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
-			kt__sl(name, strlen(name)), &v);
-	kt__res_free(&r);
-	if (rc == KT_ENOTFOUND)
-		rc = kt__err(KT_ENOATTR, "attr_get '%s': no attribute '%s'",
-			     SHOW(a, path), SHOW(b, name));
+	do {
+		v.len = 0;
+		if ((rc = kt__rd_begin(&rd, st)) == 0 &&
+		    (rc = lookup(&r, &rd, path, 1, "attr_get")) == 0) {
+			kt__part_attr(part, r.node.id);
+			rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
+					kt__sl(name, strlen(name)), &v);
+			kt__res_free(&r);
+			if (rc == KT_ENOTFOUND)
+				rc = kt__err(KT_ENOATTR, "attr_get '%s': no "
+					     "attribute '%s'", SHOW(a, path),
+					     SHOW(b, name));
+		}
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
 	if (rc != 0) {
 		kt__buf_free(&v);
 		return rc;
@@ -829,9 +882,10 @@ static int at_name(char **out, const char *name, const char *op)
 
 int kt_lstat_at(kt_statbuf *sb, kt_store *st, uint64_t dir, const char *name)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
 	kt__node d = {0};
 	kt__buf path = {0};
+	kt__rd rd;
 	kt__res r;
 	char *rel = NULL;
 	int rc;
@@ -841,24 +895,32 @@ int kt_lstat_at(kt_statbuf *sb, kt_store *st, uint64_t dir, const char *name)
 	memset(sb, 0, sizeof(*sb));
 	if ((rc = at_name(&rel, name, "lstat_at")) != 0)
 		return rc;
-	/* One snapshot: the directory's path and the child agree. */
-	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
-		goto out;
-	rc = id_lookup_rd(&d, &path, &rd, dir);
-	if (rc == 0 && !(d.kind & KT_KIND_DIR))
-		rc = kt__err(KT_ENOTDIR, "lstat_at: node %llu is not a "
-			     "directory", (unsigned long long)dir);
-	if (rc == 0) {
-		if (path.len == 1)
-			path.len = 0;
-		rc = kt__buf_add(&path, rel, strlen(rel));
-	}
-	if (rc == 0 && (rc = lookup(&r, &rd, path.p, 0, "lstat")) == 0) {
-		kt__node_fill_stat(sb, st, &r.node);
-		kt__res_free(&r);
-	}
-out:
-	rd_done(&rd);
+	do {
+		memset(sb, 0, sizeof(*sb));
+		kt__node_free(&d);
+		memset(&d, 0, sizeof(d));
+		path.len = 0;
+		/* One snapshot: the directory's path and the child agree. */
+		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
+			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
+		if (rc == 0)
+			rc = id_lookup_rd(&d, &path, &rd, dir);
+		if (rc == 0 && !(d.kind & KT_KIND_DIR))
+			rc = kt__err(KT_ENOTDIR, "lstat_at: node %llu is not a "
+				     "directory", (unsigned long long)dir);
+		if (rc == 0) {
+			if (path.len == 1)
+				path.len = 0;
+			rc = kt__buf_add(&path, rel, strlen(rel));
+		}
+		if (rc == 0 &&
+		    (rc = lookup(&r, &rd, path.p, 0, "lstat")) == 0) {
+			kt__node_fill_stat(sb, st, &r.node);
+			kt__res_free(&r);
+		}
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+	if (rc != 0)
+		memset(sb, 0, sizeof(*sb));
 	kt__node_free(&d);
 	kt__buf_free(&path);
 	free(rel);
@@ -1096,10 +1158,11 @@ int kt_id_delete(kt_store *st, uint64_t id, unsigned int flags)
 int kt_id_attr_get(void **value, size_t *len, kt_store *st, uint64_t id,
 		   const char *name)
 {
-	kt__rd rd = {st, NULL, NULL};
 	char b[KT__SHOWSZ], part[32];
+	unsigned int attempt = 0;
 	kt__node n = {0};
 	kt__buf v = {0};
+	kt__rd rd;
 	int rc;
 
 	if (value == NULL || len == NULL || st == NULL)
@@ -1116,20 +1179,25 @@ int kt_id_attr_get(void **value, size_t *len, kt_store *st, uint64_t id,
 		return kt__err(KT_ERESERVED, "id_attr_get: attribute name "
 			       "'%s' starts with the reserved delimiter",
 			       SHOW(b, name));
-	/* One snapshot: the node is alive where its attribute is read. */
-	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
-		return rc;
-	if ((rc = id_lookup_rd(&n, NULL, &rd, id)) == 0) {
-		kt__part_attr(part, id);
-		rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
-				kt__sl(name, strlen(name)), &v);
-		if (rc == KT_ENOTFOUND)
-			rc = kt__err(KT_ENOATTR, "id_attr_get: node %llu has "
-				     "no attribute '%s'",
-				     (unsigned long long)id, SHOW(b, name));
-	}
-	kt__node_free(&n);
-	rd_done(&rd);
+	do {
+		v.len = 0;
+		/* One snapshot: the node is alive where its attribute is
+		 * read. */
+		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
+			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
+		if (rc == 0 && (rc = id_lookup_rd(&n, NULL, &rd, id)) == 0) {
+			kt__part_attr(part, id);
+			rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
+					kt__sl(name, strlen(name)), &v);
+			if (rc == KT_ENOTFOUND)
+				rc = kt__err(KT_ENOATTR, "id_attr_get: node "
+					     "%llu has no attribute '%s'",
+					     (unsigned long long)id,
+					     SHOW(b, name));
+		}
+		kt__node_free(&n);
+		memset(&n, 0, sizeof(n));
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
 	if (rc == 0 && (*value = kt__buf_detach(&v, len)) == NULL)
 		rc = kt__err(KT_ENOMEM, "out of memory");
 	kt__buf_free(&v);

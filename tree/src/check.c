@@ -42,7 +42,16 @@ typedef struct checker {
 	/* live node ids: open-addressing set */
 	uint64_t *ids;
 	size_t nids, capids;
+	/* On an engine that validates reads (RADOS) the violations are
+	 * held, NUL-separated, until the reads are known to be one moment
+	 * (CHECK_HOLD_MAX at most; the rest are only counted). */
+	int hold;
+	kt__buf held;
+	size_t nheld;
 } checker;
+
+#define CHECK_HOLD_MAX 10000
+#define CHECK_ATTEMPTS 3
 
 static void violation(checker *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -58,8 +67,33 @@ static void violation(checker *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (c->hold) {
+		if (c->nheld < CHECK_HOLD_MAX &&
+		    kt__buf_add(&c->held, msg, strlen(msg) + 1) == 0)
+			c->nheld++;
+		return;
+	}
 	if (c->cb(msg, c->payload) != 0)
 		c->stop = 1;
+}
+
+/* Hand the held violations to the callback. */
+static void deliver(checker *c)
+{
+	char msg[128];
+	size_t at = 0, i;
+
+	for (i = 0; i < c->nheld && at < c->held.len; i++) {
+		const char *m = c->held.p + at;
+		at += strlen(m) + 1;
+		if (c->cb(m, c->payload) != 0)
+			return;
+	}
+	if (c->bad > c->nheld) {
+		snprintf(msg, sizeof(msg), "%zu further violations not "
+			 "listed", c->bad - c->nheld);
+		(void)c->cb(msg, c->payload);
+	}
 }
 
 static size_t id_slot(const checker *c, uint64_t id)
@@ -609,16 +643,80 @@ static void progress(checker *c, int force)
 		c->stop = 2;
 }
 
-int kt_check(size_t *nviolations, kt_store *st,
-	     const kt_check_options *opts)
+/* One pass of the check over c->rd's snapshot. */
+static int check_pass(checker *c)
 {
-	kt_check_options def = KT_CHECK_OPTIONS_INIT;
-	checker c;
+	kt_store *st = c->st;
 	kt__scan how;
 	kt__mcur *cur = NULL;
 	kt__row row;
 	kt__buf v = {0};
 	int rc;
+
+	if (c->progress != NULL && (rc = count_rows(c, &c->total)) != 0)
+		return rc;
+	progress(c, 1);
+	rc = kt__rd_get(&c->rd, kt__sl(KT__PART_META, strlen(KT__PART_META)),
+			kt__sl("header", 6), &v);
+	if (rc == KT_ENOTFOUND)
+		violation(c, "the header row is missing");
+	rc = kt__rd_get(&c->rd, kt__sl(KT__PART_META, strlen(KT__PART_META)),
+			kt__sl("alloc", 5), &v);
+	if (rc == 0 && v.len == 16) {
+		c->id_limit = kt__get64((const unsigned char *)v.p);
+		c->ver_limit = kt__get64((const unsigned char *)v.p + 8);
+	} else {
+		violation(c, "the counter row is missing or damaged");
+		c->id_limit = c->ver_limit = UINT64_MAX;
+	}
+	kt__buf_free(&v);
+	/* The root's own row, then every path row (they all start with the
+	 * delimiter). */
+	rc = kt__rd_get(&c->rd, kt__sl("", 0), kt__sl("", 0), &v);
+	if (rc == KT_ENOTFOUND)
+		violation(c, "the root node row is missing");
+	else if (rc == 0)
+		rc = check_node(c, kt__sl("", 0), kt__slb(&v));
+	if (rc == KT_ENOTFOUND)
+		rc = 0;
+	kt__buf_free(&v);
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(st->delim.s, st->delim.len);
+	how.flags = KT__SCAN_PREFIX;
+	if (rc == 0)
+		rc = kt__rd_scan(&cur, &c->rd, &how);
+	while (rc == 0 && !c->stop && (rc = kt__mcur_next(cur, &row)) == 0) {
+		if (row.sort.len == 0)
+			rc = check_node(c, row.part, row.value);
+		else
+			rc = check_index(c, row.part, row.sort, row.value);
+		c->done++;
+		progress(c, 0);
+	}
+	kt__mcur_free(cur);
+	if (rc == KT_ITEROVER)
+		rc = 0;
+	if (rc == 0 && !c->stop)
+		rc = check_id_rows(c);
+	if (rc == 0 && !c->stop)
+		rc = check_alias_rows(c);
+	if (rc == 0 && !c->stop)
+		rc = check_detached(c);
+	if (rc == 0 && !c->stop)
+		rc = check_orphans(c, KT__PART_BLK, "block");
+	if (rc == 0 && !c->stop)
+		rc = check_orphans(c, KT__PART_ATTR, "attribute");
+	return rc;
+}
+
+int kt_check(size_t *nviolations, kt_store *st,
+	     const kt_check_options *opts)
+{
+	kt_check_options def = KT_CHECK_OPTIONS_INIT;
+	kt__rows *r;
+	checker c;
+	unsigned int attempt;
+	int rc, torn = 0;
 
 	if (nviolations != NULL)
 		*nviolations = 0;
@@ -629,71 +727,40 @@ int kt_check(size_t *nviolations, kt_store *st,
 	if (opts->version != KT_CHECK_OPTIONS_VERSION)
 		return kt__err(KT_EINVAL, "check: options version %u, expected "
 			       "%d", opts->version, KT_CHECK_OPTIONS_VERSION);
-	memset(&c, 0, sizeof(c));
-	c.st = st;
-	c.cb = opts->on_violation;
-	c.progress = opts->on_progress;
-	c.payload = opts->payload;
-	c.rd.st = st;
-	if ((rc = st->rows->ops->snapshot(&c.rd.snap, st->rows)) != 0)
-		return rc;
-	if (c.progress != NULL && (rc = count_rows(&c, &c.total)) != 0) {
-		st->rows->ops->snapshot_free(st->rows, c.rd.snap);
-		return rc;
+	r = st->rows;
+	/* On RADOS the pass reads each partition at its own moment; if
+	 * anything it read changed by its end, another client's commit may
+	 * have been seen part way, and the pass is run again, a few times
+	 * at most: a tree that never stops changing is checked as it was
+	 * read, and the message says so. */
+	for (attempt = 0;; attempt++) {
+		memset(&c, 0, sizeof(c));
+		c.st = st;
+		c.cb = opts->on_violation;
+		c.progress = opts->on_progress;
+		c.payload = opts->payload;
+		c.rd.st = st;
+		c.hold = kt__rd_validates(st);
+		if ((rc = r->ops->snapshot(&c.rd.snap, r)) != 0)
+			return rc;
+		rc = check_pass(&c);
+		torn = 0;
+		if (rc == 0 && c.hold && c.stop != 2) {
+			int v = r->ops->validate(r, c.rd.snap);
+			if (v == KT__ERETRY)
+				torn = 1;
+			else
+				rc = v;
+		}
+		r->ops->snapshot_free(r, c.rd.snap);
+		free(c.ids);
+		if (!torn || attempt + 1 >= CHECK_ATTEMPTS)
+			break;
+		kt__buf_free(&c.held);
 	}
-	progress(&c, 1);
-	rc = kt__rd_get(&c.rd, kt__sl(KT__PART_META, strlen(KT__PART_META)),
-			kt__sl("header", 6), &v);
-	if (rc == KT_ENOTFOUND)
-		violation(&c, "the header row is missing");
-	rc = kt__rd_get(&c.rd, kt__sl(KT__PART_META, strlen(KT__PART_META)),
-			kt__sl("alloc", 5), &v);
-	if (rc == 0 && v.len == 16) {
-		c.id_limit = kt__get64((const unsigned char *)v.p);
-		c.ver_limit = kt__get64((const unsigned char *)v.p + 8);
-	} else {
-		violation(&c, "the counter row is missing or damaged");
-		c.id_limit = c.ver_limit = UINT64_MAX;
-	}
-	kt__buf_free(&v);
-	/* The root's own row, then every path row (they all start with the
-	 * delimiter). */
-	rc = kt__rd_get(&c.rd, kt__sl("", 0), kt__sl("", 0), &v);
-	if (rc == KT_ENOTFOUND)
-		violation(&c, "the root node row is missing");
-	else if (rc == 0)
-		rc = check_node(&c, kt__sl("", 0), kt__slb(&v));
-	if (rc == KT_ENOTFOUND)
-		rc = 0;
-	kt__buf_free(&v);
-	memset(&how, 0, sizeof(how));
-	how.part = kt__sl(st->delim.s, st->delim.len);
-	how.flags = KT__SCAN_PREFIX;
-	if (rc == 0)
-		rc = kt__rd_scan(&cur, &c.rd, &how);
-	while (rc == 0 && !c.stop && (rc = kt__mcur_next(cur, &row)) == 0) {
-		if (row.sort.len == 0)
-			rc = check_node(&c, row.part, row.value);
-		else
-			rc = check_index(&c, row.part, row.sort, row.value);
-		c.done++;
-		progress(&c, 0);
-	}
-	kt__mcur_free(cur);
-	if (rc == KT_ITEROVER)
-		rc = 0;
-	if (rc == 0 && !c.stop)
-		rc = check_id_rows(&c);
-	if (rc == 0 && !c.stop)
-		rc = check_alias_rows(&c);
-	if (rc == 0 && !c.stop)
-		rc = check_detached(&c);
-	if (rc == 0 && !c.stop)
-		rc = check_orphans(&c, KT__PART_BLK, "block");
-	if (rc == 0 && !c.stop)
-		rc = check_orphans(&c, KT__PART_ATTR, "attribute");
-	st->rows->ops->snapshot_free(st->rows, c.rd.snap);
-	free(c.ids);
+	if (rc == 0 && c.hold && c.cb != NULL)
+		deliver(&c);
+	kt__buf_free(&c.held);
 	if (rc == 0 && !c.stop)
 		progress(&c, 1);
 	if (nviolations != NULL)
@@ -704,27 +771,27 @@ int kt_check(size_t *nviolations, kt_store *st,
 		return kt__err(KT_ITEROVER, "check: stopped by the caller "
 			       "after %llu rows", (unsigned long long)c.done);
 	if (c.bad > 0)
-		return kt__err(KT_ECORRUPT, "check: %zu violation%s found",
-			       c.bad, c.bad == 1 ? "" : "s");
+		return kt__err(KT_ECORRUPT, "check: %zu violation%s found%s",
+			       c.bad, c.bad == 1 ? "" : "s",
+			       torn ? " while other clients kept changing "
+				      "the tree (some may be their commits "
+				      "seen part way: check again when they "
+				      "stop)" : "");
 	return 0;
 }
 
-int kt_stats(kt_store_stats *out, kt_store *st)
+/* One count of kt_stats over @p rd's snapshot. */
+static int stats_pass(kt_store_stats *out, kt__rd *rd)
 {
-	kt__rd rd = {st, NULL, NULL};
 	kt__scan how;
 	kt__mcur *cur = NULL;
 	kt__row row;
 	int rc;
 
-	if (out == NULL || st == NULL)
-		return kt__err(KT_EINVAL, "stats: NULL argument");
 	memset(out, 0, sizeof(*out));
-	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
-		return rc;
 	memset(&how, 0, sizeof(how));
 	how.flags = KT__SCAN_PREFIX; /* the empty prefix: every row */
-	rc = kt__rd_scan(&cur, &rd, &how);
+	rc = kt__rd_scan(&cur, rd, &how);
 	while (rc == 0 && (rc = kt__mcur_next(cur, &row)) == 0) {
 		out->rows++;
 		out->row_bytes += row.part.len + 1 + row.sort.len +
@@ -746,7 +813,7 @@ int kt_stats(kt_store_stats *out, kt_store *st)
 			if (n.nlink > 1) {
 				kt__buf prim = {0};
 				int same;
-				if ((rc = kt__id_get(&prim, &rd, n.id)) != 0 &&
+				if ((rc = kt__id_get(&prim, rd, n.id)) != 0 &&
 				    rc != KT_ENOTFOUND)
 					break;
 				same = rc == 0 && prim.len == row.part.len &&
@@ -770,6 +837,24 @@ int kt_stats(kt_store_stats *out, kt_store *st)
 		}
 	}
 	kt__mcur_free(cur);
-	st->rows->ops->snapshot_free(st->rows, rd.snap);
 	return rc == KT_ITEROVER ? 0 : rc;
+}
+
+int kt_stats(kt_store_stats *out, kt_store *st)
+{
+	unsigned int attempt = 0;
+	kt__rd rd;
+	int rc;
+
+	if (out == NULL || st == NULL)
+		return kt__err(KT_EINVAL, "stats: NULL argument");
+	do {
+		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
+			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
+		if (rc == 0)
+			rc = stats_pass(out, &rd);
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+	if (rc != 0)
+		memset(out, 0, sizeof(*out));
+	return rc;
 }

@@ -404,37 +404,50 @@ int kt_orphan_copy(uint64_t *id, kt_store *st, const char *path)
 
 int kt_orphan_stat(kt_statbuf *sb, kt_store *st, uint64_t id)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
 	kt__node n = {0};
+	kt__rd rd;
 	int rc;
 
 	if (sb == NULL || st == NULL)
 		return kt__err(KT_EINVAL, "orphan_stat: NULL argument");
-	memset(sb, 0, sizeof(*sb));
-	rc = orphan_get(&n, &rd, id);
-	if (rc == 0)
-		kt__node_fill_stat(sb, st, &n);
-	kt__node_free(&n);
+	do {
+		memset(sb, 0, sizeof(*sb));
+		if ((rc = kt__rd_begin(&rd, st)) == 0)
+			rc = orphan_get(&n, &rd, id);
+		if (rc == 0)
+			kt__node_fill_stat(sb, st, &n);
+		kt__node_free(&n);
+		memset(&n, 0, sizeof(n));
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+	if (rc != 0)
+		memset(sb, 0, sizeof(*sb));
 	return rc;
 }
 
 int kt_orphan_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 		   size_t len, uint64_t offset)
 {
-	kt__rd rd = {st, NULL, NULL};
+	unsigned int attempt = 0;
 	kt__node n = {0};
+	kt__rd rd;
 	int rc;
 
 	if (nread == NULL || st == NULL || (buf == NULL && len > 0))
 		return kt__err(KT_EINVAL, "orphan_read: NULL argument");
-	*nread = 0;
-	if ((rc = st->rows->ops->snapshot(&rd.snap, st->rows)) != 0)
-		return rc;
-	rc = orphan_get(&n, &rd, id);
-	if (rc == 0)
-		rc = kt__value_read(&rd, &n, buf, len, offset, nread);
-	kt__node_free(&n);
-	st->rows->ops->snapshot_free(st->rows, rd.snap);
+	do {
+		*nread = 0;
+		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
+			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
+		if (rc == 0)
+			rc = orphan_get(&n, &rd, id);
+		if (rc == 0)
+			rc = kt__value_read(&rd, &n, buf, len, offset, nread);
+		kt__node_free(&n);
+		memset(&n, 0, sizeof(n));
+	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+	if (rc != 0)
+		*nread = 0;
 	return rc;
 }
 

@@ -30,6 +30,8 @@
  * - a snapshot fixes each partition at its first read through it, and
  *   later reads see the latest state (no isolation); a condition must name
  *   something read through cm->snap, as the tree layer's always do;
+ * - so a reader asks validate() at its end whether what it read still
+ *   holds, and reads again when it does not (kt__rd_begin/kt__rd_end);
  * - conditions are checked per partition: a commit is refused when any
  *   partition a condition names changed at all (a false conflict the
  *   runner reruns), never applied when one fails;
@@ -139,6 +141,16 @@ typedef struct kt__rows_ops {
 	 * them.  0: applied; KT__ERETRY: a condition failed, nothing was
 	 * applied; any other error: nothing was applied either. */
 	int (*commit)(kt__rows *r, const kt__commit *cm);
+	/* For an engine whose snapshot is not one moment of the whole
+	 * store (RADOS; NULL for the others): was everything read through
+	 * @p snap so far what the store held at one moment?  0: yes (a
+	 * moment between the first read and this call; RADOS finds every
+	 * object read still at the version read, or only one object read,
+	 * once); KT__ERETRY: not known to be, since something read has
+	 * changed (a commit of another client may have been read part
+	 * way): read again through a new snapshot; any other error: it
+	 * cannot say. */
+	int (*validate)(kt__rows *r, const kt__snap *snap);
 	int (*sync)(kt__rows *r);
 	/* Is the store empty of rows altogether? 1 yes, 0 no, <0 error. */
 	int (*empty)(kt__rows *r);

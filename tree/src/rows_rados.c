@@ -55,9 +55,14 @@
  * any step leaves either locks of a P record (rolled back after the
  * lease), of a C record (rolled forward by the next reader), or nothing.
  *
- * What does not hold here as it does on LevelDB: reads of several objects
- * outside a commit see each object at some moment, not all at one moment
- * (keytree.h, "Engines").  Commits are serializable.
+ * Reads.  Each read sees one object at one moment, and reads of several
+ * objects through a snapshot see each at its own.  validate() tells a
+ * reader whether they still add up to one moment: every object read is
+ * still at the version it was read at (below, "Validation").  The tree
+ * layer validates every call that reads without committing, and reruns it
+ * when the answer is no; iterations are validated by nobody, and are
+ * weaker than on LevelDB (keytree.h, "Engines").  Commits are
+ * serializable.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -242,6 +247,7 @@ struct kt__snap {
 	rad *e;
 	seen *v;      /* open addressing, capacity a power of two */
 	size_t nv, capv;
+	int torn;     /* an object read twice had changed in between */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -402,7 +408,9 @@ static const seen *seen_find(const kt__snap *s, const char *oid)
 
 /* Note that @p oid read at version @p ver (exists) through @p s, unless
  * an earlier read through it already did: the first version seen is what
- * a commit is guarded on. */
+ * a commit is guarded on and what validation compares with.  A later read
+ * that finds another version marks the snapshot torn: its reads cannot
+ * all agree with one moment. */
 static int seen_note(kt__snap *s, const char *oid, int exists, uint64_t ver)
 {
 	seen *x;
@@ -423,8 +431,11 @@ static int seen_note(kt__snap *s, const char *oid, int exists, uint64_t ver)
 		free(old);
 	}
 	x = seen_slot(s, oid);
-	if (x->oid != NULL)
+	if (x->oid != NULL) {
+		if (x->exists != exists || (exists && x->ver != ver))
+			s->torn = 1;
 		return 0;
+	}
 	if ((x->oid = strdup(oid)) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	x->exists = exists;
@@ -1451,6 +1462,98 @@ static void rad_snapshot_free(kt__rows *r, kt__snap *s)
 	free(s);
 }
 
+/*
+ * Validation.  The reads through a snapshot each saw one object at one
+ * moment.  If every object is still at the version it was read at, all
+ * of them hold at once, now: the reads are as good as one snapshot taken
+ * at this moment.  Versions only grow and every change (a lock taken
+ * included) makes a new one, so "same version" means "not touched".  One
+ * object read once needs no check; otherwise one stat per object, all in
+ * flight together, VALIDATE_BATCH at a time.
+ */
+#define VALIDATE_BATCH 256
+
+typedef struct vstat {
+	rados_read_op_t op;
+	rados_completion_t c;
+	const seen *x;
+	uint64_t size;
+	time_t mtime;
+	int rv;
+	int started;
+} vstat;
+
+static int rad_validate(kt__rows *r, const kt__snap *s)
+{
+	rad *e = (rad *)r;
+	vstat *v;
+	size_t i = 0, n, k;
+	int rc = 0, changed = 0;
+
+	if (s == NULL || s->nv == 0 || (s->nv == 1 && !s->torn))
+		return 0;
+	if (s->torn)
+		return KT__ERETRY;
+	if ((v = calloc(VALIDATE_BATCH, sizeof(*v))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	while (i < s->capv && rc == 0 && !changed) {
+		for (n = 0; i < s->capv && n < VALIDATE_BATCH; i++) {
+			vstat *w = &v[n];
+			int arc;
+			if (s->v[i].oid == NULL)
+				continue;
+			memset(w, 0, sizeof(*w));
+			w->x = &s->v[i];
+			n++;
+			if ((w->op = rados_create_read_op()) == NULL) {
+				rc = kt__err(KT_ENOMEM, "out of memory");
+				break;
+			}
+			rados_read_op_stat(w->op, &w->size, &w->mtime, &w->rv);
+			arc = rados_aio_create_completion2(NULL, NULL, &w->c);
+			if (arc == 0)
+				arc = rados_aio_read_op_operate(w->op, e->io,
+								w->c,
+								w->x->oid, 0);
+			if (arc != 0) {
+				rc = rerr(arc, "checking", w->x->oid);
+				break;
+			}
+			w->started = 1;
+		}
+		/* Every operation started is waited for, even after an
+		 * error: its completion owns buffers in v. */
+		for (k = 0; k < n; k++) {
+			vstat *w = &v[k];
+			if (w->started) {
+				int arc;
+				rados_aio_wait_for_complete(w->c);
+				arc = rados_aio_get_return_value(w->c);
+				if (arc == -ENOENT) {
+					if (w->x->exists)
+						changed = 1;
+				} else if (arc < 0) {
+					if (rc == 0)
+						rc = rerr(arc, "checking",
+							  w->x->oid);
+				} else if (!w->x->exists ||
+					   rados_aio_get_version(w->c) !=
+						   w->x->ver) {
+					changed = 1;
+				}
+			}
+			if (w->c != NULL)
+				rados_aio_release(w->c);
+			if (w->op != NULL)
+				rados_release_read_op(w->op);
+		}
+	}
+	free(v);
+	if (rc != 0)
+		return rc;
+	return changed ? KT__ERETRY : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Commits */
 
@@ -1868,6 +1971,9 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		*cm->applied = 0;
 	if (cm->nw == 0)
 		return 0;
+	/* Reads that already disagree: the guards would fail later. */
+	if (snap != NULL && snap->torn)
+		return KT__ERETRY;
 	if ((rc = name_of(&catoid, e, "!cat")) != 0)
 		return rc;
 	if (e->numbered && cm->applied != NULL) {
@@ -2005,6 +2111,7 @@ static const kt__rows_ops rad_ops = {
 	.snapshot = rad_snapshot,
 	.snapshot_free = rad_snapshot_free,
 	.commit = rad_commit,
+	.validate = rad_validate,
 	.sync = rad_sync,
 	.empty = rad_empty,
 	.close = rad_close,

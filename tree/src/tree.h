@@ -202,6 +202,27 @@ typedef struct kt__rd {
 
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out);
 
+/* A call that only reads runs as
+ *
+ *	unsigned int attempt = 0;
+ *	do {
+ *		if ((rc = kt__rd_begin(&rd, st)) == 0)
+ *			rc = read_it(&rd, ...);
+ *	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
+ *
+ * On an engine that validates (RADOS, rows.h) kt__rd_begin takes a
+ * snapshot, so that every read is recorded, and kt__rd_end asks whether
+ * all of it still holds: if not, the call read another client's commit
+ * part way, and it runs again (after a short pause; KT_EBUSY after
+ * KT__RETRY_MAX attempts).  Whatever the attempt produced for its caller
+ * must be freed by it when it fails; kt__rd_end returns KT__ERETRY only
+ * in place of what read_it returned.  Elsewhere both only set up and free
+ * the reader: @p rc comes back as it was. */
+int kt__rd_begin(kt__rd *rd, kt_store *st);
+int kt__rd_end(kt__rd *rd, int rc, unsigned int *attempt);
+/* Does the engine validate reads (and readers need kt__rd_begin)? */
+int kt__rd_validates(const kt_store *st);
+
 /* A merged cursor over the engine and a transaction's overlay. */
 typedef struct kt__mcur kt__mcur;
 int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how);

@@ -463,8 +463,9 @@ int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
 {
 	unsigned int attempt, seed = (unsigned int)(uintptr_t)&attempt ^
 				     (unsigned int)kt__now();
+	kt__rows *r = st->rows;
 	kt__tx tx;
-	int rc = KT__ERETRY, torn = 0;
+	int rc = KT__ERETRY;
 
 	for (attempt = 0; attempt < KT__RETRY_MAX; attempt++) {
 		if (attempt > 0)
@@ -474,16 +475,20 @@ int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
 		rc = fn(&tx, arg);
 		if (rc == 0)
 			rc = kt__tx_commit(&tx);
+		else if (rc != KT__ERETRY && tx.snap != NULL &&
+			 r->ops->validate != NULL && rc != KT_EIO &&
+			 rc != KT_ENOMEM &&
+			 r->ops->validate(r, tx.snap) == KT__ERETRY)
+			/* An operation that fails (ENOTFOUND, or even
+			 * ECORRUPT: a link count and the paths it counts
+			 * disagreeing) on an engine whose reads are not one
+			 * moment may have read another client's commit part
+			 * way; if what it read has changed since, it did,
+			 * and it runs again.  A commit needs no such check:
+			 * its guards refuse it. */
+			rc = KT__ERETRY;
 		kt__tx_free(&tx);
 		pthread_mutex_unlock(&st->wlock);
-		/* On RADOS a transaction reads each object at its own moment,
-		 * so rows that contradict each other (a link count and the
-		 * paths it counts) may only be a commit of another client
-		 * seen half way.  Damage stays; a torn read goes away on a
-		 * rerun.  (Validating what was read would say which; the
-		 * engine does not offer that yet.) */
-		if (rc == KT_ECORRUPT && st->rados && torn++ < 3)
-			rc = KT__ERETRY;
 		if (rc != KT__ERETRY)
 			return rc;
 	}
@@ -493,6 +498,49 @@ int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Readers outside transactions */
+
+int kt__rd_validates(const kt_store *st)
+{
+	return st != NULL && st->rows->ops->validate != NULL;
+}
+
+int kt__rd_begin(kt__rd *rd, kt_store *st)
+{
+	rd->st = st;
+	rd->tx = NULL;
+	rd->snap = NULL;
+	if (!kt__rd_validates(st))
+		return 0;
+	return st->rows->ops->snapshot(&rd->snap, st->rows);
+}
+
+int kt__rd_end(kt__rd *rd, int rc, unsigned int *attempt)
+{
+	kt__rows *r;
+	unsigned int seed;
+	int v = 0;
+
+	if (rd->st == NULL || rd->snap == NULL)
+		return rc;
+	r = rd->st->rows;
+	if (r->ops->validate != NULL && rc != KT_EIO && rc != KT_ENOMEM)
+		v = r->ops->validate(r, rd->snap);
+	r->ops->snapshot_free(r, rd->snap);
+	rd->snap = NULL;
+	if (v == 0)
+		return rc;
+	if (v != KT__ERETRY)
+		return rc != 0 ? rc : v;
+	if (++*attempt >= KT__RETRY_MAX)
+		return kt__err(KT_EBUSY, "gave up after %d attempts: other "
+			       "clients kept changing what this call reads",
+			       KT__RETRY_MAX);
+	seed = (unsigned int)(uintptr_t)rd ^ *attempt ^
+	       (unsigned int)kt__now();
+	backoff(*attempt, &seed);
+	return KT__ERETRY;
+}
 
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 {
