@@ -2133,15 +2133,32 @@ static int tree_name_ok(const char *t)
 	return 1;
 }
 
-/* Set Ceph option @p name to @p val unless the configuration set it. */
-static void conf_default(rados_t cl, const char *name, const char *val)
-{
-	char cur[64];
+/* Ceph options keytree gives other defaults than Ceph's own (0: wait
+ * forever for an OSD or a monitor operation; 300 s to reach a monitor at
+ * connect), so that a cluster that is down gets a clear error in half a
+ * minute.  An option still at Ceph's default after the configuration file
+ * and CEPH_ARGS is taken to be unset. */
+static const struct {
+	const char *name;
+	double ceph;
+} timeouts[] = {
+	{"rados_osd_op_timeout", 0},
+	{"rados_mon_op_timeout", 0},
+	{"client_mount_timeout", 300},
+};
+#define TIMEOUT_DEFAULT "30"
 
-	if (rados_conf_get(cl, name, cur, sizeof(cur)) == 0 &&
-	    strtod(cur, NULL) != 0)
-		return;
-	(void)rados_conf_set(cl, name, val);
+static void conf_defaults(rados_t cl)
+{
+	char cur[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(timeouts) / sizeof(timeouts[0]); i++)
+		if (rados_conf_get(cl, timeouts[i].name, cur, sizeof(cur)) ==
+			    0 &&
+		    strtod(cur, NULL) == timeouts[i].ceph)
+			(void)rados_conf_set(cl, timeouts[i].name,
+					     TIMEOUT_DEFAULT);
 }
 
 /* Load librados, connect to the cluster @p o names and open its pool and
@@ -2185,14 +2202,18 @@ static int cluster_open(const kt__rados_opts *o, rados_t *cl,
 		goto fail;
 	}
 	(void)rados_conf_parse_env(*cl, NULL);
-	/* Never wait forever for a cluster that is down. */
-	conf_default(*cl, "rados_osd_op_timeout", "30");
-	conf_default(*cl, "rados_mon_op_timeout", "30");
-	conf_default(*cl, "client_mount_timeout", "30");
+	conf_defaults(*cl);
 	if ((rc = rados_connect(*cl)) < 0) {
+		char t[32] = "?";
+		(void)rados_conf_get(*cl, "client_mount_timeout", t, sizeof(t));
 		rc = kt__err(KT_EIO, "ceph: cannot connect to the cluster%s%s"
-			     ": %s", o->conf ? " of " : "",
-			     o->conf ? o->conf : "", strerror(-rc));
+			     ": %s%s%s%s", o->conf ? " of " : "",
+			     o->conf ? o->conf : "", strerror(-rc),
+			     rc == -ETIMEDOUT ? " (no monitor answered in "
+						"client_mount_timeout, " : "",
+			     rc == -ETIMEDOUT ? t : "",
+			     rc == -ETIMEDOUT ? " s: is the cluster up?)"
+					      : "");
 		goto fail;
 	}
 	if ((rc = rados_ioctx_create(*cl, o->pool, io)) < 0) {
