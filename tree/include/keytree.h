@@ -96,8 +96,9 @@
  * writers never pause, it reports what its last pass found and says so.
  * Costs on RADOS: a round trip to an OSD per partition read (and one more
  * for a call that read several), one guarded operation for a mutation
- * that touches one partition, five round trips for one that touches
- * several (docs/PERFORMANCE.md).
+ * that touches one partition, three round trips for one that touches
+ * several (its objects are updated after it returns; docs/FORMAT.md §14,
+ * docs/PERFORMANCE.md).
  *
  * Threads
  * -------

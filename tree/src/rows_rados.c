@@ -220,6 +220,8 @@ static void lib_load(void)
 #define LEASE_DEFAULT_MS 3000
 #define KNOWN_MAX 65536        /* catalog entries remembered per handle */
 
+struct fin;
+
 typedef struct rad {
 	kt__rows base;
 	rados_t cl;
@@ -234,6 +236,9 @@ typedef struct rad {
 	/* Partitions known to be in the catalog (entries are never removed,
 	 * so this cannot go stale), kept as a set of names. */
 	struct kt__snap *known_set;
+	/* Committed commits still being applied (fin_*), under mu. */
+	struct fin *fins;
+	size_t nfins;
 } rad;
 
 /* What a snapshot saw of one object. */
@@ -1097,6 +1102,22 @@ static int finish_all(rad *e, objw *o, size_t n, const char *txid,
 	return rc;
 }
 
+/* The writer of commit @p txid gave itself this many milliseconds from
+ * sending its locks to having its record (the last field of the id; 0
+ * for ids of older clients, which wrote the record before any lock). */
+static unsigned int tx_budget(const char *txid)
+{
+	const char *p = strrchr(txid, '.');
+	int dots = 0;
+	const char *q;
+
+	for (q = txid; *q; q++)
+		dots += *q == '.';
+	if (p == NULL || dots < 3)
+		return 0;
+	return (unsigned int)strtoul(p + 1, NULL, 16);
+}
+
 /* Settle the lock @p txid found on @p oid.  0: settled (or it is worth
  * reading again); <0 an error.  @p pending_since keeps, across calls for
  * the same object, when the record was first seen pending. */
@@ -1128,10 +1149,25 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 		return 0; /* read again: now C (it won) or A */
 	}
 	if (state == 0) {
-		/* No record: the commit never got to its commit point (a
-		 * record is removed only after every lock is gone). */
+		/* No record.  Its writer sends the record and the locks
+		 * together (commit_many) and gives up unless the record is in
+		 * within the budget its id names: until twice that has passed
+		 * since this lock was first seen, the record may still come.
+		 * After that, or for an id of an older client (record first),
+		 * the commit never got to its commit point, and never will
+		 * (a record is removed only after every lock is gone). */
+		unsigned int b = tx_budget(txid);
 		objw one;
 		rec_free(&r); /* a body read may have begun before it went */
+		if (b > 0) {
+			uint64_t t = now_ms();
+			if (*pending_since == 0)
+				*pending_since = t;
+			if (t - *pending_since < 2 * (uint64_t)b) {
+				sleep_ms(t - *pending_since < 20 ? 1 : 10);
+				return 0;
+			}
+		}
 		memset(&one, 0, sizeof(one));
 		one.oid = (char *)oid;
 		rc = finish_all(e, &one, 1, txid, 0, 0);
@@ -1797,37 +1833,286 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy)
 	return conflict ? KT__ERETRY : 0;
 }
 
-static int commit_many(rad *e, oset *s)
-{
+/*
+ * Step 4 runs in the background.  Once the record says C the commit
+ * stands, whoever applies it, so the caller need not wait for it: the
+ * apply-and-unlock operations are sent and the call returns.  This
+ * client's own later operations on those objects reach each OSD after
+ * them (RADOS keeps one client's operations on one object in order);
+ * another client that meets a lock first rolls the commit forward itself,
+ * as it would after a crash.  The record may only go once every object
+ * has been applied (a lock without a record is undone), so each commit in
+ * flight is kept here until its operations are complete and then its
+ * record is removed, also in the background.  fin_reap() collects what
+ * has finished; it runs before each commit, and at close, waiting.  The
+ * background operations' completions have a callback (fin_done), which
+ * only counts them: nobody waits for them on the way of a call (and the
+ * benchmark's counting shim, bench/radoscount.c, tells them apart so).
+ */
+#define FIN_MAX 64  /* commits in flight before a commit waits for some */
+
+typedef struct fin {
+	struct fin *next;
 	char txid[64];
+	size_t n;
+	rados_completion_t *c;  /* the apply of each object */
+	rados_write_op_t *op;
+	size_t sent;            /* applies sent */
+	int done;               /* completions called back (fin_done) */
+	int removing;           /* the record's removal is under way */
+	rados_completion_t rc;
+	rados_write_op_t rop;
+	kt__buf name;           /* the record's object */
+} fin;
+
+static void fin_done(rados_completion_t c, void *arg)
+{
+	(void)c;
+	__atomic_add_fetch(&((fin *)arg)->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Have @p n of @p f's completions been called back? */
+static int fin_has(fin *f, size_t n, int wait)
+{
+	while ((size_t)__atomic_load_n(&f->done, __ATOMIC_ACQUIRE) < n) {
+		if (!wait)
+			return 0;
+		sleep_ms(1);
+	}
+	return 1;
+}
+
+static void fin_free(fin *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++) {
+		if (f->c[i] != NULL)
+			rados_aio_release(f->c[i]);
+		if (f->op[i] != NULL)
+			rados_release_write_op(f->op[i]);
+	}
+	if (f->rc != NULL)
+		rados_aio_release(f->rc);
+	if (f->rop != NULL)
+		rados_release_write_op(f->rop);
+	kt__buf_free(&f->name);
+	free(f->c);
+	free(f->op);
+	free(f);
+}
+
+/* Advance @p f: start the record's removal once every apply is complete
+ * (and succeeded, or found the lock gone: someone else finished it).  1
+ * when @p f is done with, 0 when not yet. */
+static int fin_step(rad *e, fin *f, int wait)
+{
+	size_t i;
+
+	if (!f->removing) {
+		int ok = f->sent == f->n;
+		if (!fin_has(f, f->sent, wait))
+			return 0;
+		for (i = 0; i < f->n; i++) {
+			int rc;
+			if (f->c[i] == NULL)
+				continue;
+			rc = rados_aio_get_return_value(f->c[i]);
+			if (rc < 0 && rc != -ECANCELED && rc != -ENOENT)
+				ok = 0;
+		}
+		/* A failed apply leaves the locks of a committed record:
+		 * the next reader rolls it forward, and removes it. */
+		if (!ok)
+			return 1;
+		f->removing = 1;
+		f->rop = rados_create_write_op();
+		if (f->rop == NULL ||
+		    rados_aio_create_completion2(f, fin_done, &f->rc) != 0) {
+			f->rc = NULL;
+			return 1;
+		}
+		rados_write_op_remove(f->rop);
+		if (rados_aio_write_op_operate(f->rop, e->io, f->rc,
+					       f->name.p, NULL, 0) != 0)
+			return 1;
+	}
+	return fin_has(f, f->sent + 1, wait);
+}
+
+/* Collect the commits in flight that are done; with @p wait, all. */
+static void fin_reap(rad *e, int wait)
+{
+	fin **pp, *f, *done = NULL;
+
+	pthread_mutex_lock(&e->mu);
+	for (pp = &e->fins; (f = *pp) != NULL;) {
+		if (fin_step(e, f, wait || e->nfins > FIN_MAX)) {
+			*pp = f->next;
+			e->nfins--;
+			f->next = done;
+			done = f;
+		} else {
+			pp = &f->next;
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+	while ((f = done) != NULL) {
+		done = f->next;
+		fin_free(f);
+	}
+}
+
+/* Send step 4 of commit @p txid, whose record is @p name, and keep it in
+ * flight.  Nothing to report: the commit stands either way. */
+static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name)
+{
+	fin *f = calloc(1, sizeof(*f));
+	size_t i;
+
+	if (f == NULL || (f->c = calloc(s->n, sizeof(*f->c))) == NULL ||
+	    (f->op = calloc(s->n, sizeof(*f->op))) == NULL ||
+	    kt__buf_set(&f->name, name->p, name->len) != 0) {
+		/* Out of memory: the locks stay for readers to settle. */
+		if (f != NULL) {
+			free(f->c);
+			free(f->op);
+			kt__buf_free(&f->name);
+			free(f);
+		}
+		return;
+	}
+	snprintf(f->txid, sizeof(f->txid), "%s", txid);
+	f->n = s->n;
+	for (i = 0; i < s->n; i++) {
+		if ((f->op[i] = rados_create_write_op()) == NULL)
+			continue;
+		objw_finish_op(f->op[i], &s->o[i], txid, 1);
+		if (rados_aio_create_completion2(f, fin_done, &f->c[i]) != 0) {
+			f->c[i] = NULL;
+			continue;
+		}
+		if (rados_aio_write_op_operate(f->op[i], e->io, f->c[i],
+					       s->o[i].oid, NULL, 0) != 0) {
+			rados_aio_release(f->c[i]);
+			f->c[i] = NULL;
+			continue;
+		}
+		f->sent++;
+	}
+	pthread_mutex_lock(&e->mu);
+	f->next = e->fins;
+	e->fins = f;
+	e->nfins++;
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Step 1 of a commit over several objects: the record, written with an
+ * operation made by the caller, and alongside it the new catalog entries
+ * of @p cat (if any); sent by rw_send, waited for by rw_wait. */
+typedef struct rwrite {
+	rados_completion_t c, cc;
+	rados_write_op_t cop;
+	int rc, crc;
+} rwrite;
+
+static void rw_send(rad *e, rwrite *w, rados_write_op_t op, const char *name,
+		    objw *cat)
+{
+	memset(w, 0, sizeof(*w));
+	if (cat != NULL && cat->nw > 0 &&
+	    (w->cop = rados_create_write_op()) != NULL) {
+		rados_write_op_cmpxattr(w->cop, LK, LIBRADOS_CMPXATTR_OP_EQ,
+					FREE, 1);
+		objw_ops(w->cop, cat);
+		w->crc = rados_aio_create_completion2(NULL, NULL, &w->cc);
+		if (w->crc == 0)
+			w->crc = rados_aio_write_op_operate(w->cop, e->io,
+							    w->cc, cat->oid,
+							    NULL, 0);
+	}
+	w->rc = rados_aio_create_completion2(NULL, NULL, &w->c);
+	if (w->rc == 0)
+		w->rc = rados_aio_write_op_operate(op, e->io, w->c, name, NULL,
+						   0);
+}
+
+/* 0: the record and the catalog entries are in; else an error. */
+static int rw_wait(rad *e, rwrite *w, const char *name, objw *cat)
+{
+	if (w->rc == 0) {
+		rados_aio_wait_for_complete(w->c);
+		w->rc = rados_aio_get_return_value(w->c);
+	}
+	if (w->c != NULL)
+		rados_aio_release(w->c);
+	if (w->cop != NULL) {
+		if (w->crc == 0) {
+			rados_aio_wait_for_complete(w->cc);
+			w->crc = rados_aio_get_return_value(w->cc);
+		}
+		if (w->cc != NULL)
+			rados_aio_release(w->cc);
+		rados_release_write_op(w->cop);
+	}
+	if (w->rc < 0)
+		return rerr(w->rc, "writing commit record", name);
+	/* The catalog locked by another commit, or any other failure:
+	 * the plain way, which settles a lock and says what went wrong. */
+	if (cat != NULL && cat->nw > 0 && (w->cop == NULL || w->crc != 0))
+		return catalog_add(e, cat);
+	return 0;
+}
+
+
+static int commit_many(rad *e, oset *s, objw *cat)
+{
+	char txid[80];
 	kt__buf name = {0}, body = {0};
 	rados_write_op_t op;
 	const char *busy = NULL;
-	uint64_t seq;
-	int rc, rc2;
+	unsigned int budget = e->lease_ms / 2;
+	uint64_t seq, t0;
+	rwrite w;
+	int rc, rc2, rrc;
 
 	pthread_mutex_lock(&e->mu);
 	seq = ++e->txseq;
 	pthread_mutex_unlock(&e->mu);
-	snprintf(txid, sizeof(txid), "%" PRIx64 ".%" PRIx64 ".%" PRIx64,
-		 e->inst, (uint64_t)getpid(), seq);
+	snprintf(txid, sizeof(txid), "%" PRIx64 ".%" PRIx64 ".%" PRIx64 ".%x",
+		 e->inst, (uint64_t)getpid(), seq, budget);
 	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
 	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0 ||
 	    (rc = record_body(&body, s->o, s->n)) != 0)
 		goto out;
-	/* 1. The record, pending. */
+	/* 1 and 2 together: the record, pending, with new catalog entries
+	 * (they only need to be in before the commit point), and the
+	 * locks.  A reader that meets a lock before its record exists
+	 * waits (lock_settle); the record must therefore be in within the
+	 * budget the id names, or the commit gives up: after twice that a
+	 * reader may take a lock without a record for one that never will
+	 * have one. */
+	t0 = now_ms();
 	op = rados_create_write_op();
 	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 	rados_write_op_setxattr(op, STX, "P", 1);
 	rados_write_op_write_full(op, body.p, body.len);
-	rc = wop_run(e, op, name.p);
-	rados_release_write_op(op);
-	if (rc < 0) {
-		rc = rerr(rc, "writing commit record", name.p);
-		goto out;
-	}
-	/* 2. Lock. */
+	rw_send(e, &w, op, name.p, cat);
 	rc = lock_all(e, s, txid, &busy);
+	rrc = rw_wait(e, &w, name.p, cat);
+	rados_release_write_op(op);
+	if (rrc != 0) {
+		/* No record, or no catalog entries: undo the locks.  A
+		 * record that did get written is rolled back below. */
+		if (rc == 0 || rc == KT__ERETRY)
+			rc = rrc;
+		if (w.rc < 0) {
+			(void)finish_all(e, s->o, s->n, txid, 0, 1);
+			goto out;
+		}
+	} else if (rc == 0 && now_ms() - t0 >= budget) {
+		rc = KT__ERETRY; /* too slow to be sure: give up */
+	}
 	if (rc == 0) {
 		/* 3. The commit point. */
 		rc2 = rec_flip(e, txid, 'C');
@@ -1838,11 +2123,8 @@ static int commit_many(rad *e, oset *s)
 			goto out;
 		}
 		if (rc2 == 0) {
-			/* 4. Apply and unlock; a failure here leaves the
-			 * locks of a committed record, which readers roll
-			 * forward, so the commit stands. */
-			if (finish_all(e, s->o, s->n, txid, 1, 0) == 0)
-				rec_remove(e, txid);
+			/* 4. Apply and unlock, in the background (fin_*). */
+			fin_start(e, s, txid, &name);
 			rc = 0;
 			goto out;
 		}
@@ -2023,13 +2305,16 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 					    : NULL;
 		s.o[i].hashed = is_hashed(s.o[i].oid, e);
 	}
-	if (rc == 0 && pre.nw > 0) {
-		/* Dedupe is not needed: omap_set of a key twice is fine. */
+	/* New catalog entries go in before the commit can take effect: on
+	 * their own before a one-object commit, alongside the record of a
+	 * commit over several.  (omap_set of a key twice is fine.) */
+	fin_reap(e, 0);
+	if (rc == 0 && pre.nw > 0 && s.n == 1)
 		rc = catalog_add(e, &pre);
-	}
 	/* Remember the new entries only once they are certainly in. */
 	if (rc == 0)
-		rc = s.n == 1 ? commit_one(e, &s.o[0]) : commit_many(e, &s);
+		rc = s.n == 1 ? commit_one(e, &s.o[0])
+			      : commit_many(e, &s, &pre);
 	if (rc == 0 && num != 0)
 		*cm->applied = num;
 	if (rc == 0) {
@@ -2092,6 +2377,7 @@ static void rad_close(kt__rows *r)
 
 	if (e == NULL)
 		return;
+	fin_reap(e, 1);
 	if (e->io != NULL)
 		rados_ioctx_destroy(e->io);
 	if (e->cl != NULL)
