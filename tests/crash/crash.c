@@ -550,16 +550,40 @@ static char rl_record_state(const char *oid)
 	return n == -ENOENT ? 0 : n >= 1 ? st[0] : '?';
 }
 
-/* Remove @p w's tree, at @p loc, with kt_destroy(), after counting its
- * objects, the commit records nobody settled and the objects still locked
- * (none should be: the last check read every partition); then make sure
- * no object of it is left.  0, or -1 with a message. */
+static int swept_note(const char *what, void *payload)
+{
+	(void)payload;
+	if (getenv("KT_CRASH_VERBOSE") != NULL)
+		fprintf(stderr, "crash: repair: %s\n", what);
+	return 0;
+}
+
+/* Remove @p w's tree, at @p loc, with kt_destroy(), after a kt_repair()
+ * that must leave no commit record and no object locked (the records
+ * kills left, which nobody's lock pointed at, are swept), and after
+ * counting its objects; then make sure no object of it is left.  0, or -1
+ * with a message. */
 static int tree_drop(const where *w, const char *loc)
 {
+	kt_check_options co = KT_CHECK_OPTIONS_INIT;
+	kt_store *st = NULL;
 	char **v = NULL;
-	size_t i, tl = strlen(w->tree);
+	size_t i, tl = strlen(w->tree), fixed = 0;
 	unsigned records = 0, locked = 0;
-	int rc = rl_names(&v, w, 0);
+	int rc;
+
+	co.on_violation = swept_note;
+	if ((rc = kt_open(&st, loc, NULL)) != 0 ||
+	    (rc = kt_repair(&fixed, st, &co)) != 0) {
+		fprintf(stderr, "crash: repair of %s: %d %s\n", loc, rc,
+			kt_errmsg());
+		kt_close(st);
+		return -1;
+	}
+	kt_close(st);
+	fprintf(stderr, "crash: repair settled %zu leftover commit "
+		"records\n", fixed);
+	rc = rl_names(&v, w, 0);
 
 	if (rc < 0) {
 		fprintf(stderr, "crash: listing pool %s: %s\n", w->pool,
@@ -576,8 +600,13 @@ static int tree_drop(const where *w, const char *loc)
 	names_free(v);
 	fprintf(stderr,
 		"crash: tree %s: %zu objects, %u of them commit records "
-		"nobody settled, %u still locked\n",
+		"after the repair, %u still locked\n",
 		w->tree, i, records, locked);
+	if (records != 0 || locked != 0) {
+		fprintf(stderr, "crash: FAILED: kt_repair left commit records "
+			"or locks\n");
+		return -1;
+	}
 	if ((rc = kt_destroy(loc, NULL)) != 0) {
 		fprintf(stderr, "crash: kt_destroy %s: %d %s\n", loc, rc,
 			kt_errmsg());

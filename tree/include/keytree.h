@@ -1313,7 +1313,11 @@ KT_EXTERN int kt_check(size_t *nviolations, kt_store *store,
  * repaired: it is reported through on_violation as "cannot repair: ...",
  * not counted, and the call returns KT_ECORRUPT after committing every
  * other repair; a recursive kt_delete() of an ancestor within the limits
- * removes it.
+ * removes it.  On RADOS it first finishes and removes the commit records
+ * that killed clients left behind (docs/FORMAT.md §14), each counted and
+ * reported as a repair ("commit record ID (committed, rolled forward)
+ * finished and removed"); when one is still pending it waits one lease
+ * (3 s by default) and then rolls it back.
  * @param nfixed  receives the number of repairs (may be NULL)
  * @param opts    callbacks, or NULL for none; on_progress must be NULL
  * @return 0 (the store now passes kt_check), KT_ECORRUPT (something could

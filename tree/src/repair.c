@@ -42,6 +42,7 @@ typedef struct fixer {
 	size_t nmsgs;
 	int msgs_rc;  /* KT_ENOMEM if a message could not be kept */
 	size_t fixed;
+	size_t swept; /* RADOS: commit records settled first */
 	uint64_t max_id, max_ver;
 	uint64_t *live; /* ids of surviving nodes, unsorted until the end */
 	size_t nlive, caplive;
@@ -835,6 +836,17 @@ int kt_repair(size_t *nfixed, kt_store *st, const kt_check_options *opts)
 	memset(&f, 0, sizeof(f));
 	f.cb = cb;
 	f.payload = payload;
+#ifdef KT_HAVE_RADOS
+	/* On RADOS, first the commit records clients left behind, so that
+	 * what they held is settled before the rows are read. */
+	if (st->rados) {
+		size_t swept = 0;
+		rc = kt__rados_sweep(st->rows, cb, payload, &swept);
+		if (rc != 0)
+			return rc;
+		f.swept = swept;
+	}
+#endif
 	rc = kt__tx_run(st, repair_fn, &f);
 	if (rc == 0) {
 		/* Only the committed attempt's fixes happened. */
@@ -843,7 +855,7 @@ int kt_repair(size_t *nfixed, kt_store *st, const kt_check_options *opts)
 			at += strlen(f.msgs.p + at) + 1;
 		}
 		if (nfixed != NULL)
-			*nfixed = f.fixed;
+			*nfixed = f.fixed + f.swept;
 		rc = over_limits(&f, st, &f.r);
 	}
 	rows_free(&f.r);

@@ -206,6 +206,12 @@ int kt__rados_destroy(const kt__rados_opts *o, uint64_t *nobjects);
  * price of making every two such commits conflict. */
 void kt__rados_number_commits(kt__rows *r);
 
+/* Finish and remove every commit record of the tree that is left over
+ * (rows_rados.c, "Sweeping commit records"): @p note, if not NULL, is told
+ * of each; *nswept says how many.  Waits one lease when some are pending. */
+int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
+		    void *arg, size_t *nswept);
+
 static inline kt__slice kt__sl(const void *p, size_t len)
 {
 	kt__slice s;

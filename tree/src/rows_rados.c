@@ -2071,7 +2071,7 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	kt__buf name = {0}, body = {0};
 	rados_write_op_t op;
 	const char *busy = NULL;
-	unsigned int budget = e->lease_ms / 2;
+	unsigned int budget = e->lease_ms;
 	uint64_t seq, t0;
 	rwrite w;
 	int rc, rc2, rrc;
@@ -2627,6 +2627,110 @@ static int remove_all(rados_ioctx_t io, const char *names, size_t n)
 				rc = rerr(r, "removing", oid[k]);
 		}
 	}
+	return rc;
+}
+
+/*
+ * Sweeping commit records.  A record normally goes when its commit is
+ * finished: by its writer, or by a reader that met one of its locks.  A
+ * writer killed after its last lock was gone but before removing the
+ * record (or one whose locks nobody ever meets again) leaves it behind:
+ * harmless, but it stays.  The sweep lists the tree's records and
+ * finishes each: C rolled forward, A rolled back (each object guarded on
+ * its lock still being the commit's, so what is finished already is left
+ * alone), then removed; a record still P after a lease is flipped to A
+ * first, as a reader would after waiting that long.
+ */
+int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
+		    void *arg, size_t *nswept)
+{
+	rad *e = (rad *)r;
+	rados_list_ctx_t ls = NULL;
+	kt__buf names = {0};
+	const char *ent, *key, *ns;
+	size_t elen, klen, nslen, pre, n = 0, i, at;
+	char *pending;
+	int rc = 0, lr, pass;
+
+	*nswept = 0;
+	fin_reap(e, 1);
+	pre = e->treelen + 4; /* "TREE!tx." */
+	lr = rados_nobjects_list_open(e->io, &ls);
+	while (lr == 0 && rc == 0) {
+		lr = rados_nobjects_list_next2(ls, &ent, &key, &ns, &elen,
+					       &klen, &nslen);
+		if (lr < 0)
+			break;
+		if (elen <= pre || memchr(ent, '\0', elen) != NULL ||
+		    strncmp(ent, e->tree, e->treelen) != 0 ||
+		    memcmp(ent + e->treelen, "!tx.", 4) != 0)
+			continue;
+		/* Keep the commit ids. */
+		if ((rc = kt__buf_add(&names, ent + pre, elen - pre)) == 0)
+			rc = kt__buf_add(&names, "", 1);
+		n++;
+	}
+	if (ls != NULL)
+		rados_nobjects_list_close(ls);
+	if (rc == 0 && lr < 0 && lr != -ENOENT)
+		rc = rerr(lr, "listing the commit records of tree", e->tree);
+	if (rc != 0 || n == 0) {
+		kt__buf_free(&names);
+		return rc;
+	}
+	if ((pending = calloc(n, 1)) == NULL) {
+		kt__buf_free(&names);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	/* Pass 0 finishes what is C or A and marks what is P; pass 1,
+	 * after a lease, rolls back what is still P. */
+	for (pass = 0; pass < 2 && rc == 0; pass++) {
+		int any = 0;
+		if (pass == 1) {
+			for (i = 0; i < n; i++)
+				any |= pending[i];
+			if (!any)
+				break;
+			sleep_ms(e->lease_ms);
+		}
+		for (i = 0, at = 0; i < n && rc == 0;
+		     at += strlen(names.p + at) + 1, i++) {
+			const char *txid = names.p + at;
+			char state, msg[200];
+			rec body = {0};
+			if (pass == 1 && !pending[i])
+				continue;
+			pending[i] = 0;
+			if ((rc = rec_read(e, txid, &state, NULL)) != 0)
+				break;
+			if (state == 'P' && pass == 0) {
+				pending[i] = 1;
+				continue;
+			}
+			if (state == 'P' && (rc = rec_flip(e, txid, 'A')) < 0)
+				break;
+			rc = rec_read(e, txid, &state, &body);
+			if (rc == 0 && (state == 'C' || state == 'A')) {
+				rc = finish_all(e, body.o, body.n, txid,
+						state == 'C', 0);
+				if (rc == 0) {
+					rec_remove(e, txid);
+					(*nswept)++;
+					snprintf(msg, sizeof(msg),
+						 "commit record %.80s (%s) "
+						 "finished and removed", txid,
+						 state == 'C' ? "committed, "
+								"rolled forward"
+							      : "rolled back");
+					if (note != NULL)
+						(void)note(msg, arg);
+				}
+			}
+			rec_free(&body);
+		}
+	}
+	free(pending);
+	kt__buf_free(&names);
 	return rc;
 }
 
