@@ -241,6 +241,8 @@ typedef struct rad {
 	size_t nfins;
 } rad;
 
+static const kt__rows_ops rad_ops;
+
 /* What a snapshot saw of one object. */
 typedef struct seen {
 	char *oid;
@@ -2230,7 +2232,8 @@ static int number_add(rad *e, kt__snap *gs, oset *s, char *val,
 
 void kt__rados_number_commits(kt__rows *r)
 {
-	((rad *)r)->numbered = 1;
+	if (r->ops == &rad_ops)
+		((rad *)r)->numbered = 1;
 }
 
 static int rad_commit(kt__rows *r, const kt__commit *cm)
@@ -2653,6 +2656,10 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 	int rc = 0, lr, pass;
 
 	*nswept = 0;
+	/* Only this engine's handles (a test may put another engine, over
+	 * this one, under a store). */
+	if (r->ops != &rad_ops)
+		return 0;
 	fin_reap(e, 1);
 	pre = e->treelen + 4; /* "TREE!tx." */
 	lr = rados_nobjects_list_open(e->io, &ls);
