@@ -38,6 +38,10 @@ wpid=
 mon_stopped=
 
 cleanup() {
+	# Every step, whatever the one before did (set -e would end the trap
+	# at the first kill of a process already gone, and leave the cluster
+	# running).
+	set +e
 	[ -n "$mon_stopped" ] && kill -CONT "$mon_stopped" 2>/dev/null
 	[ -n "$wpid" ] && kill -KILL "$wpid" 2>/dev/null
 	bash "$src/scripts/ceph-dev" stop --dir "$cdir" >/dev/null 2>&1 || true
