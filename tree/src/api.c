@@ -587,9 +587,7 @@ int kt_id_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 		*nread = 0;
 		/* One snapshot for the id row, the node row and the
 		 * blocks. */
-		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
-			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
-		if (rc == 0)
+		if ((rc = kt__rd_begin_snap(&rd, st)) == 0)
 			rc = id_lookup_rd(&n, NULL, &rd, id);
 		if (rc == 0) {
 			char what[32];
@@ -901,9 +899,7 @@ int kt_lstat_at(kt_statbuf *sb, kt_store *st, uint64_t dir, const char *name)
 		memset(&d, 0, sizeof(d));
 		path.len = 0;
 		/* One snapshot: the directory's path and the child agree. */
-		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
-			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
-		if (rc == 0)
+		if ((rc = kt__rd_begin_snap(&rd, st)) == 0)
 			rc = id_lookup_rd(&d, &path, &rd, dir);
 		if (rc == 0 && !(d.kind & KT_KIND_DIR))
 			rc = kt__err(KT_ENOTDIR, "lstat_at: node %llu is not a "
@@ -1183,9 +1179,8 @@ int kt_id_attr_get(void **value, size_t *len, kt_store *st, uint64_t id,
 		v.len = 0;
 		/* One snapshot: the node is alive where its attribute is
 		 * read. */
-		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
-			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
-		if (rc == 0 && (rc = id_lookup_rd(&n, NULL, &rd, id)) == 0) {
+		if ((rc = kt__rd_begin_snap(&rd, st)) == 0 &&
+		    (rc = id_lookup_rd(&n, NULL, &rd, id)) == 0) {
 			kt__part_attr(part, id);
 			rc = kt__rd_get(&rd, kt__sl(part, strlen(part)),
 					kt__sl(name, strlen(name)), &v);

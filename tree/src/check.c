@@ -849,9 +849,7 @@ int kt_stats(kt_store_stats *out, kt_store *st)
 	if (out == NULL || st == NULL)
 		return kt__err(KT_EINVAL, "stats: NULL argument");
 	do {
-		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
-			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
-		if (rc == 0)
+		if ((rc = kt__rd_begin_snap(&rd, st)) == 0)
 			rc = stats_pass(out, &rd);
 	} while ((rc = kt__rd_end(&rd, rc, &attempt)) == KT__ERETRY);
 	if (rc != 0)

@@ -437,9 +437,7 @@ int kt_orphan_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 		return kt__err(KT_EINVAL, "orphan_read: NULL argument");
 	do {
 		*nread = 0;
-		if ((rc = kt__rd_begin(&rd, st)) == 0 && rd.snap == NULL)
-			rc = st->rows->ops->snapshot(&rd.snap, st->rows);
-		if (rc == 0)
+		if ((rc = kt__rd_begin_snap(&rd, st)) == 0)
 			rc = orphan_get(&n, &rd, id);
 		if (rc == 0)
 			rc = kt__value_read(&rd, &n, buf, len, offset, nread);

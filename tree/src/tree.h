@@ -219,6 +219,9 @@ int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out);
  * in place of what read_it returned.  Elsewhere both only set up and free
  * the reader: @p rc comes back as it was. */
 int kt__rd_begin(kt__rd *rd, kt_store *st);
+/* As kt__rd_begin, for a reader that needs one snapshot on every engine
+ * (a node row and its blocks, say): it takes one on LevelDB too. */
+int kt__rd_begin_snap(kt__rd *rd, kt_store *st);
 int kt__rd_end(kt__rd *rd, int rc, unsigned int *attempt);
 /* Does the engine validate reads (and readers need kt__rd_begin)? */
 int kt__rd_validates(const kt_store *st);

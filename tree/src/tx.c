@@ -515,6 +515,15 @@ int kt__rd_begin(kt__rd *rd, kt_store *st)
 	return st->rows->ops->snapshot(&rd->snap, st->rows);
 }
 
+int kt__rd_begin_snap(kt__rd *rd, kt_store *st)
+{
+	int rc = kt__rd_begin(rd, st);
+
+	if (rc == 0 && rd->snap == NULL)
+		rc = st->rows->ops->snapshot(&rd->snap, st->rows);
+	return rc;
+}
+
 int kt__rd_end(kt__rd *rd, int rc, unsigned int *attempt)
 {
 	kt__rows *r;
