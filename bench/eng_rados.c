@@ -43,6 +43,7 @@
  * floor starts from a real tree; with -c, kt_check verifies the result.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -640,18 +641,29 @@ static void touch_dir(unsigned char *row, uint64_t version, int64_t t)
 	put_u64(row + 54, version);
 }
 
-/* The id row of node @p id_le: partition "/id", sort key u64be(id). */
+/* The id row of node @p id_le: partition "/id", sort key u64be(id), kept
+ * by keytree in the shard of the id's allocation chunk, partition
+ * "/id." + 16 hex digits of (id - 1) >> 10 (rows_rados.c).  The shard is
+ * made, and given its catalog entry, with every put: the floor does not
+ * track which shards exist. */
 static void id_row(batch *b, const unsigned char *id_le, const char *path,
 		   size_t plen, int del)
 {
-	char sort[8];
+	char sort[8], part[24];
+	uint64_t id = 0;
 
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8; i++) {
 		sort[i] = (char)id_le[7 - i];
-	if (del)
-		b_del(b, "/id", 3, sort, 8);
-	else
-		b_put(b, "/id", 3, sort, 8, path, plen);
+		id = id << 8 | id_le[7 - i];
+	}
+	snprintf(part, sizeof(part), "/id.%016" PRIx64,
+		 id == 0 ? (uint64_t)0 : (id - 1) >> 10);
+	if (del) {
+		b_del(b, part, 20, sort, 8);
+	} else {
+		b_put(b, part, 20, sort, 8, path, plen);
+		b_newpart(b, part, 20);
+	}
 }
 
 static int r_put(void *ctx, long i)

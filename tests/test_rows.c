@@ -546,6 +546,105 @@ static void test_rows__scan_from(void **state)
 	assert_scan(r, NULL, &how, "");
 }
 
+/* Rows of partition "/id" (the tree layer's id index, sort key the id in
+ * 8 bytes big-endian) keep the seam's order and conditions on every
+ * engine, whatever an engine does with them inside: RADOS keeps each
+ * chunk of 1024 ids in an object of its own (rows_rados.c).  Ids 1, 1024,
+ * 1025, 3000 and 2^40 fall into four chunks; "/ida" and "/meta" are
+ * partitions next to it. */
+#define ID8(n) L("\0\0\0\0\0\0" n)
+static void test_rows__id_partition(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan id = scan_of(L("/id"), 0);
+	kt__scan all = scan_of(L("/"), KT__SCAN_PREFIX);
+	kt__scan after = scan_of(L("/id"), KT__SCAN_AFTER);
+	kt__scan from = scan_of(L("/id"), KT__SCAN_FROM);
+	kt__snap *s;
+	batch b = {0};
+
+	/* Written out of order, in one commit. */
+	b_put(&b, L("/id"), L("\0\0\0\x01\0\0\0\0"), L("e"));
+	b_put(&b, L("/id"), ID8("\x0b\xb8"), L("d"));
+	b_put(&b, L("/meta"), L("m"), L("9"));
+	b_put(&b, L("/id"), ID8("\x04\x01"), L("c"));
+	b_put(&b, L("/ida"), L("x"), L("8"));
+	b_put(&b, L("/id"), ID8("\x04\x00"), L("b"));
+	b_put(&b, L("/id"), ID8("\x00\x01"), L("a"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+
+	assert_get(r, NULL, L("/id"), ID8("\x04\x01"), "=c");
+	assert_get(r, NULL, L("/id"), ID8("\x04\x02"), "(absent)");
+	assert_scan(r, NULL, &id,
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01=a "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x04\\x00=b "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x04\\x01=c "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x0b\\xb8=d "
+		    "\\x2fid/\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x00=e");
+	/* The whole key space: "/id" as one partition, then its
+	 * neighbours. */
+	assert_scan(r, NULL, &all,
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01=a "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x04\\x00=b "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x04\\x01=c "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x0b\\xb8=d "
+		    "\\x2fid/\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x00=e "
+		    "\\x2fida/x=8 \\x2fmeta/m=9");
+	after.after = ID8("\x04\x00"); /* the last id of a chunk */
+	assert_scan(r, NULL, &after,
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x04\\x01=c "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x0b\\xb8=d "
+		    "\\x2fid/\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x00=e");
+	from.from = ID8("\x0b\xb8");
+	assert_scan(r, NULL, &from,
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x0b\\xb8=d "
+		    "\\x2fid/\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x00=e");
+	from.from = ID8("\x0b\xb9");
+	assert_scan(r, NULL, &from,
+		    "\\x2fid/\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x00=e");
+
+	/* A scan of "/id" as a condition: a row added in another chunk
+	 * than any it returned still fails the commit. */
+	s = snap_take(r);
+	{
+		kt__cursor *c = NULL;
+		kt__row row;
+		int rc;
+		expect_rc(r->ops->scan(&c, r, s, &id), 0);
+		while ((rc = r->ops->next(c, &row)) == 0)
+			;
+		expect_rc(rc, KT_ITEROVER);
+		r->ops->cursor_free(c);
+	}
+	put(r, L("/id"), ID8("\x20\x00"), L("f"));
+	memset(&b, 0, sizeof(b));
+	b_scan(&b, &id, 5, 1);
+	b_put(&b, L("w"), L(""), L("written"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	r->ops->snapshot_free(r, s);
+
+	/* A row condition on one id: a change of it fails the commit. */
+	s = snap_take(r);
+	assert_get(r, s, L("/id"), ID8("\x0b\xb8"), "=d");
+	put(r, L("/id"), ID8("\x0b\xb8"), L("D"));
+	memset(&b, 0, sizeof(b));
+	b_row(&b, L("/id"), ID8("\x0b\xb8"));
+	b_put(&b, L("w"), L(""), L("written"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "(absent)");
+	r->ops->snapshot_free(r, s);
+
+	/* Deletes reach the right place. */
+	del(r, L("/id"), ID8("\x04\x00"));
+	del(r, L("/id"), ID8("\x20\x00"));
+	assert_scan(r, NULL, &id,
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01=a "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x04\\x01=c "
+		    "\\x2fid/\\x00\\x00\\x00\\x00\\x00\\x00\\x0b\\xb8=D "
+		    "\\x2fid/\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x00=e");
+}
+
 static void test_rows__scan_prefix(void **state)
 {
 	kt__rows *r = rows_of(state);
@@ -1316,6 +1415,7 @@ int main(int argc, char **argv)
 		T(test_rows__scan_forward_reverse),
 		T(test_rows__scan_after),
 		T(test_rows__scan_from),
+		T(test_rows__id_partition),
 		T(test_rows__scan_prefix),
 		T(test_rows__scan_prefix_ff),
 		T(test_rows__binary_sort_keys),

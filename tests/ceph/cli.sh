@@ -6,7 +6,7 @@
 # On a new tree in pool "keytree" of the fixture's cluster: init, then put,
 # get, ls, mv of a directory, a value large enough for block rows, rm -r,
 # each checked against what it must print, with `keytree check` clean after
-# the writes; then a store migrated both ways with dump | load (directory
+# the writes, and the id index in shard objects (rados ls); then a store migrated both ways with dump | load (directory
 # to RADOS and back), compared by their dumps; and the errors a user meets
 # first: a tree that does not exist, a pool that does not exist, a
 # configuration file that does not exist, a librados that cannot be
@@ -45,6 +45,20 @@ step "rm -r"
 k rm -r /x
 [ "$(k ls / | tr '\n' ' ')" = "a big " ] || fail "ls / after rm: $(k ls /)"
 k check > "$work/check" || fail "check after rm: $(cat "$work/check")"
+
+step "the id index is sharded by allocation chunk"
+# Each CLI process takes its own chunk of 1024 ids, so the creates above
+# (three processes) wrote their id rows into several shard objects
+# TREE//id.<16 hex digits>, and nothing into one object TREE//id.
+timeout 60 rados -c "$conf" -p keytree ls > "$work/objects" ||
+	fail "rados ls"
+grep -q "^$tree//id\.[0-9a-f]\{16\}\$" "$work/objects" ||
+	fail "no id shard object: $(grep "^$tree/" "$work/objects" | sort)"
+[ "$(grep -c "^$tree//id\.[0-9a-f]\{16\}\$" "$work/objects")" -ge 2 ] ||
+	fail "one id shard for three processes: $(grep "^$tree//id" "$work/objects")"
+if grep -q "^$tree//id\$" "$work/objects"; then
+	fail "an unsharded id index object $tree//id"
+fi
 
 step "migrate: directory -> RADOS -> directory"
 "$kt" -s "$work/src" init

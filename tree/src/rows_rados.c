@@ -9,6 +9,8 @@
  *                        omap value the row's value.  A partition key too
  *                        long for an object name gives T#<32 hex digits of
  *                        its hash> instead, with the key in xattr kt.part.
+ *   T//id.<16 hex>       partition "/id", the id index, sharded by
+ *                        allocation chunk (below, "The id index").
  *   T!cat                the catalog: one omap key "." || partition key
  *                        per partition that ever held a row, so that the
  *                        partitions starting with a prefix can be listed
@@ -380,6 +382,69 @@ static int oid_of(kt__buf *out, const rad *e, kt__slice part)
 static int is_hashed(const char *oid, const rad *e)
 {
 	return oid[e->treelen] == '#';
+}
+
+/*
+ * The id index.  It is sharded: every create writes a row into partition
+ * "/id" (the tree layer's KT__PART_ID), so one object for all of them
+ * would be locked by every create of every client, and concurrent creates
+ * would abort each other there.  Ids are handed out in chunks of 1024 per
+ * handle (KT__ALLOC_CHUNK, a row write of /meta), so the row of id N goes
+ * to the object of chunk (N - 1) >> 10 instead: partition "/id." + 16
+ * lower-case hex digits of the chunk.  Two clients then write different
+ * objects for 1024 creates at a time.  The shards sort in id order, so a
+ * scan of "/id" is a walk of the catalog entries starting with "/id",
+ * each shard read in turn and its rows reported as partition "/id"; a
+ * sort key that is not 8 bytes (no valid id row has one) stays in the
+ * plain "/id" object, which sorts first.
+ */
+#define IDPART "/id"
+#define IDPART_LEN 3
+#define IDSHARD_LEN (IDPART_LEN + 1 + 16)
+#define IDSHARD_BITS 10
+
+static int is_idpart(kt__slice part)
+{
+	return part.len == IDPART_LEN && memcmp(part.p, IDPART, IDPART_LEN) == 0;
+}
+
+/* Is @p part (a physical partition) one of the id index's shards? */
+static int is_idshard(kt__slice part)
+{
+	size_t i;
+
+	if (part.len != IDSHARD_LEN || memcmp(part.p, IDPART ".", 4) != 0)
+		return 0;
+	for (i = 4; i < IDSHARD_LEN; i++)
+		if (!((part.p[i] >= '0' && part.p[i] <= '9') ||
+		      (part.p[i] >= 'a' && part.p[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* The shard that holds the id row with sort key @p sort (8 bytes). */
+static uint64_t idshard_of(kt__slice sort)
+{
+	uint64_t id = kt__get64be((const unsigned char *)sort.p);
+	return id == 0 ? 0 : (id - 1) >> IDSHARD_BITS;
+}
+
+/* The partition whose object holds row (@p part, @p sort): @p part
+ * itself, or an id shard, written into @p buf. */
+static kt__slice phys_part(kt__slice part, kt__slice sort,
+			   char buf[IDSHARD_LEN + 1])
+{
+	if (!is_idpart(part) || sort.len != 8)
+		return part;
+	snprintf(buf, IDSHARD_LEN + 1, IDPART ".%016" PRIx64,
+		 idshard_of(sort));
+	return kt__sl(buf, IDSHARD_LEN);
+}
+
+/* The partition the tree layer knows physical partition @p part as. */
+static kt__slice logical_part(kt__slice part)
+{
+	return is_idshard(part) ? kt__sl(IDPART, IDPART_LEN) : part;
 }
 
 static int name_of(kt__buf *out, const rad *e, const char *what)
@@ -1209,12 +1274,14 @@ static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 {
 	rad *e = (rad *)r;
 	kt__buf oid = {0}, k = {0};
+	char pb[IDSHARD_LEN + 1];
 	oread rd;
 	oreq q;
 	int rc;
 
 	memset(&rd, 0, sizeof(rd));
 	memset(&q, 0, sizeof(q));
+	part = phys_part(part, sort, pb);
 	if ((rc = oid_of(&oid, e, part)) == 0 && (rc = okey(&k, sort)) == 0) {
 		q.key = k.p;
 		rc = oread_do(e, (kt__snap *)snap, oid.p, &q, &rd);
@@ -1249,6 +1316,7 @@ struct kt__cursor {
 	oread cat;
 	size_t catpos;
 	int catloaded;
+	int sharded;      /* a scan of the id index: its shards in turn */
 	int done;
 	kt__buf key;      /* scratch: an omap key */
 };
@@ -1342,6 +1410,16 @@ static int cur_next_part(kt__cursor *c)
 	for (;;) {
 		if (c->catloaded && c->catpos < c->cat.n) {
 			kt__buf *p = &c->cat.keys[c->catpos++];
+			if (c->sharded && !is_idpart(kt__slb(p)) &&
+			    !is_idshard(kt__slb(p)))
+				continue;
+			/* Shards wholly before a scan's bound hold no row
+			 * it returns. */
+			if (c->sharded && is_idshard(kt__slb(p)) &&
+			    c->bound.len == 8 &&
+			    strtoull(p->p + IDPART_LEN + 1, NULL, 16) <
+				    idshard_of(kt__slb(&c->bound)))
+				continue;
 			if ((rc = kt__buf_set(&c->part, p->p, p->len)) != 0 ||
 			    (rc = oid_of(&c->oid, c->e, kt__slb(&c->part))) !=
 				    0)
@@ -1385,7 +1463,29 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	c->e = e;
 	c->snap = (kt__snap *)snap;
 	c->flags = how->flags;
-	if (how->flags & KT__SCAN_PREFIX) {
+	if (!(how->flags & KT__SCAN_PREFIX) && is_idpart(how->part)) {
+		/* The id index: its shards, through the catalog, in id
+		 * order; a bound applies to every shard. */
+		c->sharded = 1;
+		c->flags |= KT__SCAN_PREFIX;
+		if (how->flags & KT__SCAN_REVERSE)
+			rc = kt__err(KT_EINVAL, "ceph: a reverse scan of the "
+				     "id index is not supported");
+		if (rc == 0 && (rc = name_of(&c->catoid, e, "!cat")) == 0)
+			rc = okey(&c->catprefix, how->part);
+		if (rc == 0 && (how->flags & KT__SCAN_AFTER))
+			rc = kt__buf_set(&c->bound, how->after.p,
+					 how->after.len);
+		else if (rc == 0 && (how->flags & KT__SCAN_FROM))
+			rc = kt__buf_set(&c->bound, how->from.p,
+					 how->from.len);
+		/* The catalog is read now, so that the snapshot has seen
+		 * it by the time scan returns. */
+		if (rc == 0 && (rc = cur_next_part(c)) == KT_ITEROVER) {
+			c->done = 1;
+			rc = 0;
+		}
+	} else if (how->flags & KT__SCAN_PREFIX) {
 		if ((rc = name_of(&c->catoid, e, "!cat")) == 0)
 			rc = okey(&c->catprefix, how->part);
 	} else {
@@ -1423,7 +1523,7 @@ static int rad_next(kt__cursor *c, kt__row *row)
 					   ? c->page.n - 1 - c->pos
 					   : c->pos;
 			c->pos++;
-			row->part = kt__slb(&c->part);
+			row->part = logical_part(kt__slb(&c->part));
 			row->sort = kt__slb(&c->page.keys[i]);
 			row->value = kt__slb(&c->page.vals[i]);
 			return 0;
@@ -1656,6 +1756,12 @@ static int oset_get(oset *s, const char *oid, kt__slice part, objw **out)
 	if ((s->o[s->n].oid = strdup(oid)) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	s->o[s->n].part = part;
+	/* A plain name holds its partition: point there, so the slice
+	 * outlives a caller's buffer (an id shard's name is made in one). */
+	if (part.len > 0 && strlen(oid) > part.len &&
+	    memcmp(oid + strlen(oid) - part.len, part.p, part.len) == 0)
+		s->o[s->n].part = kt__sl(s->o[s->n].oid + strlen(oid) -
+					 part.len, part.len);
 	s->idx[h] = ++s->n;
 	*out = &s->o[s->n - 1];
 	return 0;
@@ -2161,9 +2267,12 @@ static int guard_cond(rad *e, const kt__snap *snap, const kt__cond *c,
 	size_t i;
 	int rc = 0;
 
-	if (c->kind == KT__COND_ROW || !(c->how.flags & KT__SCAN_PREFIX)) {
-		kt__slice part = c->kind == KT__COND_ROW ? c->part
-							 : c->how.part;
+	if (c->kind == KT__COND_ROW ||
+	    (!(c->how.flags & KT__SCAN_PREFIX) && !is_idpart(c->how.part))) {
+		char pb[IDSHARD_LEN + 1];
+		kt__slice part = c->kind == KT__COND_ROW
+					 ? phys_part(c->part, c->sort, pb)
+					 : c->how.part;
 		if ((rc = oid_of(&oid, e, part)) == 0 &&
 		    seen_find(snap, oid.p) != NULL &&
 		    (rc = oset_get(s, oid.p, part, &o)) == 0)
@@ -2171,6 +2280,8 @@ static int guard_cond(rad *e, const kt__snap *snap, const kt__cond *c,
 		kt__buf_free(&oid);
 		return rc;
 	}
+	/* From here, a prefix scan, or a scan of the id index: the
+	 * catalog and its shards, all of whose names start with "/id". */
 	if (seen_find(snap, catoid) != NULL &&
 	    (rc = oset_get(s, catoid, kt__sl("", 0), &o)) == 0) {
 		o->guarded = 1;
@@ -2273,14 +2384,16 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		rc = guard_cond(e, snap, &cm->c[i], &s, catoid.p, &cat);
 	for (i = 0; i < cm->nw && rc == 0; i++) {
 		const kt__write *w = &cm->w[i];
-		if ((rc = oid_of(&oid, e, w->part)) != 0 ||
-		    (rc = oset_get(&s, oid.p, w->part, &o)) != 0 ||
+		char pb[IDSHARD_LEN + 1];
+		kt__slice part = phys_part(w->part, w->sort, pb);
+		if ((rc = oid_of(&oid, e, part)) != 0 ||
+		    (rc = oset_get(&s, oid.p, part, &o)) != 0 ||
 		    (rc = objw_add(o, w->sort, w)) != 0)
 			break;
 		if (w->del || w->value.p == NULL)
 			continue;
 		/* A put: its partition must be in the catalog. */
-		if ((rc = kt__buf_set(&pk, w->part.p, w->part.len)) != 0)
+		if ((rc = kt__buf_set(&pk, part.p, part.len)) != 0)
 			break;
 		if (known_has(e, pk.p))
 			continue;
@@ -2300,7 +2413,7 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 			kt__write cw;
 			memset(&cw, 0, sizeof(cw));
 			cw.value = kt__sl("", 0);
-			rc = objw_add(o, w->part, &cw);
+			rc = objw_add(o, kt__slb(&pk), &cw);
 		}
 	}
 	for (i = 0; rc == 0 && i < s.n; i++) {
