@@ -19,7 +19,8 @@
 
 #include <pthread.h>
 
-#define ROUNDS 60   /* writer commits per test */
+#define ROUNDS 60   /* writer commits per test, at least */
+#define MIN_READS 5 /* reader calls the writer outlasts, at least */
 
 typedef struct writer {
 	kt_store *st;
@@ -28,6 +29,7 @@ typedef struct writer {
 	int errors;
 	char first_error[256];
 	char wrong[512];    /* what the reader found wrong first */
+	unsigned long reads; /* reader calls done whole so far */
 } writer;
 
 static void *writer_main(void *arg)
@@ -35,7 +37,13 @@ static void *writer_main(void *arg)
 	writer *w = arg;
 	int i, rc;
 
-	for (i = 0; i < ROUNDS && !__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE);
+	/* ROUNDS commits, and on until the reader has done MIN_READS
+	 * calls: on a loaded machine the reader's thread may not run at all
+	 * while the writer makes its ROUNDS. */
+	for (i = 0; (i < ROUNDS || __atomic_load_n(&w->reads,
+						   __ATOMIC_ACQUIRE) <
+						   MIN_READS) &&
+		    !__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE);
 	     i++) {
 		if ((rc = w->step(w, i)) != 0 && w->errors++ == 0)
 			snprintf(w->first_error, sizeof(w->first_error),
@@ -49,6 +57,13 @@ static void *writer_main(void *arg)
 static void writer_start(pthread_t *t, writer *w)
 {
 	assert_int_equal(pthread_create(t, NULL, writer_main, w), 0);
+}
+
+/* The reader finished one call, seen whole. */
+static void read_done(writer *w, unsigned long *reads)
+{
+	(*reads)++;
+	__atomic_add_fetch(&w->reads, 1, __ATOMIC_RELEASE);
 }
 
 static int writer_running(writer *w)
@@ -103,7 +118,7 @@ static int rename_step(writer *w, int i)
 static void test_readers__rename_seen_whole(void **state)
 {
 	kt_store *st = store_of(state);
-	writer w = {st, rename_step, 0, 0, 0, "", ""};
+	writer w = {st, rename_step, 0, 0, 0, "", "", 0};
 	uint64_t fid, did;
 	unsigned long reads = 0;
 	char buf[16];
@@ -140,7 +155,7 @@ static void test_readers__rename_seen_whole(void **state)
 		if ((rx != 0 && rx != KT_ENOTFOUND) ||
 		    (ry != 0 && ry != KT_ENOTFOUND))
 			wrong(&w, "lstat: %d, %d (%s)", rx, ry, kt_errmsg());
-		reads++;
+		read_done(&w, &reads);
 	next:
 		kt_free(path);
 	}
@@ -190,7 +205,7 @@ static int whole(writer *w, const char *how, const char *v, size_t len)
 static void test_readers__value_seen_whole(void **state)
 {
 	kt_store *st = store_of(state);
-	writer w = {st, overwrite_step, 0, 0, 0, "", ""};
+	writer w = {st, overwrite_step, 0, 0, 0, "", "", 0};
 	static char buf[LEN_A + 1];
 	unsigned long reads = 0;
 	uint64_t id;
@@ -212,7 +227,7 @@ static void test_readers__value_seen_whole(void **state)
 		r_ok(&w, kt_id_read(&n, st, id, buf, sizeof(buf), 0));
 		if (!whole(&w, "id_read", buf, n))
 			goto next;
-		reads++;
+		read_done(&w, &reads);
 	next:
 		kt_free(v);
 	}
@@ -243,7 +258,7 @@ static int link_step(writer *w, int i)
 static void test_readers__link_count_seen_whole(void **state)
 {
 	kt_store *st = store_of(state);
-	writer w = {st, link_step, 0, 0, 0, "", ""};
+	writer w = {st, link_step, 0, 0, 0, "", "", 0};
 	unsigned long reads = 0;
 	uint64_t id;
 	pthread_t t;
@@ -268,7 +283,7 @@ static void test_readers__link_count_seen_whole(void **state)
 		r_ok(&w, kt_id_read(&n, st, id, buf, sizeof(buf), 0));
 		if (n != 6 || memcmp(buf, "linked", 6) != 0)
 			wrong(&w, "read %zu bytes by id", n);
-		reads++;
+		read_done(&w, &reads);
 	next:
 		kt_free(path);
 	}
@@ -298,7 +313,7 @@ static int move_step(writer *w, int i)
 static void test_readers__find_while_moving(void **state)
 {
 	kt_store *st = store_of(state);
-	writer w = {st, move_step, 0, 0, 0, "", ""};
+	writer w = {st, move_step, 0, 0, 0, "", "", 0};
 	unsigned long finds = 0;
 	pthread_t t;
 	size_t i;
@@ -348,7 +363,7 @@ static void test_readers__find_while_moving(void **state)
 		if (!kt_test_on_rados() && moving != 3)
 			wrong(&w, "find: %zu nodes of the moving subtree",
 			      moving);
-		finds++;
+		read_done(&w, &finds);
 	next:
 		kt_iter_free(it);
 	}
