@@ -628,72 +628,110 @@ static int omap_take(oread *out, rados_omap_iter_t it, const char *oid)
 	return rc < 0 ? rerr(rc, "reading the keys of", oid) : 0;
 }
 
-/* One read operation on @p oid, as it is now (locks not settled). */
-static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
-{
-	rados_read_op_t op = rados_create_read_op();
-	rados_completion_t c = NULL;
-	rados_xattrs_iter_t xi = NULL;
-	rados_omap_iter_t oi = NULL, ki = NULL;
-	unsigned char more = 0;
-	int xrv = 0, orv = 0, krv = 0, rc;
+/* One read operation in flight: what oread_start sent, for oread_finish
+ * to collect. */
+typedef struct opend {
+	rados_read_op_t op;
+	rados_completion_t c;
+	rados_xattrs_iter_t xi;
+	rados_omap_iter_t oi, ki;
+	unsigned char more;
+	int xrv, orv, krv;
+	int rc;           /* of the sending */
+	int busy;         /* sent, not yet collected */
+} opend;
 
-	if (op == NULL)
-		return kt__err(KT_ENOMEM, "out of memory");
+/* Send one read operation on @p oid (librados copies @p q's strings). */
+static void oread_start(rad *e, const char *oid, const oreq *q, opend *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->busy = 1;
+	if ((p->op = rados_create_read_op()) == NULL) {
+		p->rc = kt__err(KT_ENOMEM, "out of memory");
+		return;
+	}
+	rados_read_op_getxattrs(p->op, &p->xi, &p->xrv);
+	if (q->key != NULL)
+		rados_read_op_omap_get_vals_by_keys(p->op, &q->key, 1, &p->ki,
+						    &p->krv);
+	if (q->max > 0)
+		rados_read_op_omap_get_vals2(p->op, q->after, q->prefix,
+					     q->max, &p->oi, &p->more,
+					     &p->orv);
+	p->rc = rados_aio_create_completion2(NULL, NULL, &p->c);
+	if (p->rc == 0)
+		p->rc = rados_aio_read_op_operate(p->op, e->io, p->c, oid, 0);
+	if (p->rc < 0)
+		p->rc = rerr(p->rc, "reading", oid);
+}
+
+/* Wait for the read @p p and take its answer into @p out (@p out NULL:
+ * drop it); release everything it held. */
+static int oread_finish(opend *p, const char *oid, oread *out)
+{
+	int rc = p->rc;
+
+	if (rc == 0) {
+		rados_aio_wait_for_complete(p->c);
+		rc = rados_aio_get_return_value(p->c);
+		if (out != NULL)
+			out->ver = rados_aio_get_version(p->c);
+	}
+	if (out == NULL)
+		goto done;
+	if (p->rc != 0)
+		goto done; /* not sent: rc says why */
 	out->n = 0;
 	out->more = 0;
 	out->lock[0] = '\0';
 	out->part.len = 0;
-	rados_read_op_getxattrs(op, &xi, &xrv);
-	if (q->key != NULL)
-		rados_read_op_omap_get_vals_by_keys(op, &q->key, 1, &ki, &krv);
-	if (q->max > 0)
-		rados_read_op_omap_get_vals2(op, q->after, q->prefix, q->max,
-					     &oi, &more, &orv);
-	rc = rados_aio_create_completion2(NULL, NULL, &c);
-	if (rc == 0)
-		rc = rados_aio_read_op_operate(op, e->io, c, oid, 0);
-	if (rc == 0) {
-		rados_aio_wait_for_complete(c);
-		rc = rados_aio_get_return_value(c);
-		out->ver = rados_aio_get_version(c);
-	}
-	if (c != NULL)
-		rados_aio_release(c);
 	if (rc == -ENOENT) {
 		out->exists = 0;
 		out->ver = 0;
 		rc = 0;
 		goto done;
 	}
-	if (rc == 0 && xrv < 0)
-		rc = xrv;
-	if (rc == 0 && orv < 0)
-		rc = orv;
-	if (rc == 0 && krv < 0)
-		rc = krv;
+	if (rc == 0 && p->xrv < 0)
+		rc = p->xrv;
+	if (rc == 0 && p->orv < 0)
+		rc = p->orv;
+	if (rc == 0 && p->krv < 0)
+		rc = p->krv;
 	if (rc < 0) {
 		rc = rerr(rc, "reading", oid);
 		goto done;
 	}
 	out->exists = 1;
-	if ((rc = xattrs_take(out, xi)) != 0)
+	if ((rc = xattrs_take(out, p->xi)) != 0)
 		goto done;
 	/* The one key asked for comes first: it sorts before the page,
 	 * which starts after it. */
-	if ((rc = omap_take(out, ki, oid)) != 0 ||
-	    (rc = omap_take(out, oi, oid)) != 0)
+	if ((rc = omap_take(out, p->ki, oid)) != 0 ||
+	    (rc = omap_take(out, p->oi, oid)) != 0)
 		goto done;
-	out->more = more != 0;
+	out->more = p->more != 0;
 done:
-	if (xi != NULL)
-		rados_getxattrs_end(xi);
-	if (oi != NULL)
-		rados_omap_get_end(oi);
-	if (ki != NULL)
-		rados_omap_get_end(ki);
-	rados_release_read_op(op);
-	return rc;
+	if (p->c != NULL)
+		rados_aio_release(p->c);
+	if (p->xi != NULL)
+		rados_getxattrs_end(p->xi);
+	if (p->oi != NULL)
+		rados_omap_get_end(p->oi);
+	if (p->ki != NULL)
+		rados_omap_get_end(p->ki);
+	if (p->op != NULL)
+		rados_release_read_op(p->op);
+	memset(p, 0, sizeof(*p));
+	return out == NULL ? 0 : rc;
+}
+
+/* One read operation on @p oid, as it is now (locks not settled). */
+static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
+{
+	opend p;
+
+	oread_start(e, oid, q, &p);
+	return oread_finish(&p, oid, out);
 }
 
 static int lock_settle(rad *e, const char *oid, const char *txid,
@@ -1300,6 +1338,10 @@ static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 /* ------------------------------------------------------------------------ */
 /* Scans */
 
+/* First pages a prefix scan keeps in flight. */
+#define PREFETCH 32
+#define FIRST_PAGE 16
+
 struct kt__cursor {
 	rad *e;
 	kt__snap *snap;
@@ -1317,6 +1359,14 @@ struct kt__cursor {
 	size_t catpos;
 	int catloaded;
 	int sharded;      /* a scan of the id index: its shards in turn */
+	/* Prefix scans read ahead: the first pages of the partitions at
+	 * catalog positions catpos - 1 ... catpos + PREFETCH - 2 are in
+	 * flight together, slot i % PREFETCH holding position i (pfat: i + 1,
+	 * 0 when empty). */
+	opend pf[PREFETCH];
+	size_t pfat[PREFETCH];
+	size_t pfnext;    /* the next position to send */
+	size_t curpos;    /* the position of the partition being read, + 1 */
 	int done;
 	kt__buf key;      /* scratch: an omap key */
 };
@@ -1328,6 +1378,78 @@ static int bound_cmp(const kt__buf *k, const kt__buf *b)
 	if (c != 0)
 		return c;
 	return k->len < b->len ? -1 : k->len > b->len;
+}
+
+/* Prefetching.  A prefix scan (a find, a check, a rename's or a delete's
+ * walk) reads every partition under its prefix, most of them one page;
+ * reading them one after the other costs a round trip each.  Instead the
+ * first pages of the next PREFETCH partitions in the catalog are sent at
+ * once, and each is taken when the scan reaches it: as oread_do would
+ * have read it then, but earlier (reads of a scan see each partition at
+ * its own moment anyway; keytree.h, "Engines").  A page that shows a lock
+ * is dropped and read again the usual way, settling the lock. */
+static int prefetched(const kt__cursor *c)
+{
+	return c->curpos > 0 &&
+	       c->pfat[(c->curpos - 1) % PREFETCH] == c->curpos;
+}
+
+static int take_prefetched(kt__cursor *c, const oreq *q)
+{
+	size_t slot = (c->curpos - 1) % PREFETCH;
+	int rc;
+
+	c->pfat[slot] = 0;
+	if ((rc = oread_finish(&c->pf[slot], c->oid.p, &c->page)) != 0)
+		return rc;
+	if (c->page.exists && c->page.lock[0] != '\0' &&
+	    strcmp(c->page.lock, FREE) != 0)
+		return oread_do(c->e, c->snap, c->oid.p, q, &c->page);
+	return seen_note(c->snap, c->oid.p, c->page.exists, c->page.ver);
+}
+
+/* Drop every read in flight (a new catalog page, or the cursor's end). */
+static void prefetch_drop(kt__cursor *c)
+{
+	size_t i;
+
+	for (i = 0; i < PREFETCH; i++)
+		if (c->pfat[i] != 0) {
+			(void)oread_finish(&c->pf[i], "", NULL);
+			c->pfat[i] = 0;
+		}
+	c->pfnext = 0;
+}
+
+/* Send the first pages of the catalog entries up to PREFETCH ahead of
+ * position @p at (the one about to be read included). */
+static int prefetch_more(kt__cursor *c, size_t at)
+{
+	kt__buf oid = {0};
+	oreq q;
+	int rc = 0;
+
+	memset(&q, 0, sizeof(q));
+	q.prefix = ".";
+	q.after = "";
+	q.max = FIRST_PAGE;
+	if (c->pfnext < at)
+		c->pfnext = at;
+	while (rc == 0 && c->pfnext < c->cat.n && c->pfnext < at + PREFETCH) {
+		size_t slot = c->pfnext % PREFETCH;
+		if (c->pfat[slot] != 0) { /* passed over: drop it */
+			(void)oread_finish(&c->pf[slot], "", NULL);
+			c->pfat[slot] = 0;
+		}
+		if ((rc = oid_of(&oid, c->e,
+				 kt__slb(&c->cat.keys[c->pfnext]))) == 0) {
+			oread_start(c->e, oid.p, &q, &c->pf[slot]);
+			c->pfat[slot] = c->pfnext + 1;
+		}
+		c->pfnext++;
+	}
+	kt__buf_free(&oid);
+	return rc;
 }
 
 /* Read the next page of the current partition into c->page.  A reverse
@@ -1342,7 +1464,7 @@ static int cur_load(kt__cursor *c)
 	memset(&more, 0, sizeof(more));
 	q.prefix = ".";
 	if (first) {
-		c->pagesz = 16;
+		c->pagesz = FIRST_PAGE;
 		if (c->flags & KT__SCAN_REVERSE) {
 			q.after = "";
 		} else if (c->flags & (KT__SCAN_AFTER | KT__SCAN_FROM)) {
@@ -1364,7 +1486,10 @@ static int cur_load(kt__cursor *c)
 	}
 	q.max = (c->flags & KT__SCAN_REVERSE) ? PAGE_MAX
 					      : (unsigned int)c->pagesz;
-	rc = oread_do(c->e, c->snap, c->oid.p, &q, &c->page);
+	if (first && prefetched(c))
+		rc = take_prefetched(c, &q);
+	else
+		rc = oread_do(c->e, c->snap, c->oid.p, &q, &c->page);
 	if (rc == 0)
 		rc = part_check(c->e, c->oid.p, &c->page, kt__slb(&c->part));
 	c->loaded = 1;
@@ -1424,6 +1549,12 @@ static int cur_next_part(kt__cursor *c)
 			    (rc = oid_of(&c->oid, c->e, kt__slb(&c->part))) !=
 				    0)
 				return rc;
+			c->curpos = 0;
+			if (!c->sharded) {
+				if ((rc = prefetch_more(c, c->catpos - 1)) != 0)
+					return rc;
+				c->curpos = c->catpos;
+			}
 			c->loaded = 0;
 			c->page.n = 0;
 			c->pos = 0;
@@ -1431,6 +1562,7 @@ static int cur_next_part(kt__cursor *c)
 		}
 		if (c->catloaded && !c->cat.more)
 			return KT_ITEROVER;
+		prefetch_drop(c);
 		memset(&q, 0, sizeof(q));
 		q.prefix = c->catprefix.p;
 		q.max = 256;
@@ -1556,6 +1688,7 @@ static void rad_cursor_free(kt__cursor *c)
 {
 	if (c == NULL)
 		return;
+	prefetch_drop(c);
 	kt__buf_free(&c->bound);
 	kt__buf_free(&c->part);
 	kt__buf_free(&c->oid);
