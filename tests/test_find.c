@@ -2,7 +2,8 @@
  * test_find.c - kt_find_new: nodes whose path starts at a component
  * boundary with a prefix, whole subtrees with KT_FIND_SUBTREE, items only
  * with KT_FIND_ITEMS, full paths in the entries, parents before their
- * descendants, and links followed in the prefix's parent.
+ * descendants, and links followed in the prefix's parent; finds read in
+ * pages (kt_find_opts_new), resumed after a token.
  */
 #include "kt_test.h"
 #include "kt_helpers.h"
@@ -395,6 +396,158 @@ static void test_find__deleted_nodes_gone(void **state)
 	found_free(&f);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Pages: kt_find_opts_new with a limit and a continuation token. */
+
+/* Every name of one find (no pages), in order, as one string. */
+static char *find_all(kt_store *s, const char *prefix, unsigned int flags)
+{
+	kt_test_str out = {0};
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	int rc;
+
+	ok(kt_find_new(&it, s, prefix, flags));
+	kt_test_str_add(&out, "", 0);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		kt_test_str_add(&out, e->name, e->name_len);
+		kt_test_str_add(&out, " ", 1);
+	}
+	assert_int_equal(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	return out.p;
+}
+
+/* The same find read in pages of @p limit, each resuming after the last
+ * name of the one before; every page but the last is full. */
+static char *find_paged(kt_store *s, const char *prefix, unsigned int flags,
+			size_t limit)
+{
+	kt_find_options o = KT_FIND_OPTIONS_INIT;
+	kt_test_str out = {0};
+	char last[KT_PATH_MAX + 1];
+	size_t got;
+
+	o.flags = flags;
+	o.limit = limit;
+	kt_test_str_add(&out, "", 0);
+	do {
+		kt_iter *it = NULL;
+		const kt_entry *e;
+		int rc;
+
+		ok(kt_find_opts_new(&it, s, prefix, &o));
+		got = 0;
+		while ((rc = kt_iter_next(&e, it)) == 0) {
+			kt_test_str_add(&out, e->name, e->name_len);
+			kt_test_str_add(&out, " ", 1);
+			assert_true(e->name_len <= KT_PATH_MAX);
+			memcpy(last, e->name, e->name_len + 1);
+			got++;
+		}
+		assert_int_equal(rc, KT_ITEROVER);
+		assert_true(got <= limit);
+		kt_iter_free(it);
+		o.after = last;
+	} while (got == limit);
+	return out.p;
+}
+
+static void test_find__pages_add_up_to_the_whole(void **state)
+{
+	kt_store *s = store_of(state);
+	static const struct {
+		const char *prefix;
+		unsigned int flags;
+	} finds[] = {
+		{"/", 0},
+		{"/cust-1/ord", 0},
+		{"/cust-1", KT_FIND_SUBTREE},
+		{"/cust-1/ord", KT_FIND_SUBTREE | KT_FIND_ITEMS},
+		{"/cust", KT_FIND_ITEMS},
+	};
+	size_t i, limit;
+
+	make_customers(s);
+	for (i = 0; i < sizeof(finds) / sizeof(finds[0]); i++) {
+		char *whole = find_all(s, finds[i].prefix, finds[i].flags);
+		assert_true(strlen(whole) > 0);
+		for (limit = 1; limit <= 4; limit++) {
+			char *paged = find_paged(s, finds[i].prefix,
+						 finds[i].flags, limit);
+			if (strcmp(whole, paged) != 0)
+				fail_msg("find '%s' 0x%x in pages of %zu: '%s', "
+					 "whole: '%s'", finds[i].prefix,
+					 finds[i].flags, limit, paged, whole);
+			free(paged);
+		}
+		free(whole);
+	}
+}
+
+/* A token stays good when its node goes, or when nodes come and go around
+ * it: the next page starts right after it. */
+static void test_find__token_survives_changes(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_find_options o = KT_FIND_OPTIONS_INIT;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+
+	put_str(s, "/t/a", "v");
+	put_str(s, "/t/b/deep", "v");
+	put_str(s, "/t/c", "v");
+	o.flags = KT_FIND_SUBTREE;
+	o.limit = 3; /* /t, /t/a, /t/b */
+	o.after = "/t/b";
+	ok(kt_delete(s, "/t/b", KT_DELETE_RECURSIVE));
+	put_str(s, "/t/a2", "v");   /* before the token: not on this page */
+	put_str(s, "/t/b0", "v");   /* after it */
+	ok(kt_find_opts_new(&it, s, "/t", &o));
+	ok(kt_iter_next(&e, it));
+	assert_string_equal(e->name, "/t/b0");
+	ok(kt_iter_next(&e, it));
+	assert_string_equal(e->name, "/t/c");
+	assert_int_equal(kt_iter_next(&e, it), KT_ITEROVER);
+	kt_iter_free(it);
+
+	/* After the subtree's top: its descendants, not the top again. */
+	o.after = "/t";
+	o.limit = 1;
+	ok(kt_find_opts_new(&it, s, "/t", &o));
+	ok(kt_iter_next(&e, it));
+	assert_string_equal(e->name, "/t/a");
+	assert_int_equal(kt_iter_next(&e, it), KT_ITEROVER);
+	kt_iter_free(it);
+}
+
+static void test_find__bad_options(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_find_options o = KT_FIND_OPTIONS_INIT;
+	kt_iter *it = NULL;
+
+	put_str(s, "/a/x", "v");
+	put_str(s, "/b/y", "v");
+	o.after = "/b/y"; /* a token of another find */
+	assert_int_equal(kt_find_opts_new(&it, s, "/a", &o), KT_EINVAL);
+	assert_null(it);
+	assert_non_null(strstr(kt_errmsg(), "/b/y"));
+	o.after = "/a/x/"; /* not canonical */
+	assert_int_equal(kt_find_opts_new(&it, s, "/a", &o), KT_EINVAL);
+	o.after = "a/x"; /* not a path */
+	assert_int_equal(kt_find_opts_new(&it, s, "/a", &o), KT_EINVAL);
+	o.after = NULL;
+	o.version = KT_FIND_OPTIONS_VERSION + 1;
+	assert_int_equal(kt_find_opts_new(&it, s, "/a", &o), KT_EINVAL);
+	o.version = KT_FIND_OPTIONS_VERSION;
+	o.flags = 0x80;
+	assert_int_equal(kt_find_opts_new(&it, s, "/a", &o), KT_EINVAL);
+	/* NULL options: a plain find. */
+	ok(kt_find_opts_new(&it, s, "/a", NULL));
+	kt_iter_free(it);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +565,9 @@ int main(void)
 		T(test_find__link_in_parent_followed),
 		T(test_find__subtree_of_link_is_the_link),
 		T(test_find__deleted_nodes_gone),
+		T(test_find__pages_add_up_to_the_whole),
+		T(test_find__token_survives_changes),
+		T(test_find__bad_options),
 #undef T
 	};
 

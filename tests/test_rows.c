@@ -677,6 +677,75 @@ static void test_rows__scan_prefix(void **state)
 /* A prefix ending in 0xff bytes covers exactly the partitions that start
  * with it (the range's end cannot be found by incrementing the last
  * byte). */
+/* A prefix scan that resumes after a partition (a find's continuation):
+ * that partition is left out, the ones it is a prefix of are not, and a
+ * bound outside the prefix's range gives all or nothing. */
+static void test_rows__scan_prefix_after(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__scan how = scan_of(L("a"), KT__SCAN_PREFIX | KT__SCAN_AFTER);
+	kt__snap *s;
+	batch b = {0};
+
+	b_put(&b, L("ab"), L(""), L("2"));
+	b_put(&b, L("b"), L(""), L("4"));
+	b_put(&b, L("a"), L("\xff\xff"), L("1"));
+	b_put(&b, L("a"), L(""), L("0"));
+	b_put(&b, L("a\x01"), L("x"), L("5"));
+	b_put(&b, L("ab"), L("c"), L("3"));
+	b_put(&b, L("abd"), L(""), L("7"));
+	b_put(&b, L("`"), L("z"), L("6"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+
+	how.after = L("a");
+	assert_scan(r, NULL, &how, "a\\x01/x=5 ab/=2 ab/c=3 abd/=7");
+	how.after = L("a\x01");
+	assert_scan(r, NULL, &how, "ab/=2 ab/c=3 abd/=7");
+	how.after = L("aa"); /* no such partition: what follows it */
+	assert_scan(r, NULL, &how, "ab/=2 ab/c=3 abd/=7");
+	how.after = L("ab");
+	assert_scan(r, NULL, &how, "abd/=7");
+	how.after = L("abd");
+	assert_scan(r, NULL, &how, "");
+	how.after = L("`"); /* before the prefix: all of it */
+	assert_scan(r, NULL, &how,
+		    "a/=0 a/\\xff\\xff=1 a\\x01/x=5 ab/=2 ab/c=3 abd/=7");
+	how.after = L("b"); /* past it: nothing */
+	assert_scan(r, NULL, &how, "");
+	how.part = L("");
+	how.after = L("ab");
+	assert_scan(r, NULL, &how, "abd/=7 b/=4");
+
+	/* As a condition: a row added after the bound fails the commit,
+	 * one added before it does not on an engine with exact
+	 * conditions. */
+	how.part = L("a");
+	how.after = L("a\x01");
+	s = snap_take(r);
+	fix(r, s);
+	{
+		kt__cursor *c = NULL;
+		kt__row row;
+		int rc;
+		expect_rc(r->ops->scan(&c, r, s, &how), 0);
+		while ((rc = r->ops->next(c, &row)) == 0)
+			;
+		expect_rc(rc, KT_ITEROVER);
+		r->ops->cursor_free(c);
+	}
+	put(r, L("a"), L("new"), L("8"));
+	memset(&b, 0, sizeof(b));
+	b_scan(&b, &how, 3, 1);
+	b_put(&b, L("w"), L(""), L("1"));
+	expect_rc(b_commit(r, &b, s), EXACT_OK);
+	put(r, L("ab"), L("d"), L("9"));
+	memset(&b, 0, sizeof(b));
+	b_scan(&b, &how, 3, 1);
+	b_put(&b, L("w"), L(""), L("2"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	r->ops->snapshot_free(r, s);
+}
+
 static void test_rows__scan_prefix_ff(void **state)
 {
 	kt__rows *r = rows_of(state);
@@ -1417,6 +1486,7 @@ int main(int argc, char **argv)
 		T(test_rows__scan_from),
 		T(test_rows__id_partition),
 		T(test_rows__scan_prefix),
+		T(test_rows__scan_prefix_after),
 		T(test_rows__scan_prefix_ff),
 		T(test_rows__binary_sort_keys),
 		T(test_rows__snapshot_isolation),

@@ -347,22 +347,34 @@ int cmd_find(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
-		{"all", no_argument, NULL, 'a'}, OPT_HELP, OPT_END};
+		{"all", no_argument, NULL, 'a'},
+		{"after", required_argument, NULL, 'A'},
+		{"limit", required_argument, NULL, 'n'}, OPT_HELP, OPT_END};
+	kt_find_options fo = KT_FIND_OPTIONS_INIT;
 	kt_store *st = NULL;
 	kt_iter *it = NULL;
 	const kt_entry *e;
-	char *prefix;
+	char *prefix, *after = NULL;
 	json_t *obj;
 	int c, rc, json = 0;
-	unsigned int flags = KT_FIND_ITEMS;
 
+	fo.flags = KT_FIND_ITEMS;
 	while ((c = getopt_long(argc, argv, ":ha", opts, NULL)) != -1) {
-		if (c == 'j')
+		if (c == 'j') {
 			json = 1;
-		else if (c == 'a')
-			flags = 0; /* directories and links too */
-		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
+		} else if (c == 'a') {
+			fo.flags = 0; /* directories and links too */
+		} else if (c == 'A') {
+			after = optarg;
+		} else if (c == 'n') {
+			if (cli_parse_size(&fo.limit, optarg) != 0 ||
+			    fo.limit == 0)
+				return cli_usage(argv[0], "--limit needs a "
+						 "positive count, not '%s'",
+						 optarg);
+		} else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0) {
 			return rc;
+		}
 	}
 	if (argc - optind < 1)
 		return cli_usage(argv[0], "missing PREFIX");
@@ -372,7 +384,9 @@ int cmd_find(int argc, char **argv)
 	if ((rc = cli_open(&st, 0)) != CLI_OK)
 		return rc;
 	prefix = cli_path(argv[optind]);
-	if ((rc = kt_find_new(&it, st, prefix, flags)) < 0) {
+	if (after != NULL)
+		fo.after = after = cli_path(after);
+	if ((rc = kt_find_opts_new(&it, st, prefix, &fo)) < 0) {
 		rc = cli_fail(prefix, rc);
 		goto out;
 	}
@@ -402,5 +416,6 @@ out:
 	kt_iter_free(it);
 	kt_close(st);
 	free(prefix);
+	free(after);
 	return rc;
 }

@@ -56,12 +56,16 @@ static const cli_command commands[] = {
 	 "  --json         one JSON object per entry\n"},
 	{"tree", cmd_tree, "tree [PATH]",
 	 "Draw the subtree at PATH (default /) like tree(1).\n"},
-	{"find", cmd_find, "find [-a] [--json] PREFIX",
+	{"find", cmd_find, "find [-a] [--json] [--after PATH] [--limit N] PREFIX",
 	 "Print every item whose path starts with PREFIX at a component start\n"
-	 "(\"/a/b\" finds /a/b, /a/b/c and /a/bc), one path per line.\n"
+	 "(\"/a/b\" finds /a/b, /a/b/c and /a/bc), one path per line, a node\n"
+	 "before its descendants.\n"
 	 "\n"
-	 "  -a, --all  directories and links too, not only items\n"
-	 "  --json     one JSON object per node\n"},
+	 "  -a, --all       directories and links too, not only items\n"
+	 "  --after PATH    start after PATH, the last path of the page before\n"
+	 "                  (paging; it need not exist any more)\n"
+	 "  --limit N       at most N paths\n"
+	 "  --json          one JSON object per node\n"},
 	{"mkdir", cmd_mkdir, "mkdir [-p] PATH",
 	 "Make a directory.  If PATH is an item, it becomes an item that is\n"
 	 "also a directory (item+dir): it keeps its value and can now hold\n"

@@ -1150,6 +1150,41 @@ KT_EXTERN void kt_iter_free(kt_iter *iter);
  */
 KT_EXTERN int kt_find_new(kt_iter **out, kt_store *store, const char *prefix,
 			  unsigned int flags);
+
+#define KT_FIND_OPTIONS_VERSION 1
+
+/** Flags and paging for kt_find_opts_new(). */
+typedef struct kt_find_options {
+	unsigned int version; /**< KT_FIND_OPTIONS_VERSION */
+	unsigned int flags;   /**< KT_FIND_* */
+	const char *after;    /**< the continuation token: resume after this
+				 path, the name of the last entry of the
+				 previous page (NULL: at the start) */
+	size_t limit;         /**< at most this many entries; 0: no limit */
+} kt_find_options;
+
+#define KT_FIND_OPTIONS_INIT {KT_FIND_OPTIONS_VERSION, 0, NULL, 0}
+
+/**
+ * kt_find_new() in pages.  With @p opts->limit, the iteration ends after
+ * that many entries; the next page is a new iteration with @p opts->after
+ * set to the name of the last entry returned.  It resumes exactly after
+ * that path in the find's order (the byte order of the rows, the same on
+ * every engine: a node, then its descendants, then the next sibling's),
+ * whether or not the node is still there: every node present from the
+ * first page to the last is returned exactly once, in order, one added or
+ * removed between pages may or may not be.  With KT_FIND_SUBTREE the node
+ * at @p prefix is returned first, on the first page only.  A page reads
+ * only what it returns (on RADOS, the partitions after the token, many in
+ * flight at once), so a long find can be spread over many calls, processes
+ * or hosts.  @p opts NULL is a find without flags or paging.
+ * @return as kt_find_new(), and KT_EINVAL for options of another version,
+ *   unknown flags, or an @p after that is not a path or does not lie under
+ *   @p prefix (a token from another find).
+ */
+KT_EXTERN int kt_find_opts_new(kt_iter **out, kt_store *store,
+			       const char *prefix,
+			       const kt_find_options *opts);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */

@@ -26,6 +26,7 @@ struct kt_iter {
 	kt__buf pre;     /* find: the partition prefix scanned */
 	size_t name_off; /* find: bytes of pre that are whole components */
 	kt__buf self;    /* find SUBTREE: the node itself, reported first */
+	kt__buf tok;     /* find: the partition of opts->after */
 	int self_pending;
 	kt_entry e;
 	int over;
@@ -60,6 +61,7 @@ void kt_iter_free(kt_iter *it)
 	kt__buf_free(&it->name);
 	kt__buf_free(&it->pre);
 	kt__buf_free(&it->self);
+	kt__buf_free(&it->tok);
 	free(it);
 }
 
@@ -144,16 +146,51 @@ int kt_iter_new(kt_iter **out, kt_store *st, const char *path,
 int kt_find_new(kt_iter **out, kt_store *st, const char *prefix,
 		unsigned int flags)
 {
+	kt_find_options o = KT_FIND_OPTIONS_INIT;
+
+	o.flags = flags;
+	return kt_find_opts_new(out, st, prefix, &o);
+}
+
+/* A find resumes after the partition of opts->after: check that it is a
+ * path under the find's range, and keep its partition in it->tok. */
+static int find_token(kt_iter *it, const char *after)
+{
+	char a[KT__SHOWSZ];
+	kt__buf *t = &it->tok;
+	int rc;
+
+	if ((rc = kt__path_check(&it->st->delim, after, "find")) != 0)
+		return rc;
+	if ((rc = kt__enc_node(t, &it->st->delim, after, strlen(after))) != 0)
+		return rc;
+	if ((it->flags & KT_FIND_SUBTREE) && t->len == it->self.len &&
+	    memcmp(t->p, it->self.p, t->len) == 0)
+		return 0; /* the node itself: its descendants follow */
+	if (t->len >= it->pre.len && memcmp(t->p, it->pre.p, it->pre.len) == 0)
+		return 0;
+	return kt__err(KT_EINVAL, "find: the continuation '%s' is not under "
+		       "the prefix (a token of another find?)",
+		       SHOW(a, after));
+}
+
+int kt_find_opts_new(kt_iter **out, kt_store *st, const char *prefix,
+		     const kt_find_options *opts)
+{
 	char a[KT__SHOWSZ];
 	kt_iter *it = NULL;
 	kt__scan how;
 	kt__res r;
 	size_t len, plen;
+	unsigned int flags = opts != NULL ? opts->flags : 0;
 	int rc;
 
-	if (out == NULL || st == NULL)
+	if (out == NULL || st == NULL || prefix == NULL)
 		return kt__err(KT_EINVAL, "find: NULL argument");
 	*out = NULL;
+	if (opts != NULL && opts->version != KT_FIND_OPTIONS_VERSION)
+		return kt__err(KT_EINVAL, "find: options version %u, expected "
+			       "%d", opts->version, KT_FIND_OPTIONS_VERSION);
 	if (flags & ~3u)
 		return kt__err(KT_EINVAL, "find: unknown flags 0x%x", flags);
 	if ((rc = kt__path_check(&st->delim, prefix, "find")) != 0)
@@ -203,6 +240,16 @@ int kt_find_new(kt_iter **out, kt_store *st, const char *prefix,
 		}
 	}
 	how.part = kt__slb(&it->pre);
+	if (rc == 0 && opts != NULL) {
+		it->limit = opts->limit;
+		if (opts->after != NULL && (rc = find_token(it, opts->after)) ==
+						   0) {
+			/* The node itself came first, on an earlier page. */
+			it->self_pending = 0;
+			how.flags |= KT__SCAN_AFTER;
+			how.after = kt__slb(&it->tok);
+		}
+	}
 	if (rc == 0)
 		rc = start_scan(it, &how);
 	if (rc != 0) {
@@ -349,6 +396,7 @@ int kt_iter_next(const kt_entry **entry, kt_iter *it)
 			rc = find_entry(it, kt__slb(&it->self), kt__slb(&v));
 			kt__buf_free(&v);
 			if (rc == 0) {
+				it->count++; /* a page's limit counts it */
 				*entry = &it->e;
 				return 0;
 			}

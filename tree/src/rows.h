@@ -116,7 +116,10 @@ typedef struct kt__commit {
 
 #define KT__SCAN_PREFIX 0x01u  /* every partition starting with part */
 #define KT__SCAN_REVERSE 0x02u /* descending (single partition only) */
-#define KT__SCAN_AFTER 0x04u   /* single partition: sort keys after 'after' */
+#define KT__SCAN_AFTER 0x04u   /* single partition: sort keys after 'after';
+				 * with KT__SCAN_PREFIX: the partitions
+				 * after partition key 'after' (that one
+				 * excluded, those it is a prefix of not) */
 #define KT__SCAN_FROM 0x08u    /* single partition: sort keys >= 'from' */
 
 typedef struct kt__rows_ops {

@@ -141,6 +141,17 @@ static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 	return rc;
 }
 
+/* Byte order of two strings, a proper prefix first. */
+static int memcmp_len(const char *a, size_t al, const char *b, size_t bl)
+{
+	size_t n = al < bl ? al : bl;
+	int c = n > 0 ? memcmp(a, b, n) : 0;
+
+	if (c != 0)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
 static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		    const kt__scan *how)
 {
@@ -164,6 +175,20 @@ static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 			c->hi.len--;
 		if (rc == 0 && c->hi.len > 0)
 			c->hi.p[c->hi.len - 1]++;
+		/* After partition X: from X||01, past every key X||00||sort
+		 * of X and before those of partitions X is a prefix of. */
+		if (rc == 0 && (how->flags & KT__SCAN_AFTER)) {
+			kt__buf a = {0};
+			if ((rc = kt__buf_set(&a, how->after.p,
+					      how->after.len)) == 0 &&
+			    (rc = kt__buf_addc(&a, '\1')) == 0 &&
+			    memcmp_len(a.p, a.len, c->lo.p, c->lo.len) > 0) {
+				kt__buf_free(&c->lo);
+				c->lo = a;
+				memset(&a, 0, sizeof(a));
+			}
+			kt__buf_free(&a);
+		}
 	} else {
 		if (how->flags & KT__SCAN_FROM)
 			rc = key_make(&c->lo, how->part, how->from);

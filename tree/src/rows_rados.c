@@ -1355,6 +1355,7 @@ struct kt__cursor {
 	int loaded;       /* the partition's first page is in */
 	/* Prefix scans: the catalog. */
 	kt__buf catoid, catprefix;
+	kt__buf catafter; /* a prefix scan's AFTER: its catalog key */
 	oread cat;
 	size_t catpos;
 	int catloaded;
@@ -1572,7 +1573,7 @@ static int cur_next_part(kt__cursor *c)
 				return rc;
 			q.after = c->key.p;
 		} else {
-			q.after = "";
+			q.after = c->catafter.len > 0 ? c->catafter.p : "";
 		}
 		if ((rc = oread_do(c->e, c->snap, c->catoid.p, &q, &c->cat)) !=
 		    0)
@@ -1620,6 +1621,13 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	} else if (how->flags & KT__SCAN_PREFIX) {
 		if ((rc = name_of(&c->catoid, e, "!cat")) == 0)
 			rc = okey(&c->catprefix, how->part);
+		/* After partition X: catalog keys after X's (those of the
+		 * partitions X is a prefix of follow it).  The bound is the
+		 * catalog's, not the rows'. */
+		if (rc == 0 && (how->flags & KT__SCAN_AFTER)) {
+			rc = okey(&c->catafter, how->after);
+			c->flags &= ~KT__SCAN_AFTER;
+		}
 	} else {
 		if ((rc = kt__buf_set(&c->part, how->part.p, how->part.len)) ==
 		    0)
@@ -1695,6 +1703,7 @@ static void rad_cursor_free(kt__cursor *c)
 	oread_clear(&c->page);
 	kt__buf_free(&c->catoid);
 	kt__buf_free(&c->catprefix);
+	kt__buf_free(&c->catafter);
 	oread_clear(&c->cat);
 	kt__buf_free(&c->key);
 	free(c);

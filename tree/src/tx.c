@@ -635,7 +635,10 @@ static int ov_in(const kt__txw *w, const kt__scan *how)
 
 	if (how->flags & KT__SCAN_PREFIX)
 		return w->plen >= how->part.len &&
-		       memcmp(w->key, how->part.p, how->part.len) == 0;
+		       memcmp(w->key, how->part.p, how->part.len) == 0 &&
+		       (!(how->flags & KT__SCAN_AFTER) ||
+			key_cmp(w->key, w->plen, how->after.p,
+				how->after.len) > 0);
 	if (w->plen != how->part.len ||
 	    memcmp(w->key, how->part.p, w->plen) != 0)
 		return 0;
