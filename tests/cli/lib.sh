@@ -2,22 +2,115 @@
 # functions t_<name> and ends with `run_case "$@"`; CTest runs one case per
 # test (tools/CMakeLists.txt finds them by the t_<name>() lines).
 #
+# KT_CLI_ENGINE chooses the engine of the stores a case makes: leveldb
+# (the default) makes $KEYTREE_STORE a directory in the case's temporary
+# directory $TMP; rados makes it a new tree, rados:keytree/cli-PID-RANDOM,
+# in the cluster KEYTREE_CEPH_CONF names (CTest's `ceph` fixture).  A case
+# that needs a further store takes its location from `store_at NAME`, a
+# directory in $TMP or a tree rados:keytree/cli-PID-RANDOM-NAME; every
+# RADOS tree of the case is destroyed (`keytree destroy --yes`) on exit,
+# and one that cannot be is a failure.  What only makes sense on one
+# engine says so: a whole case starts with `engine_only ENGINE REASON`,
+# which on the other engine prints "skip: REASON" and exits 77 (CTest's
+# SKIP_RETURN_CODE, so the case shows as skipped, not passed); a part of a
+# case runs under `if engine_is ENGINE REASON; then ... fi`, which prints
+# "skip - REASON" on the other engine.
+#
 # Environment from CTest: KT_BIN (the keytree binary), KT_ROWS (the LevelDB
-# row helper), KT_SRC (the source tree).
+# row helper), KT_SRC (the source tree), KT_CLI_ENGINE, and for rados
+# KEYTREE_CEPH_CONF.
 set -euo pipefail
 
 : "${KT_BIN:?KT_BIN must name the keytree binary}"
 : "${KT_ROWS:?KT_ROWS must name the row helper}"
 
+KT_CLI_ENGINE=${KT_CLI_ENGINE:-leveldb}
+case $KT_CLI_ENGINE in
+leveldb) ;;
+rados)
+	: "${KEYTREE_CEPH_CONF:?KT_CLI_ENGINE=rados needs KEYTREE_CEPH_CONF}"
+	if [ ! -f "$KEYTREE_CEPH_CONF" ]; then
+		echo "FAIL: KEYTREE_CEPH_CONF: no file $KEYTREE_CEPH_CONF" >&2
+		exit 1
+	fi
+	export KEYTREE_CEPH_CONF
+	;;
+*)
+	echo "FAIL: KT_CLI_ENGINE is '$KT_CLI_ENGINE'; use leveldb or rados" >&2
+	exit 1
+	;;
+esac
+
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kt-cli.XXXXXX")
+# The RADOS trees made, one location a line; beside $TMP, not in it, so
+# that a case can require $TMP to hold only what it made itself.
+KT_CLI_TREES=$TMP.trees
+KT_CLI_TREE=cli-$$-$RANDOM$RANDOM
+
+# store_at NAME: the location of a store named NAME for this case, on this
+# run's engine; nothing is made.
+store_at() {
+	if [ "$KT_CLI_ENGINE" = rados ]; then
+		echo "rados:keytree/$KT_CLI_TREE-$1" >>"$KT_CLI_TREES"
+		echo "rados:keytree/$KT_CLI_TREE-$1"
+	else
+		echo "$TMP/$1"
+	fi
+}
+
+# drop_store: remove the store $KEYTREE_STORE names, if there is one.
+drop_store() {
+	if [ "$KT_CLI_ENGINE" = rados ]; then
+		"$KT_BIN" destroy --yes 2>/dev/null || true
+	else
+		rm -rf "$KEYTREE_STORE"
+	fi
+}
+
 cleanup() {
+	local rc=$? t
+	trap - EXIT
+	cd /
+	# memstore OSDs keep every object in RAM: the trees go.  One the
+	# case never made is no error; one that stays is.
+	if [ -f "$KT_CLI_TREES" ]; then
+		while read -r t; do
+			if ! "$KT_BIN" -s "$t" destroy --yes 2>"$TMP.destroy" \
+				</dev/null && ! grep -q ": no tree '" "$TMP.destroy"; then
+				echo "FAIL: keytree -s $t destroy --yes: $(cat "$TMP.destroy")" >&2
+				rc=1
+			fi
+		done < <(sort -u "$KT_CLI_TREES")
+	fi
 	chmod -R u+rwx "$TMP" 2>/dev/null || true
-	rm -rf "$TMP"
+	rm -rf "$TMP" "$KT_CLI_TREES" "$TMP.destroy"
+	exit "$rc"
 }
 trap cleanup EXIT
-export KEYTREE_STORE="$TMP/store"
+if [ "$KT_CLI_ENGINE" = rados ]; then
+	echo "rados:keytree/$KT_CLI_TREE" >>"$KT_CLI_TREES"
+	export KEYTREE_STORE="rados:keytree/$KT_CLI_TREE"
+else
+	export KEYTREE_STORE="$TMP/store"
+fi
 OUT="$TMP/out"
 ERR="$TMP/err"
+
+# engine_is ENGINE REASON: true on ENGINE; on the other engine false,
+# after a line saying which part of the case is left out and why.
+engine_is() {
+	[ "$KT_CLI_ENGINE" = "$1" ] && return 0
+	echo "skip - $2 (only on $1; this run: $KT_CLI_ENGINE)"
+	return 1
+}
+
+# engine_only ENGINE REASON: the case applies to ENGINE only; on the
+# other it is reported skipped (status 77) with REASON.
+engine_only() {
+	[ "$KT_CLI_ENGINE" = "$1" ] && return 0
+	echo "skip: $2 (only on $1; this run: $KT_CLI_ENGINE)"
+	exit 77
+}
 
 # The default delimiter, U+00A6, and the partition bytes of the root.
 D=$'\xc2\xa6'

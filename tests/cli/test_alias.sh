@@ -250,7 +250,7 @@ assert recs[paths.index("/sym")]["kind"] == "link"
 assert recs[paths.index("/sym2")] == {"path": "/sym2", "kind": "alias", "of": "/sym"}
 assert len(recs) == 9, paths
 PY
-	export KEYTREE_STORE="$TMP/copy"
+	KEYTREE_STORE=$(store_at copy)
 	new_store
 	run_in 0 "$TMP/d1" kt load
 	err_empty
@@ -270,13 +270,13 @@ PY
 	run 0 kt dump /z
 	if grep -q alias "$OUT"; then fail "alias record in /z"; fi
 	cp "$OUT" "$TMP/sub"
-	export KEYTREE_STORE="$TMP/sub-store"
+	KEYTREE_STORE=$(store_at sub-store)
 	new_store
 	run_in 0 "$TMP/sub" kt load
 	eq "$(links_of /z/item)" 1 "one path in the subtree"
 	# A dump loaded again merges: an alias already there is kept.  (A
 	# symbolic link is not: a link in the way fails a load.)
-	export KEYTREE_STORE="$TMP/merge"
+	KEYTREE_STORE=$(store_at merge)
 	new_store
 	kt put /p one
 	kt ln /p /q

@@ -1,9 +1,30 @@
 #!/usr/bin/env bash
 # check, check --repair and stats, on clean stores and on stores damaged by
-# writing LevelDB rows directly (kt_cli_rows; rows per docs/FORMAT.md).
+# writing rows directly, under keytree (rows per docs/FORMAT.md).
 . "$(dirname "$0")/lib.sh"
 
-rows() { "$KT_ROWS" "$KEYTREE_STORE" "$@"; }
+# rows has|del|put PART SORT [VALUE]: the row (PART, SORT) of the store:
+# exit 0 if it exists (has), delete it, or write VALUE.  On LevelDB through
+# kt_cli_rows; on RADOS through the rados tool, as the omap key "." SORT of
+# the object TREE/PART (no byte 00 or 01 here, which esc() would change).
+rows() {
+	if [ "$KT_CLI_ENGINE" = leveldb ]; then
+		"$KT_ROWS" "$KEYTREE_STORE" "$@"
+		return
+	fi
+	command -v rados >/dev/null || {
+		echo "skip: no rados tool to damage a tree with"
+		exit 77
+	}
+	local r=(timeout 60 rados -c "$KEYTREE_CEPH_CONF" -p keytree)
+	local obj=${KEYTREE_STORE#rados:keytree/}/$2 key=.$3
+	case $1 in
+	has) "${r[@]}" getomapval "$obj" "$key" >/dev/null 2>&1 ;;
+	del) "${r[@]}" rmomapkey "$obj" "$key" ;;
+	put) "${r[@]}" setomapval "$obj" "$key" "$4" ;;
+	*) fail "rows: unknown operation '$1'" ;;
+	esac
+}
 
 fill() {
 	new_store

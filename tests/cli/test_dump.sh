@@ -29,7 +29,7 @@ t_round_trip() {
 	run 0 kt dump
 	cp "$OUT" "$TMP/d1"
 	err_empty
-	export KEYTREE_STORE="$TMP/copy"
+	KEYTREE_STORE=$(store_at copy)
 	new_store
 	run_in 0 "$TMP/d1" kt load
 	run 0 kt dump
@@ -74,7 +74,7 @@ t_subtree() {
 	[ "$(wc -l <"$OUT")" -eq 5 ] || fail "header, 3 records, end"
 	sed -n 2p "$OUT" | grep -q '"path":"/bin"' || fail "the subtree first"
 	cp "$OUT" "$TMP/sub"
-	export KEYTREE_STORE="$TMP/copy"
+	KEYTREE_STORE=$(store_at copy)
 	new_store
 	run_in 0 "$TMP/sub" kt load
 	run 0 kt find --all /
@@ -87,7 +87,7 @@ t_times_and_modes() {
 	run 0 kt dump
 	sed 's/"mode":420/"mode":384/; s/"mtime":[0-9]*/"mtime":1000000000123456789/' \
 		"$OUT" >"$TMP/d"
-	export KEYTREE_STORE="$TMP/copy"
+	KEYTREE_STORE=$(store_at copy)
 	new_store
 	run_in 0 "$TMP/d" kt load
 	run 0 kt stat --json /plain
@@ -101,8 +101,8 @@ t_times_and_modes() {
 # a message naming line LINE, and leave the store as it was.
 load_rejected() {
 	local d=$1 line=$2
-	export KEYTREE_STORE="$TMP/copy"
-	rm -rf "$KEYTREE_STORE"
+	KEYTREE_STORE=$(store_at copy)
+	drop_store
 	new_store
 	kt put /before 1
 	kt dump >"$TMP/pre"
@@ -156,7 +156,7 @@ t_truncated() {
 t_commit_failure_names_line() {
 	fill
 	kt dump >"$TMP/d"
-	export KEYTREE_STORE="$TMP/copy"
+	KEYTREE_STORE=$(store_at copy)
 	new_store
 	# An item where the dump has a link: the batch fails at that record.
 	kt put /links/rel occupied

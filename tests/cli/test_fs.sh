@@ -74,7 +74,7 @@ t_xattrs() {
 	mkdir -p "$TMP/src/d"
 	echo v >"$TMP/src/f"
 	if ! setfattr -n user.color -v red "$TMP/src/f" 2>/dev/null; then
-		echo "user xattrs not supported on $TMP" >&2
+		echo "skip: user xattrs not supported on $TMP"
 		exit 77
 	fi
 	printf -v bin 'a\001b'
@@ -95,10 +95,28 @@ t_xattrs() {
 		fail "binary xattr exported"
 }
 
+# /usr/share/doc, or on RADOS a part of it: a node there costs a few round
+# trips and the whole (about 6,000 entries) takes over two minutes.  The
+# part is its first directories in name order, KT_CLI_DOC_ENTRIES entries
+# or a little more (default: 600 on RADOS, all on LevelDB).
 t_usr_share_doc() {
-	[ -d /usr/share/doc ] || exit 77
+	[ -d /usr/share/doc ] || { echo "skip: no /usr/share/doc"; exit 77; }
+	local limit=${KT_CLI_DOC_ENTRIES:-} n=0 d
+	if [ -z "$limit" ] && [ "$KT_CLI_ENGINE" = rados ]; then
+		limit=600
+	fi
 	# A snapshot: apt may change /usr/share/doc while the test runs.
-	cp -a /usr/share/doc "$TMP/src"
+	if [ -z "$limit" ]; then
+		cp -a /usr/share/doc "$TMP/src"
+	else
+		mkdir "$TMP/src"
+		for d in /usr/share/doc/*; do
+			[ "$n" -lt "$limit" ] || break
+			cp -a "$d" "$TMP/src/"
+			n=$((n + $(find "$d" | wc -l)))
+		done
+		echo "note: $n of the $(find /usr/share/doc -mindepth 1 | wc -l) entries of /usr/share/doc"
+	fi
 	new_store
 	run 0 kt import "$TMP/src" /doc
 	run 0 kt export /doc "$TMP/doc"

@@ -3,7 +3,7 @@
 # the culprit (path, id, dump line); no library call names ("id_path:",
 # "put '/a':", "batch operation 2 (put):") and no bare LevelDB text
 # ("read: Corruption: ...") at their head.  A refused command leaves the
-# store as it was.
+# store as it was.  The damaged-file cases are LevelDB's only.
 . "$(dirname "$0")/lib.sh"
 
 # flip FILE OFFSET: invert one byte of FILE.
@@ -33,6 +33,7 @@ t_unknown_id() {
 }
 
 t_damaged_table() {
+	engine_only leveldb "it damages a LevelDB table file of the store directory"
 	local table size
 	damaged_store
 	table=$(ls -S "$KEYTREE_STORE"/*.ldb | head -n 1)
@@ -53,6 +54,7 @@ t_damaged_table() {
 }
 
 t_damaged_manifest() {
+	engine_only leveldb "it damages the LevelDB MANIFEST of the store directory"
 	local manifest size
 	damaged_store
 	manifest=$(ls "$KEYTREE_STORE"/MANIFEST-*)

@@ -6,7 +6,10 @@
 # on_tty CMD: run CMD (a shell string) with stdout and stderr on a pty;
 # what the terminal showed goes to $OUT.
 on_tty() {
-	command -v script >/dev/null || exit 77
+	command -v script >/dev/null || {
+		echo "skip: no script(1) to give a terminal"
+		exit 77
+	}
 	script -qec "$1" /dev/null >"$OUT" </dev/null ||
 		fail "'$1' failed on a terminal"
 }
@@ -29,8 +32,10 @@ t_shown_on_terminal() {
 	on_tty "'$KT_BIN' dump /x"
 	grep -aEq 'dump: [0-9]+/7 nodes' "$OUT" || fail "dump"
 	kt dump >"$TMP/d"
-	on_tty "KEYTREE_STORE='$TMP/s2' '$KT_BIN' init &&
-		KEYTREE_STORE='$TMP/s2' '$KT_BIN' load <'$TMP/d'"
+	local s2
+	s2=$(store_at s2)
+	on_tty "KEYTREE_STORE='$s2' '$KT_BIN' init &&
+		KEYTREE_STORE='$s2' '$KT_BIN' load <'$TMP/d'"
 	grep -aEq 'load: [0-9]+/[0-9]+ lines' "$OUT" || fail "load"
 	# check counts the store's path rows: the node rows of /x, /x/d and
 	# its 5 files, and their 7 index rows.

@@ -177,7 +177,7 @@ t_dump_load() {
 	grep -q '"path":"/s","kind":"special","type":"socket","mode"' "$TMP/d1" ||
 		fail "the dump record of a socket"
 	grep -q '"type":"fifo","rdev"' "$TMP/d1" && fail "a FIFO with rdev"
-	export KEYTREE_STORE="$TMP/copy"
+	KEYTREE_STORE=$(store_at copy)
 	new_store
 	run_in 0 "$TMP/d1" kt load
 	run 0 kt dump
