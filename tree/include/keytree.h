@@ -73,7 +73,8 @@
  * against every other mutation, from any process; it commits whole or not
  * at all, also when its process is killed (a commit cut short is rolled
  * forward or back by the next client that meets it, after at most the
- * lease, 3 s by default); and every call that reads without changing
+ * lease, 3 s by default, or for a commit over thousands of objects its
+ * budget, which grows with its size: docs/FORMAT.md §14); and every call that reads without changing
  * anything (kt_get, kt_read, kt_stat, kt_readlink, kt_attr_get, the kt_id_
  * and _at readers, kt_orphan_stat and _read, kt_stats), like every
  * mutation that fails, answers from what the store held at one moment,
@@ -98,7 +99,10 @@
  * for a call that read several), one guarded operation for a mutation
  * that touches one partition, three round trips for one that touches
  * several (its objects are updated after it returns; docs/FORMAT.md §14,
- * docs/PERFORMANCE.md).
+ * docs/PERFORMANCE.md); a find or a walk of a subtree reads up to 32
+ * partitions at once.  Limit on RADOS: one mutation (a put, a batch, a
+ * rename or recursive delete) carries at most 64 MiB of rows, the size of
+ * one RADOS operation; a larger one fails with KT_ETOOBIG and says so.
  *
  * Threads
  * -------

@@ -235,6 +235,9 @@ typedef struct rad {
 	pthread_mutex_t mu;        /* guards known and txseq */
 	uint64_t txseq;
 	int numbered;              /* kt__rados_number_commits() */
+	unsigned int slow;         /* budgets are multiplied by 1 << slow,
+				      raised after a commit ran out of its
+				      own (under mu) */
 	/* Partitions known to be in the catalog (entries are never removed,
 	 * so this cannot go stale), kept as a set of names. */
 	struct kt__snap *known_set;
@@ -1240,10 +1243,13 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 	}
 	if (state == 'P') {
 		uint64_t t = now_ms();
+		unsigned int b = tx_budget(txid);
 		rec_free(&r);
 		if (*pending_since == 0)
 			*pending_since = t;
-		if (t - *pending_since < e->lease_ms) {
+		/* The writer gives up by itself once its budget is spent (a
+		 * large commit's budget is longer than the lease). */
+		if (t - *pending_since < (b > e->lease_ms ? b : e->lease_ms)) {
 			sleep_ms(t - *pending_since < 20 ? 1 : 10);
 			return 0;
 		}
@@ -2315,13 +2321,44 @@ static int rw_wait(rad *e, rwrite *w, const char *name, objw *cat)
 }
 
 
+/*
+ * The time a commit over @p nobj objects with a record of @p len bytes
+ * may take to write its record and locks: the lease, and more for a
+ * large one (a load, a rename or a delete of a big subtree), so that it
+ * can finish at all.  The id carries it; readers that meet a lock wait
+ * for it before they roll the commit back (lock_settle), so a client
+ * killed during a large commit holds its objects that much longer.
+ */
+#define BUDGET_PER_OBJECT_MS 4
+#define BUDGET_BYTES_PER_MS 16384
+#define BUDGET_MAX_MS (3600u * 1000u)
+#define BUDGET_SLOW_MAX 4
+
+static unsigned int commit_budget(rad *e, size_t nobj, size_t len)
+{
+	uint64_t b = (uint64_t)nobj * BUDGET_PER_OBJECT_MS +
+		     len / BUDGET_BYTES_PER_MS;
+	unsigned int slow;
+
+	/* The usual case, a few objects: just the lease. */
+	if (nobj <= 64 && len <= 1024 * 1024)
+		b = 0;
+	/* A machine or cluster slower than the allowance above made a
+	 * commit of this handle run out of its budget: give more. */
+	pthread_mutex_lock(&e->mu);
+	slow = e->slow;
+	pthread_mutex_unlock(&e->mu);
+	b = (e->lease_ms + b) << slow;
+	return b > BUDGET_MAX_MS ? BUDGET_MAX_MS : (unsigned int)b;
+}
+
 static int commit_many(rad *e, oset *s, objw *cat)
 {
 	char txid[80];
 	kt__buf name = {0}, body = {0};
 	rados_write_op_t op;
 	const char *busy = NULL;
-	unsigned int budget = e->lease_ms;
+	unsigned int budget;
 	uint64_t seq, t0;
 	rwrite w;
 	int rc, rc2, rrc;
@@ -2329,11 +2366,13 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	pthread_mutex_lock(&e->mu);
 	seq = ++e->txseq;
 	pthread_mutex_unlock(&e->mu);
+	if ((rc = record_body(&body, s->o, s->n)) != 0)
+		goto out;
+	budget = commit_budget(e, s->n, body.len);
 	snprintf(txid, sizeof(txid), "%" PRIx64 ".%" PRIx64 ".%" PRIx64 ".%x",
 		 e->inst, (uint64_t)getpid(), seq, budget);
 	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
-	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0 ||
-	    (rc = record_body(&body, s->o, s->n)) != 0)
+	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0)
 		goto out;
 	/* 1 and 2 together: the record, pending, with new catalog entries
 	 * (they only need to be in before the commit point), and the
@@ -2362,6 +2401,15 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		}
 	} else if (rc == 0 && now_ms() - t0 >= budget) {
 		rc = KT__ERETRY; /* too slow to be sure: give up */
+		pthread_mutex_lock(&e->mu);
+		if (e->slow < BUDGET_SLOW_MAX)
+			e->slow++;
+		pthread_mutex_unlock(&e->mu);
+	} else if (rc == 0 && e->slow > 0 && now_ms() - t0 < budget / 8) {
+		pthread_mutex_lock(&e->mu); /* fast again */
+		if (e->slow > 0)
+			e->slow--;
+		pthread_mutex_unlock(&e->mu);
 	}
 	if (rc == 0) {
 		/* 3. The commit point. */
@@ -2489,6 +2537,33 @@ void kt__rados_number_commits(kt__rows *r)
 		((rad *)r)->numbered = 1;
 }
 
+/*
+ * A commit's rows travel in one operation: the record of a commit over
+ * several objects holds them all, and a one-object commit is one write.
+ * An OSD refuses an operation larger than osd_max_write_size (90 MB by
+ * default) with EMSGSIZE, which would say nothing useful; refuse such a
+ * commit here instead, with what to do about it.
+ */
+#define COMMIT_MAX ((size_t)64 << 20)
+
+static int size_check(const oset *s)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < s->n; i++) {
+		n += strlen(s->o[i].oid) + 16;
+		for (j = 0; j < s->o[i].nw; j++)
+			n += s->o[i].kl[j] + s->o[i].vl[j] + 8;
+	}
+	if (n <= COMMIT_MAX)
+		return 0;
+	return kt__err(KT_ETOOBIG, "ceph: this change is %.1f MiB of rows "
+		       "in one commit; a commit on RADOS is limited to %zu "
+		       "MiB (one RADOS operation): write a large value in "
+		       "pieces (kt_write), or load a large dump in parts",
+		       (double)n / (1 << 20), COMMIT_MAX >> 20);
+}
+
 static int rad_commit(kt__rows *r, const kt__commit *cm)
 {
 	rad *e = (rad *)r;
@@ -2569,6 +2644,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	fin_reap(e, 0);
 	if (rc == 0 && pre.nw > 0 && s.n == 1)
 		rc = catalog_add(e, &pre);
+	if (rc == 0)
+		rc = size_check(&s);
 	/* Remember the new entries only once they are certainly in. */
 	if (rc == 0)
 		rc = s.n == 1 ? commit_one(e, &s.o[0])
@@ -2945,15 +3022,22 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		return kt__err(KT_ENOMEM, "out of memory");
 	}
 	/* Pass 0 finishes what is C or A and marks what is P; pass 1,
-	 * after a lease, rolls back what is still P. */
+	 * after a lease (or the longest budget among them: a large commit
+	 * may still be writing its locks), rolls back what is still P. */
 	for (pass = 0; pass < 2 && rc == 0; pass++) {
 		int any = 0;
 		if (pass == 1) {
-			for (i = 0; i < n; i++)
+			unsigned int wait = e->lease_ms, b;
+			for (i = 0, at = 0; i < n;
+			     at += strlen(names.p + at) + 1, i++) {
 				any |= pending[i];
+				b = tx_budget(names.p + at);
+				if (pending[i] && b > wait)
+					wait = b;
+			}
 			if (!any)
 				break;
-			sleep_ms(e->lease_ms);
+			sleep_ms(wait);
 		}
 		for (i = 0, at = 0; i < n && rc == 0;
 		     at += strlen(names.p + at) + 1, i++) {
