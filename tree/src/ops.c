@@ -578,8 +578,8 @@ static int op_mkdir(kt__tx *tx, const kt__op *op)
 	kt__res r;
 	int rc;
 
-	rc = kt__resolve(&r, &rd, op->path, parents ? KT__R_CREATE : 0,
-			 "mkdir");
+	rc = kt__resolve(&r, &rd, op->path,
+			 parents ? KT__R_CREATE : KT__R_NEW, "mkdir");
 	if (rc != 0)
 		return rc;
 	if (r.exists) {

@@ -362,6 +362,18 @@ static int follow_fast(kt__res *r, kt__rd *rd, const char *path, size_t len,
 	return rc;
 }
 
+/* Hint that the node row of @p path's parent will be read. */
+static void parent_prefetch(kt__rd *rd, const char *path, size_t len)
+{
+	size_t pl = kt__parent_len(path, len);
+	kt__buf part = {0};
+
+	if (kt__enc_node(&part, &rd->st->delim, pl ? path : "/",
+			 pl ? pl : 1) == 0)
+		kt__rd_prefetch(rd, kt__slb(&part), kt__sl("", 0));
+	kt__buf_free(&part);
+}
+
 int kt__resolve(kt__res *r, kt__rd *rd, const char *path, unsigned int flags,
 		const char *op)
 {
@@ -371,6 +383,10 @@ int kt__resolve(kt__res *r, kt__rd *rd, const char *path, unsigned int flags,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	/* A create usually finds the name absent and then reads the parent:
+	 * on an engine where a read is a round trip, both go at once. */
+	if ((flags & (KT__R_CREATE | KT__R_NEW)) && len > 1)
+		parent_prefetch(rd, path, len);
 	/* Fast path: the full path has a row and needs no link followed. */
 	rc = kt__node_get(&n, rd, path, len);
 	if (rc == 0 && n.kind == KT_KIND_LINK && (flags & KT__R_FOLLOW)) {

@@ -154,6 +154,13 @@ typedef struct kt__rows_ops {
 	 * way): read again through a new snapshot; any other error: it
 	 * cannot say. */
 	int (*validate)(kt__rows *r, const kt__snap *snap);
+	/* Optional (NULL: the engine reads nothing ahead).  A hint: row
+	 * (part, sort) will probably be read through @p snap soon; an engine
+	 * whose reads cost a round trip may start reading it now, so that
+	 * the get costs no further wait.  Nothing is promised either way,
+	 * and the get answers as it would have. */
+	void (*prefetch)(kt__rows *r, const kt__snap *snap, kt__slice part,
+			 kt__slice sort);
 	int (*sync)(kt__rows *r);
 	/* Is the store empty of rows altogether? 1 yes, 0 no, <0 error. */
 	int (*empty)(kt__rows *r);

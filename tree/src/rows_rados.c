@@ -255,11 +255,14 @@ typedef struct seen {
 	int exists;
 } seen;
 
+struct pfent;
+
 struct kt__snap {
 	rad *e;
 	seen *v;      /* open addressing, capacity a power of two */
 	size_t nv, capv;
 	int torn;     /* an object read twice had changed in between */
+	struct pfent *pf; /* rows read ahead (rad_prefetch), AHEAD_MAX */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1313,6 +1316,105 @@ static int part_check(const rad *e, const char *oid, const oread *r,
 		       kt__show(a, sizeof(a), oid, strlen(oid)));
 }
 
+/*
+ * Rows read ahead.  The tree layer says which row it will probably read
+ * next through a snapshot (a create reads the name, finds it absent, then
+ * reads the parent: rows.h, prefetch); the read of it is sent at once and
+ * kept with the snapshot, and the get takes its answer, as a read at that
+ * moment would have been (a lock met is settled by reading again).
+ */
+#define AHEAD_MAX 4
+
+struct pfent {
+	char *oid;    /* NULL: the slot is free */
+	kt__buf key;  /* the omap key asked for */
+	opend p;
+};
+
+static void pf_drop(kt__snap *s)
+{
+	size_t i;
+
+	if (s->pf == NULL)
+		return;
+	for (i = 0; i < AHEAD_MAX; i++)
+		if (s->pf[i].oid != NULL) {
+			(void)oread_finish(&s->pf[i].p, "", NULL);
+			free(s->pf[i].oid);
+			kt__buf_free(&s->pf[i].key);
+		}
+	free(s->pf);
+	s->pf = NULL;
+}
+
+static void rad_prefetch(kt__rows *r, const kt__snap *snap, kt__slice part,
+			 kt__slice sort)
+{
+	rad *e = (rad *)r;
+	kt__snap *s = (kt__snap *)snap;
+	char pb[IDSHARD_LEN + 1];
+	kt__buf oid = {0};
+	struct pfent *f = NULL;
+	oreq q;
+	size_t i;
+
+	if (s == NULL)
+		return;
+	if (s->pf == NULL && (s->pf = calloc(AHEAD_MAX, sizeof(*s->pf))) == NULL)
+		return;
+	for (i = 0; i < AHEAD_MAX && f == NULL; i++)
+		if (s->pf[i].oid == NULL)
+			f = &s->pf[i];
+	if (f == NULL)
+		return; /* enough in flight */
+	part = phys_part(part, sort, pb);
+	if (oid_of(&oid, e, part) != 0 || okey(&f->key, sort) != 0 ||
+	    seen_find(s, oid.p) != NULL) {
+		kt__buf_free(&oid); /* already read: a get asks again */
+		kt__buf_free(&f->key);
+		return;
+	}
+	memset(&q, 0, sizeof(q));
+	q.key = f->key.p;
+	oread_start(e, oid.p, &q, &f->p);
+	f->oid = kt__buf_detach(&oid, NULL);
+	if (f->oid == NULL) {
+		(void)oread_finish(&f->p, "", NULL);
+		kt__buf_free(&f->key);
+	}
+}
+
+/* The read of (@p oid, @p key) sent ahead through @p s, if any: taken
+ * into @p rd and noted in @p s.  1 taken, 0 none, <0 an error. */
+static int pf_take(rad *e, kt__snap *s, const char *oid, const kt__buf *key,
+		   const oreq *q, oread *rd)
+{
+	struct pfent *f = NULL;
+	size_t i;
+	int rc;
+
+	if (s == NULL || s->pf == NULL)
+		return 0;
+	for (i = 0; i < AHEAD_MAX && f == NULL; i++)
+		if (s->pf[i].oid != NULL && strcmp(s->pf[i].oid, oid) == 0 &&
+		    s->pf[i].key.len == key->len &&
+		    memcmp(s->pf[i].key.p, key->p, key->len) == 0)
+			f = &s->pf[i];
+	if (f == NULL)
+		return 0;
+	rc = oread_finish(&f->p, oid, rd);
+	free(f->oid);
+	f->oid = NULL;
+	kt__buf_free(&f->key);
+	if (rc != 0)
+		return rc;
+	if (rd->exists && rd->lock[0] != '\0' && strcmp(rd->lock, FREE) != 0)
+		rc = oread_do(e, s, oid, q, rd);
+	else
+		rc = seen_note(s, oid, rd->exists, rd->ver);
+	return rc != 0 ? rc : 1;
+}
+
 static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 		   kt__slice sort, kt__buf *out)
 {
@@ -1328,7 +1430,11 @@ static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 	part = phys_part(part, sort, pb);
 	if ((rc = oid_of(&oid, e, part)) == 0 && (rc = okey(&k, sort)) == 0) {
 		q.key = k.p;
-		rc = oread_do(e, (kt__snap *)snap, oid.p, &q, &rd);
+		rc = pf_take(e, (kt__snap *)snap, oid.p, &k, &q, &rd);
+		if (rc == 0)
+			rc = oread_do(e, (kt__snap *)snap, oid.p, &q, &rd);
+		else if (rc == 1)
+			rc = 0;
 	}
 	if (rc == 0)
 		rc = part_check(e, oid.p, &rd, part);
@@ -1744,6 +1850,7 @@ static void rad_snapshot_free(kt__rows *r, kt__snap *s)
 	(void)r;
 	if (s == NULL)
 		return;
+	pf_drop(s);
 	snap_clear(s);
 	free(s);
 }
@@ -2733,6 +2840,7 @@ static const kt__rows_ops rad_ops = {
 	.snapshot_free = rad_snapshot_free,
 	.commit = rad_commit,
 	.validate = rad_validate,
+	.prefetch = rad_prefetch,
 	.sync = rad_sync,
 	.empty = rad_empty,
 	.close = rad_close,

@@ -201,6 +201,8 @@ typedef struct kt__rd {
 } kt__rd;
 
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out);
+/* A hint that row (part, sort) will be read soon (rows.h, prefetch). */
+void kt__rd_prefetch(kt__rd *rd, kt__slice part, kt__slice sort);
 
 /* A call that only reads runs as
  *
@@ -272,6 +274,9 @@ int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n);
 
 #define KT__R_FOLLOW 0x01u  /* follow a link in the last component */
 #define KT__R_CREATE 0x02u  /* make missing ancestors (writers only) */
+#define KT__R_NEW 0x04u     /* the last component is likely absent: read
+			       its parent at the same time (also implied
+			       by KT__R_CREATE) */
 
 typedef struct kt__res {
 	kt__buf path; /* real canonical path of the node (or where it goes) */

@@ -551,6 +551,33 @@ int kt__rd_end(kt__rd *rd, int rc, unsigned int *attempt)
 	return KT__ERETRY;
 }
 
+void kt__rd_prefetch(kt__rd *rd, kt__slice part, kt__slice sort)
+{
+	kt__rows *r = rd->st->rows;
+	const kt__snap *snap;
+
+	if (r->ops->prefetch == NULL)
+		return;
+	/* Written by the transaction: the get will not reach the engine. */
+	if (rd->tx != NULL && rd->tx->nw > 0) {
+		char kb[512];
+		size_t klen = part.len + 1 + sort.len;
+		if (klen > sizeof(kb))
+			return;
+		memcpy(kb, part.p, part.len);
+		kb[part.len] = '\0';
+		if (sort.len)
+			memcpy(kb + part.len + 1, sort.p, sort.len);
+		if (*hash_slot(rd->tx, kb, klen) != 0)
+			return;
+	}
+	if (rd->tx != NULL && tx_snap(rd->tx) != 0)
+		return;
+	snap = rd->tx != NULL ? rd->tx->snap : rd->snap;
+	if (snap != NULL)
+		r->ops->prefetch(r, snap, part, sort);
+}
+
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 {
 	kt__rows *r = rd->st->rows;
