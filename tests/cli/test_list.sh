@@ -114,6 +114,44 @@ t_find() {
 	run 2 kt find
 }
 
+# find in pages: --limit, then --after the last path of the page before;
+# the pages add up to the whole find, in its order, on every engine.
+t_find_paging() {
+	new_store
+	kt put /t/a 1
+	kt put /t/b/deep 1
+	kt put /t/b/deeper 1
+	kt put /t/c 1
+	kt put /u/x 1
+	run 0 kt find -a /t
+	cp "$OUT" "$TMP/whole"
+	: >"$TMP/pages"
+	after=()
+	for _ in 1 2 3 4 5 6 7; do
+		run 0 kt find -a --limit 2 "${after[@]}" /t
+		cat "$OUT" >>"$TMP/pages"
+		[ "$(wc -l <"$OUT")" -le 2 ] || fail "a page of more than 2"
+		[ "$(wc -l <"$OUT")" -eq 2 ] || break
+		after=(--after "$(tail -n 1 "$OUT")")
+	done
+	eq "$(cat "$TMP/pages")" "$(cat "$TMP/whole")" "pages of 2 against the whole find"
+	eq "$(cat "$TMP/whole")" "/t
+/t/a
+/t/b
+/t/b/deep
+/t/b/deeper
+/t/c" "find -a /t"
+	# The token need not exist any more.
+	kt rm -r /t/b
+	run 0 kt find -a --after /t/b/deep /t
+	out_is "/t/c"
+	# A token from another find is refused, naming it.
+	run 1 kt find --after /u/x /t
+	err_has "/u/x"
+	run 2 kt find --limit 0 /t
+	err_has "--limit needs a positive count"
+}
+
 t_find_json() {
 	new_store
 	kt put /a/b 1
