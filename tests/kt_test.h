@@ -64,23 +64,48 @@ static inline int kt_test_on_rados(void)
 		}                                                         \
 	} while (0)
 
-/* A test that makes a thousand commits or more, minutes on RADOS: there
- * it runs only with KT_RADOS_LONG=1 (CMake's -DKT_RADOS_LONG=ON) and is
- * reported as skipped otherwise. */
-#define KT_TEST_LONG_ON_RADOS()                                           \
+/* Is this a short run on RADOS: the RADOS engine without KT_RADOS_LONG=1
+ * (CMake's -DKT_RADOS_LONG=ON)?  A commit there takes several round trips
+ * to the OSDs, so a test that makes thousands of them takes minutes. */
+static inline int kt_test_rados_short(void)
+{
+	return kt_test_on_rados() && getenv("KT_RADOS_LONG") == NULL;
+}
+
+/* The size of a workload: @p n_full on LevelDB and on RADOS with
+ * KT_RADOS_LONG=1, @p n_short on a short run on RADOS, which says so on
+ * stderr.  @p n_short must still exercise what the test is named for.
+ * Example: n = kt_test_scale(10000, 700); */
+static inline long kt_test_scale(long n_full, long n_short)
+{
+	if (!kt_test_rados_short())
+		return n_full;
+	fprintf(stderr, "short on RADOS: size %ld instead of %ld "
+		"(KT_RADOS_LONG=1 for the full size)\n", n_short, n_full);
+	return n_short;
+}
+
+/* A test that makes a thousand commits or more, minutes on RADOS, and
+ * cannot be made smaller without losing its point (a limit): there it
+ * runs only with KT_RADOS_LONG=1 and is reported as skipped otherwise,
+ * saying @p why. */
+#define KT_TEST_LONG_ON_RADOS_BECAUSE(why)                                \
 	do {                                                              \
-		if (kt_test_on_rados() && getenv("KT_RADOS_LONG") == NULL) { \
-			fprintf(stderr, "skipped on RADOS: long there; "  \
-				"run with KT_RADOS_LONG=1\n");            \
+		if (kt_test_rados_short()) {                              \
+			fprintf(stderr, "skipped on RADOS: %s; run with " \
+				"KT_RADOS_LONG=1\n", why);                \
 			skip();                                           \
 		}                                                         \
 	} while (0)
+
+#define KT_TEST_LONG_ON_RADOS() KT_TEST_LONG_ON_RADOS_BECAUSE("long there")
 
 static inline int kt_test_setup(void **state)
 {
 	kt_test_fixture *f = calloc(1, sizeof(*f));
 	const char *tmp = getenv("TMPDIR");
 	kt_options o = KT_OPTIONS_INIT;
+	int rc;
 
 	if (f == NULL)
 		return -1;
@@ -101,8 +126,9 @@ static inline int kt_test_setup(void **state)
 				 strrchr(f->dir, '-') + 1);
 	}
 	o.create_if_missing = 1;
-	if (kt_open(&f->store, f->path, &o) != 0) {
-		fprintf(stderr, "kt_open: %s\n", kt_errmsg());
+	if ((rc = kt_open(&f->store, f->path, &o)) != 0) {
+		fprintf(stderr, "kt_open %s: %d (%s): %s\n", f->path, rc,
+			kt_strerror(rc), kt_errmsg());
 		kt_test_rmtree(f->dir);
 		free(f);
 		return -1;

@@ -3,6 +3,8 @@
  * children in byte order of name with their kinds and ids, paging by
  * "after" and "limit" in both directions, the snapshot an iterator reads,
  * and the errors for things that are not listable directories.
+ *
+ * A short run on RADOS (kt_test.h) lists 600 children instead of 10000.
  */
 #include "kt_test.h"
 #include "kt_helpers.h"
@@ -515,10 +517,14 @@ static void test_list__through_link(void **state)
 	expect_rc(kt_iter_new(&it, s, "/dangling", NULL), KT_ENOTFOUND);
 }
 
-static void test_list__ten_thousand_children(void **state)
+/* 10000 children, in byte order.  A short run on RADOS (kt_test.h) makes
+ * 600: one put there takes several round trips, and the RADOS engine
+ * still reads the listing in six pages of its own (16, 32, ... 256 keys,
+ * then the rest). */
+static void test_list__many_children(void **state)
 {
 	kt_store *s = store_of(state);
-	const int n = 10000;
+	const int n = (int)kt_test_scale(10000, 600);
 	char path[32];
 	listing l = {0};
 	int i;
@@ -585,7 +591,7 @@ int main(void)
 		T(test_list__missing_is_enotfound),
 		T(test_list__item_that_is_dir_lists),
 		T(test_list__through_link),
-		T(test_list__ten_thousand_children),
+		T(test_list__many_children),
 		T(test_list__next_after_end_stays_over),
 #undef T
 	};

@@ -4,6 +4,13 @@
  * thread was told it created must be listed afterwards, and the store must
  * pass kt_check.  Threads record failures instead of asserting, since
  * cmocka's asserts are for the main thread only.
+ *
+ * Each thread makes PER_THREAD items on LevelDB and on RADOS with
+ * KT_RADOS_LONG=1.  A short run on RADOS, where every commit takes several
+ * round trips and the commits of one handle's threads take turns, makes
+ * PER_THREAD_RADOS: still 8 threads at once on one directory, every
+ * shared path raced by all of them, and recursive deletes of /churn
+ * among the creations below it.
  */
 #include "kt_test.h"
 #include "kt_helpers.h"
@@ -12,7 +19,22 @@
 
 #define NTHREADS 8
 #define PER_THREAD 400
+#define PER_THREAD_RADOS 16
+_Static_assert(PER_THREAD_RADOS <= PER_THREAD, "items fit in acked[]");
 #define NSHARED_DIRS 6
+
+/* Items per thread in this run (PER_THREAD or PER_THREAD_RADOS), set by
+ * each test before its threads start, and how often a thread of mixed()
+ * deletes /churn: every 25th item at full size, every 4th on a short run
+ * (16 and 4 times per thread). */
+static int per_thread = PER_THREAD;
+static int churn_every = 25;
+
+static void choose_size(void)
+{
+	per_thread = (int)kt_test_scale(PER_THREAD, PER_THREAD_RADOS);
+	churn_every = per_thread == PER_THREAD ? 25 : 4;
+}
 
 typedef struct worker {
 	kt_store *store;
@@ -40,7 +62,7 @@ static void *create_items(void *arg)
 	int i, rc;
 
 	pthread_barrier_wait(w->start);
-	for (i = 0; i < PER_THREAD; i++) {
+	for (i = 0; i < per_thread; i++) {
 		snprintf(path, sizeof(path), "/shared/t%d-%04d", w->n, i);
 		rc = kt_put(w->store, path, path, strlen(path), NULL);
 		if (rc == 0)
@@ -67,7 +89,7 @@ static void *mixed(void *arg)
 	parents.flags = KT_CREATE_PARENTS;
 	excl.flags = KT_CREATE_EXCL;
 	pthread_barrier_wait(w->start);
-	for (i = 0; i < PER_THREAD; i++) {
+	for (i = 0; i < per_thread; i++) {
 		int k = i % NSHARED_DIRS;
 
 		snprintf(path, sizeof(path), "/shared/t%d-%04d", w->n, i);
@@ -103,7 +125,7 @@ static void *mixed(void *arg)
 		else if (rc != KT_EEXISTS)
 			note(w, path, rc);
 
-		if (i % 25 == 0) {
+		if (i % churn_every == 0) {
 			rc = kt_delete(w->store, "/churn",
 				       KT_DELETE_RECURSIVE);
 			if (rc != 0 && rc != KT_ENOTFOUND)
@@ -151,14 +173,14 @@ static void assert_all_listed(kt_store *s, const worker *w)
 	size_t n = 0, acked = 0;
 
 	for (t = 0; t < NTHREADS; t++)
-		for (i = 0; i < PER_THREAD; i++)
+		for (i = 0; i < per_thread; i++)
 			acked += w[t].acked[i];
-	assert_int_equal(acked, NTHREADS * PER_THREAD);
+	assert_int_equal(acked, NTHREADS * per_thread);
 
 	ok(kt_iter_new(&it, s, "/shared", NULL));
 	/* Names "t<thread>-<i>" list in the order of the loops below. */
 	for (t = 0; t < NTHREADS; t++) {
-		for (i = 0; i < PER_THREAD; i++) {
+		for (i = 0; i < per_thread; i++) {
 			snprintf(want, sizeof(want), "t%d-%04d", t, i);
 			rc = kt_iter_next(&e, it);
 			if (rc != 0)
@@ -180,7 +202,7 @@ static void assert_all_listed(kt_store *s, const worker *w)
 		size_t len = 0;
 
 		snprintf(path, sizeof(path), "/shared/t%d-%04d", t,
-			 PER_THREAD - 1);
+			 per_thread - 1);
 		ok(kt_get(&v, &len, s, path));
 		assert_int_equal(len, strlen(path));
 		assert_memory_equal(v, path, len);
@@ -219,6 +241,7 @@ static void test_thread__same_dir_no_lost_rows(void **state)
 	kt_store *s = store_of(state);
 	worker w[NTHREADS];
 
+	choose_size();
 	ok(kt_mkdir(s, "/shared", NULL));
 	run(s, create_items, w);
 	assert_all_listed(s, w);
@@ -241,6 +264,7 @@ static void test_thread__mixed_overlapping_ops(void **state)
 	char path[64];
 	int t, k, wins = 0;
 
+	choose_size();
 	run(s, mixed, w);
 	assert_all_listed(s, w);
 
@@ -249,7 +273,7 @@ static void test_thread__mixed_overlapping_ops(void **state)
 		size_t want = 1;
 		int i;
 
-		for (i = 0; i < PER_THREAD; i++)
+		for (i = 0; i < per_thread; i++)
 			if (i % NSHARED_DIRS == k && i % 2 == 0)
 				want += NTHREADS;
 		snprintf(path, sizeof(path), "/ov/dir-%d", k);
@@ -264,8 +288,8 @@ static void test_thread__mixed_overlapping_ops(void **state)
 	/* Each EXCL creation was won by exactly one thread. */
 	for (t = 0; t < NTHREADS; t++)
 		wins += w[t].exclusive_wins;
-	assert_int_equal(wins, PER_THREAD);
-	assert_int_equal(count_children(s, "/race"), PER_THREAD);
+	assert_int_equal(wins, per_thread);
+	assert_int_equal(count_children(s, "/race"), per_thread);
 	assert_clean(s);
 }
 
