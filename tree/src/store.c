@@ -83,7 +83,7 @@ static int header_put(kt__tx *tx)
 			  kt__sl(h, HEADER_LEN + st->delim.len));
 }
 
-static int write_initial(kt_store *st)
+static int write_initial_once(kt_store *st)
 {
 	kt__tx tx;
 	kt__node root = {0};
@@ -120,6 +120,24 @@ static int write_initial(kt_store *st)
 	kt__tx_free(&tx);
 	kt__node_free(&root);
 	return rc;
+}
+
+/* The first rows of a new store, in one commit.  It reads nothing, so
+ * only an engine that gave up on its own can refuse it (RADOS, a commit
+ * slower than its budget, which the next attempt gets more of): try
+ * again, as the operation runner does for every other commit. */
+static int write_initial(kt_store *st)
+{
+	int rc, tries;
+
+	for (tries = 1;; tries++) {
+		rc = write_initial_once(st);
+		if (rc != KT__ERETRY)
+			return rc;
+		if (tries == 100)
+			return kt__err(KT_EBUSY, "creating the store: its first "
+				       "commit was refused %d times", tries);
+	}
 }
 
 static int read_header(kt_store *st, const char *dir, const char *want)
