@@ -22,7 +22,9 @@
 # that only makes sense on one engine (files in the store's directory, a
 # holder process, watched invalidation, statfs figures) runs under
 # `if ktfs_engine_is ENGINE REASON; then ... fi`, which prints
-# "skip - REASON (engine)" on the other.
+# "skip - REASON (engine)" on the other.  A script that makes many nodes
+# takes its sizes from ktfs_size, smaller on RADOS, where every commit is
+# several round trips to the cluster.
 #
 # Environment (set by CTest): KEYTREEFS, KTFS_PROBE, KTFS_DAEMON_RUN,
 # KTFS_MODE (foreground, the default, or daemon), KTFS_ENGINE.
@@ -229,4 +231,21 @@ ktfs_engine_is() {
 	[ "$KTFS_ENGINE" = "$1" ] && return 0
 	echo "skip - $2 (only on $1; this run: $KTFS_ENGINE)"
 	return 1
+}
+
+# ktfs_size VAR LEVELDB RADOS: set VAR to how much a check makes on this
+# engine (entries of a directory, racing rounds, the tree a program
+# copies), and print it.  A commit on RADOS costs several round trips to
+# the cluster (a create through the mount took 20 to 45 ms here), so a
+# script that makes thousands of nodes makes fewer there; the check is
+# the same and holds what it claims at either size.  VAR set in the environment wins, e.g.
+# KTFS_NODES_BIG=2500 for nodes.sh at its LevelDB size on RADOS.
+ktfs_size() {
+	if [ -z "${!1:-}" ]; then
+		case $KTFS_ENGINE in
+		leveldb) printf -v "$1" %s "$2" ;;
+		*) printf -v "$1" %s "$3" ;;
+		esac
+	fi
+	echo "# $1=${!1} ($KTFS_ENGINE)"
 }

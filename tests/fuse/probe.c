@@ -14,9 +14,11 @@
  *   ktfs_probe fsync FILE                       fsync, fdatasync, dir fsync
  *   ktfs_probe stats STORE                      "VALUE_BYTES ROW_BYTES"
  *   ktfs_probe readdir DIR                      streaming and seekdir
- *   ktfs_probe seekdir DIR                      seekdir to early telldir
+ *   ktfs_probe seekdir DIR [MIN]                seekdir to early telldir
  *                                               positions, and to a removed
- *                                               entry's (EINVAL)
+ *                                               entry's (EINVAL); DIR holds
+ *                                               MIN entries or more
+ *                                               (default 2000)
  *   ktfs_probe orphan-rmdir DIR                 fstat of an unlinked open
  *                                               file after rmdir of its dir
  *   ktfs_probe mknod-file FILE                  mknod(S_IFREG) makes a file
@@ -461,13 +463,15 @@ static int readdir_check(const char *dir)
 	return bad;
 }
 
-/* Read all of DIR (regular files, more than 2000) with telldir() before
- * each entry; then seekdir() to early and scattered positions, each of
- * which must give the same entries again in the same order; then unlink
- * an early entry and seekdir() to the position just after it (the cookie
- * is the removed entry's): readdir must fail with EINVAL, not skip or
+/* Read all of DIR (regular files, at least @p min: the caller makes
+ * enough for the listing to take more than one reply of the mount, and 20
+ * or more for the positions tried below) with telldir() before each
+ * entry; then seekdir() to early and scattered positions, each of which
+ * must give the same entries again in the same order; then unlink an
+ * early entry and seekdir() to the position just after it (the cookie is
+ * the removed entry's): readdir must fail with EINVAL, not skip or
  * repeat.  Prints the number of entries. */
-static int seekdir_check(const char *dir)
+static int seekdir_check(const char *dir, size_t min)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -489,8 +493,10 @@ static int seekdir_check(const char *dir)
 		names[n] = strdup(e->d_name);
 		pos[n++] = p;
 	}
-	if (n < 2000) {
-		fprintf(stderr, "ktfs_probe: only %zu entries\n", n);
+	if (n < min) {
+		fprintf(stderr,
+			"ktfs_probe: only %zu entries, fewer than %zu\n", n,
+			min);
 		return 1;
 	}
 	tries[0] = 0;
@@ -981,7 +987,9 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "readdir") == 0)
 		return readdir_check(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "seekdir") == 0)
-		return seekdir_check(argv[2]);
+		return seekdir_check(argv[2], 2000);
+	if (argc == 4 && strcmp(argv[1], "seekdir") == 0 && atoi(argv[3]) >= 20)
+		return seekdir_check(argv[2], (size_t)atoi(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "orphan-rmdir") == 0)
 		return orphan_rmdir(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "mknod-file") == 0)
