@@ -1695,6 +1695,16 @@ static int cur_next_part(kt__cursor *c)
 	}
 }
 
+/* Keep a single-partition scan's AFTER or FROM sort key in c->bound. */
+static int bound_set(kt__cursor *c, const kt__scan *how)
+{
+	if (how->flags & KT__SCAN_AFTER)
+		return kt__buf_set(&c->bound, how->after.p, how->after.len);
+	if (how->flags & KT__SCAN_FROM)
+		return kt__buf_set(&c->bound, how->from.p, how->from.len);
+	return 0;
+}
+
 static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		    const kt__scan *how)
 {
@@ -1718,12 +1728,8 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 				     "id index is not supported");
 		if (rc == 0 && (rc = name_of(&c->catoid, e, "!cat")) == 0)
 			rc = okey(&c->catprefix, how->part);
-		if (rc == 0 && (how->flags & KT__SCAN_AFTER))
-			rc = kt__buf_set(&c->bound, how->after.p,
-					 how->after.len);
-		else if (rc == 0 && (how->flags & KT__SCAN_FROM))
-			rc = kt__buf_set(&c->bound, how->from.p,
-					 how->from.len);
+		if (rc == 0)
+			rc = bound_set(c, how);
 		/* The catalog is read now, so that the snapshot has seen
 		 * it by the time scan returns. */
 		if (rc == 0 && (rc = cur_next_part(c)) == KT_ITEROVER) {
@@ -1744,12 +1750,8 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		if ((rc = kt__buf_set(&c->part, how->part.p, how->part.len)) ==
 		    0)
 			rc = oid_of(&c->oid, e, how->part);
-		if (rc == 0 && (how->flags & KT__SCAN_AFTER))
-			rc = kt__buf_set(&c->bound, how->after.p,
-					 how->after.len);
-		else if (rc == 0 && (how->flags & KT__SCAN_FROM))
-			rc = kt__buf_set(&c->bound, how->from.p,
-					 how->from.len);
+		if (rc == 0)
+			rc = bound_set(c, how);
 		/* Read the first page now, so that the snapshot has seen
 		 * the partition by the time scan returns. */
 		if (rc == 0)
