@@ -350,6 +350,21 @@ static void fix(kt__rows *r, kt__snap *s)
 	}
 }
 
+/* Run scan @p how through @p s to its end, as a transaction whose
+ * condition it becomes would have. */
+static void scan_all(kt__rows *r, kt__snap *s, const kt__scan *how)
+{
+	kt__cursor *c = NULL;
+	kt__row row;
+	int rc;
+
+	expect_rc(r->ops->scan(&c, r, s, how), 0);
+	while ((rc = r->ops->next(c, &row)) == 0)
+		;
+	expect_rc(rc, KT_ITEROVER);
+	r->ops->cursor_free(c);
+}
+
 /* What a commit that engines with exact conditions apply gives on the
  * others. */
 #define EXACT_OK (engine_now->exact_conds ? 0 : KT__ERETRY)
@@ -606,16 +621,7 @@ static void test_rows__id_partition(void **state)
 	/* A scan of "/id" as a condition: a row added in another chunk
 	 * than any it returned still fails the commit. */
 	s = snap_take(r);
-	{
-		kt__cursor *c = NULL;
-		kt__row row;
-		int rc;
-		expect_rc(r->ops->scan(&c, r, s, &id), 0);
-		while ((rc = r->ops->next(c, &row)) == 0)
-			;
-		expect_rc(rc, KT_ITEROVER);
-		r->ops->cursor_free(c);
-	}
+	scan_all(r, s, &id);
 	put(r, L("/id"), ID8("\x20\x00"), L("f"));
 	memset(&b, 0, sizeof(b));
 	b_scan(&b, &id, 5, 1);
@@ -723,16 +729,7 @@ static void test_rows__scan_prefix_after(void **state)
 	how.after = L("a\x01");
 	s = snap_take(r);
 	fix(r, s);
-	{
-		kt__cursor *c = NULL;
-		kt__row row;
-		int rc;
-		expect_rc(r->ops->scan(&c, r, s, &how), 0);
-		while ((rc = r->ops->next(c, &row)) == 0)
-			;
-		expect_rc(rc, KT_ITEROVER);
-		r->ops->cursor_free(c);
-	}
+	scan_all(r, s, &how);
 	put(r, L("a"), L("new"), L("8"));
 	memset(&b, 0, sizeof(b));
 	b_scan(&b, &how, 3, 1);
