@@ -222,6 +222,12 @@ void kt__rados_number_commits(kt__rows *r);
 int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		    void *arg, size_t *nswept);
 
+/* For tests only (test_rows): when set, a commit over several objects
+ * calls it once its record and locks are in, just before its commit
+ * point, so that a test can look at the store while the commit is
+ * pending. */
+extern void (*kt__rados_test_pending)(void);
+
 static inline kt__slice kt__sl(const void *p, size_t len)
 {
 	kt__slice s;

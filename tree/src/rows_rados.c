@@ -215,6 +215,7 @@ static void lib_load(void)
 
 #define LK "kt.lk"
 #define PARTX "kt.part"
+#define LKSCOPE "kt.lks"
 #define STX "kt.st"
 #define FREE "-"
 #define PAGE_MAX 1024          /* librados returns at most this per call */
@@ -253,6 +254,10 @@ typedef struct seen {
 	char *oid;
 	uint64_t ver;
 	int exists;
+	/* The id of a commit that had the object locked, still pending,
+	 * when it was read (its rows were read as they were before it);
+	 * NULL when the object was free. */
+	char *lk;
 } seen;
 
 struct pfent;
@@ -489,7 +494,8 @@ static const seen *seen_find(const kt__snap *s, const char *oid)
  * a commit is guarded on and what validation compares with.  A later read
  * that finds another version marks the snapshot torn: its reads cannot
  * all agree with one moment. */
-static int seen_note(kt__snap *s, const char *oid, int exists, uint64_t ver)
+static int seen_note(kt__snap *s, const char *oid, int exists, uint64_t ver,
+		     const char *lk)
 {
 	seen *x;
 
@@ -516,6 +522,11 @@ static int seen_note(kt__snap *s, const char *oid, int exists, uint64_t ver)
 	}
 	if ((x->oid = strdup(oid)) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
+	if (lk != NULL && (x->lk = strdup(lk)) == NULL) {
+		free(x->oid);
+		x->oid = NULL;
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
 	x->exists = exists;
 	x->ver = ver;
 	s->nv++;
@@ -531,6 +542,7 @@ typedef struct oread {
 	uint64_t ver;
 	char lock[128];  /* kt.lk */
 	kt__buf part;    /* kt.part, for hashed names */
+	kt__buf scope;   /* kt.lks, of the catalog (catalog_add) */
 	/* rows, as a flat list: keys (decoded) and values */
 	kt__buf *keys, *vals;
 	size_t n, cap;
@@ -547,6 +559,7 @@ static void oread_clear(oread *r)
 	free(r->keys);
 	free(r->vals);
 	kt__buf_free(&r->part);
+	kt__buf_free(&r->scope);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -612,6 +625,9 @@ static int xattrs_take(oread *out, rados_xattrs_iter_t xi)
 			out->lock[len] = '\0';
 		} else if (strcmp(name, PARTX) == 0) {
 			if (kt__buf_set(&out->part, val, len) != 0)
+				return kt__err(KT_ENOMEM, "out of memory");
+		} else if (strcmp(name, LKSCOPE) == 0) {
+			if (kt__buf_set(&out->scope, val, len) != 0)
 				return kt__err(KT_ENOMEM, "out of memory");
 		}
 	}
@@ -741,14 +757,28 @@ static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
 }
 
 static int lock_settle(rad *e, const char *oid, const char *txid,
-		       uint64_t *pending_since);
+		       uint64_t *pending_since, int *pending);
 
-/* Read @p oid, settling any lock first, and note what was seen in @p s. */
+/*
+ * Read @p oid and note what was seen in @p s.  A lock is settled first,
+ * except the lock of a commit that is still pending (record P, within
+ * its lease): through a snapshot (@p s not NULL) the object is then taken
+ * as it is, which is as it was before that commit, and the snapshot
+ * notes whose lock it was.  That is what keeps readers of the objects a
+ * long commit holds (a rename of a large subtree, the catalog) from
+ * waiting for it.  Such a read is right at the moment it was made, since
+ * the record was still P after it (it is read after the object, and a
+ * record leaves P only once); a snapshot that read more than one object
+ * checks, when validated, that the commit has not taken effect since, and
+ * a commit guarded on such an object waits for the lock first (it would
+ * fail anyway: settling the lock changes the object's version).  Without
+ * a snapshot (wait_free) every lock is waited for.
+ */
 static int oread_do(rad *e, kt__snap *s, const char *oid, const oreq *q,
 		    oread *out)
 {
 	uint64_t since = 0;
-	int rc;
+	int rc, pending = 0;
 
 	for (;;) {
 		if ((rc = oread_once(e, oid, q, out)) != 0)
@@ -756,10 +786,14 @@ static int oread_do(rad *e, kt__snap *s, const char *oid, const oreq *q,
 		if (!out->exists || out->lock[0] == '\0' ||
 		    strcmp(out->lock, FREE) == 0)
 			break;
-		if ((rc = lock_settle(e, oid, out->lock, &since)) != 0)
+		if ((rc = lock_settle(e, oid, out->lock, &since,
+				      s != NULL ? &pending : NULL)) != 0)
 			return rc;
+		if (pending)
+			return seen_note(s, oid, out->exists, out->ver,
+					 out->lock);
 	}
-	return seen_note(s, oid, out->exists, out->ver);
+	return seen_note(s, oid, out->exists, out->ver, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -800,6 +834,9 @@ typedef struct objw {
 	size_t nset;        /* how many of them are puts */
 	int hashed;         /* the name is a hash: writes set kt.part */
 	int guarded;        /* a condition names it */
+	/* The catalog: the prefixes of the scans that guard it, each
+	 * followed by a NUL (partition keys have none); see catalog_add. */
+	kt__buf scope;
 	int locked;         /* step 2 succeeded on it */
 	int rc;
 	rados_completion_t c;
@@ -817,6 +854,7 @@ static void objw_free(objw *o)
 	free(o->vl);
 	free(o->del);
 	free(o->oid);
+	kt__buf_free(&o->scope);
 }
 
 /* Add a write of omap key @p kp (taken over, length @p kpl): a put of
@@ -1231,9 +1269,12 @@ static unsigned int tx_budget(const char *txid)
 
 /* Settle the lock @p txid found on @p oid.  0: settled (or it is worth
  * reading again); <0 an error.  @p pending_since keeps, across calls for
- * the same object, when the record was first seen pending. */
+ * the same object, when the record was first seen pending.  With
+ * @p pending, a record still P within its lease is not waited for: 0
+ * with *pending set says so (the object, read before the record, is as it
+ * was before that commit). */
 static int lock_settle(rad *e, const char *oid, const char *txid,
-		       uint64_t *pending_since)
+		       uint64_t *pending_since, int *pending)
 {
 	rec r = {0};
 	char state;
@@ -1253,6 +1294,10 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 		/* The writer gives up by itself once its budget is spent (a
 		 * large commit's budget is longer than the lease). */
 		if (t - *pending_since < (b > e->lease_ms ? b : e->lease_ms)) {
+			if (pending != NULL) {
+				*pending = 1;
+				return 0;
+			}
 			sleep_ms(t - *pending_since < 20 ? 1 : 10);
 			return 0;
 		}
@@ -1323,7 +1368,7 @@ static int part_check(const rad *e, const char *oid, const oread *r,
  * kept with the snapshot, and the get takes its answer, as a read at that
  * moment would have been (a lock met is settled by reading again).
  */
-#define AHEAD_MAX 4
+#define AHEAD_MAX 32 /* a listing with KT_LIST_STAT asks for as many (iter.c) */
 
 struct pfent {
 	char *oid;    /* NULL: the slot is free */
@@ -1411,7 +1456,7 @@ static int pf_take(rad *e, kt__snap *s, const char *oid, const kt__buf *key,
 	if (rd->exists && rd->lock[0] != '\0' && strcmp(rd->lock, FREE) != 0)
 		rc = oread_do(e, s, oid, q, rd);
 	else
-		rc = seen_note(s, oid, rd->exists, rd->ver);
+		rc = seen_note(s, oid, rd->exists, rd->ver, NULL);
 	return rc != 0 ? rc : 1;
 }
 
@@ -1518,7 +1563,8 @@ static int take_prefetched(kt__cursor *c, const oreq *q)
 	if (c->page.exists && c->page.lock[0] != '\0' &&
 	    strcmp(c->page.lock, FREE) != 0)
 		return oread_do(c->e, c->snap, c->oid.p, q, &c->page);
-	return seen_note(c->snap, c->oid.p, c->page.exists, c->page.ver);
+	return seen_note(c->snap, c->oid.p, c->page.exists, c->page.ver,
+			 NULL);
 }
 
 /* Drop every read in flight (a new catalog page, or the cursor's end). */
@@ -1840,8 +1886,10 @@ static int rad_snapshot(kt__snap **out, kt__rows *r)
 static void snap_clear(kt__snap *s)
 {
 	size_t i;
-	for (i = 0; i < s->capv; i++)
+	for (i = 0; i < s->capv; i++) {
 		free(s->v[i].oid);
+		free(s->v[i].lk);
+	}
 	free(s->v);
 	s->v = NULL;
 	s->nv = s->capv = 0;
@@ -1877,6 +1925,38 @@ typedef struct vstat {
 	int rv;
 	int started;
 } vstat;
+
+/* The objects read under the lock of a pending commit (oread_do) were
+ * read as they were before it: right at this moment only if that commit
+ * has not taken effect since.  Its record must still be P, or A (rolled
+ * back: the rows read are the rows).  C, or gone (finished, or never
+ * written), and the reads are not known to hold at one moment.  Records
+ * are read after every object's check, so "still P" covers the moment
+ * those checks establish. */
+static int validate_pending(rad *e, const kt__snap *s, int *changed)
+{
+	const char *done[8];
+	size_t i, nd = 0, j;
+	int rc;
+
+	for (i = 0; i < s->capv && !*changed; i++) {
+		const char *lk = s->v[i].oid != NULL ? s->v[i].lk : NULL;
+		char state = 0;
+		if (lk == NULL)
+			continue;
+		for (j = 0; j < nd && strcmp(done[j], lk) != 0; j++)
+			;
+		if (j < nd)
+			continue;
+		if ((rc = rec_read(e, lk, &state, NULL)) != 0)
+			return rc;
+		if (state != 'P' && state != 'A')
+			*changed = 1;
+		if (nd < sizeof(done) / sizeof(done[0]))
+			done[nd++] = lk;
+	}
+	return 0;
+}
 
 static int rad_validate(kt__rows *r, const kt__snap *s)
 {
@@ -1944,6 +2024,8 @@ static int rad_validate(kt__rows *r, const kt__snap *s)
 		}
 	}
 	free(v);
+	if (rc == 0 && !changed)
+		rc = validate_pending(e, s, &changed);
 	if (rc != 0)
 		return rc;
 	return changed ? KT__ERETRY : 0;
@@ -2038,7 +2120,7 @@ static void known_add(rad *e, const char *part)
 	pthread_mutex_lock(&e->mu);
 	if (e->known_set->nv >= KNOWN_MAX)
 		snap_clear(e->known_set);
-	(void)seen_note(e->known_set, part, 1, 0);
+	(void)seen_note(e->known_set, part, 1, 0, NULL);
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -2060,6 +2142,17 @@ static void guard_ops(rados_write_op_t op, const rad *e, const objw *o,
 					1);
 	}
 	rados_write_op_setxattr(op, LK, lock, strlen(lock));
+	if (o->scope.len > 0 && strcmp(lock, FREE) != 0) {
+		/* The lock's id, then what it guards (catalog_add). */
+		size_t n = strlen(lock) + 1 + o->scope.len;
+		char *v = malloc(n);
+		if (v != NULL) {
+			memcpy(v, lock, strlen(lock) + 1);
+			memcpy(v + strlen(lock) + 1, o->scope.p, o->scope.len);
+			rados_write_op_setxattr(op, LKSCOPE, v, n);
+			free(v);
+		}
+	}
 }
 
 static int must_make(const objw *o)
@@ -2081,6 +2174,75 @@ static int wait_free(rad *e, const char *oid)
 	return rc;
 }
 
+/*
+ * The catalog is locked by another commit (a rename, a recursive delete,
+ * anything that scanned a prefix): may @p cat's entries go in under that
+ * lock?  The lock guards only what the commit's prefix scans read, and
+ * its kt.lks names them (guard_ops); an entry that none of them starts
+ * can change nothing they read, so creates elsewhere in the tree need not
+ * wait for a long commit.  The write is guarded on the same lock and
+ * scope.  *how: 1 the entries are in; 0 one is in a scanned range (or
+ * the lock says nothing of its scope): wait for the lock; 2 the lock
+ * changed meanwhile: try again.
+ */
+static int catalog_past_lock(rad *e, objw *cat, int *how)
+{
+	rados_write_op_t op;
+	oread r;
+	oreq q;
+	size_t i, at, idl;
+	int rc;
+
+	*how = 0;
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	if ((rc = oread_once(e, cat->oid, &q, &r)) != 0)
+		return rc;
+	idl = strlen(r.lock);
+	if (!r.exists || idl == 0 || strcmp(r.lock, FREE) == 0) {
+		*how = 2;
+		goto out;
+	}
+	if (r.scope.len <= idl || memcmp(r.scope.p, r.lock, idl + 1) != 0)
+		goto out;
+	for (at = idl + 1; at < r.scope.len;) {
+		const char *pre = r.scope.p + at;
+		size_t pl = strnlen(pre, r.scope.len - at);
+		for (i = 0; i < cat->nw; i++) {
+			/* Entry keys are "." + esc(partition); esc keeps
+			 * prefixes, so compare encoded. */
+			kt__buf ek = {0};
+			int covered;
+			if ((rc = okey(&ek, kt__sl(pre, pl))) != 0)
+				goto out;
+			covered = cat->kl[i] >= ek.len &&
+				  memcmp(cat->k[i], ek.p, ek.len) == 0;
+			kt__buf_free(&ek);
+			if (covered)
+				goto out;
+		}
+		at += pl + 1;
+	}
+	op = rados_create_write_op();
+	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, r.lock, idl);
+	rados_write_op_cmpxattr(op, LKSCOPE, LIBRADOS_CMPXATTR_OP_EQ,
+				r.scope.p, r.scope.len);
+	objw_ops(op, cat);
+	rc = wop_run(e, op, cat->oid);
+	rados_release_write_op(op);
+	if (rc == 0) {
+		*how = 1;
+	} else if (rc == -ECANCELED) {
+		*how = 2;
+		rc = 0;
+	} else {
+		rc = rerr(rc, "adding to the catalog", cat->oid);
+	}
+out:
+	oread_clear(&r);
+	return rc;
+}
+
 /* Add the catalog entries for the partitions in @p parts, outside any
  * commit: an entry for a partition that ends up without rows is harmless,
  * and a prefix scan that ran before the entry appeared is guarded on the
@@ -2088,7 +2250,7 @@ static int wait_free(rad *e, const char *oid)
 static int catalog_add(rad *e, objw *cat)
 {
 	rados_write_op_t op;
-	int rc;
+	int rc, how;
 
 	for (;;) {
 		op = rados_create_write_op();
@@ -2099,7 +2261,11 @@ static int catalog_add(rad *e, objw *cat)
 		rados_release_write_op(op);
 		if (rc != -ECANCELED)
 			break;
-		if ((rc = wait_free(e, cat->oid)) != 0)
+		if ((rc = catalog_past_lock(e, cat, &how)) != 0)
+			return rc;
+		if (how == 1)
+			return 0;
+		if (how == 0 && (rc = wait_free(e, cat->oid)) != 0)
 			return rc;
 	}
 	if (rc == -ENOENT)
@@ -2461,6 +2627,8 @@ static unsigned int commit_budget(rad *e, size_t nobj, size_t len)
 	return b > BUDGET_MAX_MS ? BUDGET_MAX_MS : (unsigned int)b;
 }
 
+void (*kt__rados_test_pending)(void);
+
 static int commit_many(rad *e, oset *s, objw *cat)
 {
 	char txid[80];
@@ -2520,6 +2688,8 @@ static int commit_many(rad *e, oset *s, objw *cat)
 			e->slow--;
 		pthread_mutex_unlock(&e->mu);
 	}
+	if (rc == 0 && kt__rados_test_pending != NULL)
+		kt__rados_test_pending();
 	if (rc == 0) {
 		/* 3. The commit point. */
 		rc2 = rec_flip(e, txid, 'C');
@@ -2585,6 +2755,9 @@ static int guard_cond(rad *e, const kt__snap *snap, const kt__cond *c,
 	    (rc = oset_get(s, catoid, kt__sl("", 0), &o)) == 0) {
 		o->guarded = 1;
 		*cat = (size_t)(o - s->o);
+		if ((rc = kt__buf_add(&o->scope, c->how.part.p,
+				      c->how.part.len)) == 0)
+			rc = kt__buf_addc(&o->scope, '\0');
 	}
 	for (i = 0; rc == 0 && i < snap->capv; i++) {
 		const char *x = snap->v[i].oid;
@@ -2747,6 +2920,16 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 					    : NULL;
 		s.o[i].hashed = is_hashed(s.o[i].oid, e);
 	}
+	/* An object read under another commit's pending lock (oread_do)
+	 * changes version when that lock is settled, whichever way, so a
+	 * commit guarded on it cannot succeed; its version, the locked one,
+	 * must not be used as a guard either, since the lock itself would
+	 * pass it.  Wait for the lock, then run again. */
+	for (i = 0; rc == 0 && i < s.n; i++)
+		if (s.o[i].saw != NULL && s.o[i].saw->lk != NULL) {
+			if ((rc = wait_free(e, s.o[i].oid)) == 0)
+				rc = KT__ERETRY;
+		}
 	/* New catalog entries go in before the commit can take effect: on
 	 * their own before a one-object commit, alongside the record of a
 	 * commit over several.  (omap_set of a key twice is fine.) */
