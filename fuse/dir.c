@@ -31,9 +31,11 @@
  *
  * Every entry carries d_type.  READDIRPLUS gives each child's full
  * attributes and an entry with the mount's timeouts, so `ls -l` costs no
- * LOOKUP or GETATTR per entry.  Plain READDIR (which this mount's kernel
- * is not asked to use) reads each non-directory's node row too, for the
- * link count its offset depends on.  The kernel counts lookups for those
+ * LOOKUP or GETATTR per entry.  The listing itself reads the children's
+ * node rows (KT_LIST_STAT), which on RADOS go out many at once, so a
+ * reply costs a few rounds, not one per entry.  Plain READDIR (which this
+ * mount's kernel is not asked to use) needs each non-directory's node row
+ * too, for the link count its offset depends on: the same listing.  The kernel counts lookups for those
  * entries; FORGET is a no-op here, since nothing is kept per inode.
  */
 
@@ -285,7 +287,12 @@ static int child_stat(struct stat *st, off_t *off, struct fill *f,
 	memset(st, 0, sizeof(*st));
 	memset(&ks, 0, sizeof(ks));
 	ks.nlink = 1;
-	if (f->plus || !(e->kind & KT_KIND_DIR)) {
+	if (e->stat != NULL) {
+		/* Read with the listing (KT_LIST_STAT). */
+		ks = *e->stat;
+		if (f->plus)
+			ktfs_fill_stat(st, f->fs, NULL, &ks, 0);
+	} else if (f->plus || !(e->kind & KT_KIND_DIR)) {
 		/* By the directory's id: its path may be another's by now. */
 		rc = kt_lstat_at(&ks, f->fs->store, dir->id, e->name);
 		if (rc == 0 && f->plus)
@@ -320,6 +327,9 @@ static int fill_children(struct fill *f, const struct ktfs_node *dir,
 
 	lo.after = after;
 	lo.after_len = after ? strlen(after) : 0;
+	/* Every child's attributes come with the listing, read ahead
+	 * together (on RADOS, many at once) rather than one lookup each. */
+	lo.flags = KT_LIST_STAT;
 	if ((rc = kt_iter_new(&it, f->fs->store, dir->path, &lo)) < 0)
 		return ktfs_errno(rc);
 	for (;;) {

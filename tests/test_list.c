@@ -277,7 +277,8 @@ static void page_through(kt_store *s, int reverse, size_t limit,
 		assert_true(page.n <= limit);
 		for (i = 0; i < page.n; i++) {
 			kt_entry e = {page.names[i], page.lens[i],
-				      page.kinds[i], page.ids[i], NULL, 0, 0};
+				      page.kinds[i], page.ids[i], NULL, 0, 0,
+				      NULL};
 			listing_add(all, &e);
 		}
 		if (page.n == 0) {
@@ -570,6 +571,115 @@ static void test_list__next_after_end_stays_over(void **state)
 	kt_iter_free(NULL);
 }
 
+/* Check every entry of a KT_LIST_STAT listing of /d against kt_lstat of
+ * the child; returns how many there were, and the last name. */
+static size_t stat_pass(kt_store *s, const kt_list_options *o, char *last,
+			size_t lastsz)
+{
+	const kt_entry *e = NULL;
+	kt_iter *it = NULL;
+	size_t n = 0;
+	int rc;
+
+	expect_rc(kt_iter_new(&it, s, "/d", o), 0);
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		char path[300];
+		kt_statbuf want;
+		assert_non_null(e->stat);
+		snprintf(path, sizeof(path), "/d/%s", e->name);
+		expect_rc(kt_lstat(&want, s, path), 0);
+		if (memcmp(&want, e->stat, sizeof(want)) != 0)
+			fail_msg("%s: the listing's stat differs from "
+				 "kt_lstat's", path);
+		assert_int_equal(e->id, want.id);
+		assert_int_equal(e->kind, want.kind);
+		assert_int_equal(e->type, want.type);
+		assert_true(e->name_len < lastsz);
+		memcpy(last, e->name, e->name_len + 1);
+		n++;
+	}
+	expect_rc(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	return n;
+}
+
+/* KT_LIST_STAT: each entry carries what kt_lstat says of the child, for
+ * every kind (more children than are read ahead at once), in pages and
+ * in reverse; without the flag, entries carry none. */
+static void test_list__stat_entries(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	kt_create_options co = KT_CREATE_OPTIONS_INIT;
+	static char big[40000];
+	const kt_entry *e = NULL;
+	kt_iter *it = NULL;
+	char path[64], last[64];
+	size_t n, total = 0;
+	int i;
+
+	for (i = 0; i < 70; i++) {
+		snprintf(path, sizeof(path), "/d/i%02d", i);
+		put_str(s, path, path);
+	}
+	co.mode = 0640;
+	expect_rc(kt_put(s, "/d/big", big, sizeof(big), &co), 0);
+	expect_rc(kt_mkdir(s, "/d/sub", NULL), 0);
+	put_str(s, "/d/sub/x", "x");
+	expect_rc(kt_symlink(s, "/d/ln", "/d/sub", NULL), 0);
+	expect_rc(kt_mknod(s, "/d/fifo", KT_TYPE_FIFO, 0, NULL), 0);
+	expect_rc(kt_link(s, "/d/i00", "/d/hard"), 0);
+
+	o.flags = KT_LIST_STAT;
+	assert_int_equal(stat_pass(s, &o, last, sizeof(last)), 75);
+	o.reverse = 1;
+	assert_int_equal(stat_pass(s, &o, last, sizeof(last)), 75);
+	o.reverse = 0;
+	o.limit = 7;
+	for (;;) {
+		n = stat_pass(s, &o, last, sizeof(last));
+		assert_true(n <= 7);
+		if (n == 0)
+			break;
+		total += n;
+		o.after = last;
+		o.after_len = strlen(last);
+	}
+	assert_int_equal(total, 75);
+
+	o = (kt_list_options)KT_LIST_OPTIONS_INIT;
+	expect_rc(kt_iter_new(&it, s, "/d", &o), 0);
+	expect_rc(kt_iter_next(&e, it), 0);
+	assert_null(e->stat);
+	kt_iter_free(it);
+}
+
+/* Options of version 1 (before flags) are still taken; flags the library
+ * does not know are refused. */
+static void test_list__options_versions(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	const kt_entry *e = NULL;
+	kt_iter *it = NULL;
+
+	put_str(s, "/d/a", "1");
+	o.version = 1;
+	o.flags = KT_LIST_STAT; /* not part of a version 1 structure */
+	expect_rc(kt_iter_new(&it, s, "/d", &o), 0);
+	expect_rc(kt_iter_next(&e, it), 0);
+	assert_null(e->stat);
+	kt_iter_free(it);
+	o.version = KT_LIST_OPTIONS_VERSION;
+	o.flags = 0x80;
+	expect_rc(kt_iter_new(&it, s, "/d", &o), KT_EINVAL);
+	assert_non_null(strstr(kt_errmsg(), "unknown flags"));
+	assert_null(it);
+	o.version = 3;
+	o.flags = 0;
+	expect_rc(kt_iter_new(&it, s, "/d", &o), KT_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +703,8 @@ int main(void)
 		T(test_list__through_link),
 		T(test_list__many_children),
 		T(test_list__next_after_end_stays_over),
+		T(test_list__stat_entries),
+		T(test_list__options_versions),
 #undef T
 	};
 

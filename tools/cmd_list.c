@@ -56,9 +56,10 @@ static void names_free(names *l)
 	free(l->v);
 }
 
-/* One line (or JSON object) for the node at @p path shown as @p name. */
+/* One line (or JSON object) for the node at @p path shown as @p name;
+ * @p have: its metadata, when the listing read it already. */
 static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
-		    const char *name, size_t name_len)
+		    const char *name, size_t name_len, const kt_statbuf *have)
 {
 	kt_statbuf sb;
 	char *target = NULL, m[11], t[32], size[32];
@@ -73,7 +74,9 @@ static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
 		putchar('\n');
 		return 0;
 	}
-	if ((rc = kt_lstat(&sb, st, path)) < 0)
+	if (have != NULL)
+		sb = *have;
+	else if ((rc = kt_lstat(&sb, st, path)) < 0)
 		return cli_fail(path, rc);
 	if (sb.kind == KT_KIND_LINK &&
 	    (rc = kt_readlink(&target, &tlen, st, path)) < 0)
@@ -117,13 +120,18 @@ static int ls_entry(kt_store *st, const ls_opts *o, const char *path,
 static int ls_dir(kt_store *st, const ls_opts *o, const char *path, int header)
 {
 	kt_iter *it = NULL;
+	kt_list_options lo = o->list;
 	const kt_entry *e;
 	names subs = {0};
 	char *child;
 	size_t i;
 	int rc, bad = 0;
 
-	if ((rc = kt_iter_new(&it, st, path, &o->list)) < 0)
+	/* -l and --json show every child's metadata: read it with the
+	 * listing, ahead, rather than one lookup per child. */
+	if (o->lng || o->json)
+		lo.flags |= KT_LIST_STAT;
+	if ((rc = kt_iter_new(&it, st, path, &lo)) < 0)
 		return cli_fail(path, rc);
 	if (header && !o->json) {
 		cli_put_name(stdout, path, strlen(path));
@@ -131,7 +139,7 @@ static int ls_dir(kt_store *st, const ls_opts *o, const char *path, int header)
 	}
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		child = cli_join(path, e->name, e->name_len);
-		if (ls_entry(st, o, child, e->name, e->name_len) != 0)
+		if (ls_entry(st, o, child, e->name, e->name_len, e->stat) != 0)
 			bad = 1;
 		if (o->rec && (e->kind & KT_KIND_DIR) &&
 		    names_add(&subs, child) != 0)
@@ -219,7 +227,7 @@ int cmd_ls(int argc, char **argv)
 	if (kt_lstat(&sb, st, path) == 0 && !(sb.kind & KT_KIND_DIR) &&
 	    (sb.kind != KT_KIND_LINK || kt_stat(&sb, st, path) != 0 ||
 	     !(sb.kind & KT_KIND_DIR)))
-		rc = ls_entry(st, &o, path, path, strlen(path)) ? CLI_FAIL
+		rc = ls_entry(st, &o, path, path, strlen(path), NULL) ? CLI_FAIL
 								: CLI_OK;
 	else
 		rc = ls_dir(st, &o, path, o.rec);

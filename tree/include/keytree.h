@@ -1098,9 +1098,22 @@ typedef struct kt_entry {
 	unsigned int type; /**< KT_TYPE_* of a special file (listings carry
 			      it in the index row, so no lookup); 0 for
 			      other kinds and attributes */
+	const kt_statbuf *stat; /**< the child's metadata, as kt_lstat()
+				   gives it, in a listing asked for it
+				   (KT_LIST_STAT); NULL otherwise */
 } kt_entry;
 
-#define KT_LIST_OPTIONS_VERSION 1
+/* Version 2 added flags; a version 1 structure (without it) is still
+ * accepted. */
+#define KT_LIST_OPTIONS_VERSION 2
+
+/** Each entry of a listing carries its child's metadata (kt_entry.stat),
+ * read in the listing's snapshot: what `ls -l` and a mount's
+ * READDIRPLUS need, without a kt_lstat() per entry.  A child whose node
+ * is gone by the time it is read (RADOS: a listing reads the directory a
+ * page at a time, Engines at the top) is left out.  On RADOS the
+ * children's rows are read many at once, ahead of the caller. */
+#define KT_LIST_STAT 0x01u
 
 /** Paging for kt_iter_new(). */
 typedef struct kt_list_options {
@@ -1109,9 +1122,10 @@ typedef struct kt_list_options {
 	size_t after_len;     /**< bytes in after */
 	size_t limit;         /**< at most this many entries; 0: no limit */
 	int reverse;          /**< descending order of name */
+	unsigned int flags;   /**< KT_LIST_STAT (version 2) */
 } kt_list_options;
 
-#define KT_LIST_OPTIONS_INIT {KT_LIST_OPTIONS_VERSION, NULL, 0, 0, 0}
+#define KT_LIST_OPTIONS_INIT {KT_LIST_OPTIONS_VERSION, NULL, 0, 0, 0, 0}
 
 /**
  * Iterate over the direct children of the directory at @p path (following
@@ -1121,7 +1135,7 @@ typedef struct kt_list_options {
  * which stays correct while others insert and delete.
  * @return 0, KT_ENOTFOUND, KT_ENOTDIR (not a directory), KT_ELOOP, a
  *   path error, KT_EINVAL (options of another version, a NULL after with
- *   after_len > 0).
+ *   after_len > 0, an unknown flag).
  * Engines: on a client the snapshot lives in the holder, and rows come
  * from it a batch at a time.
  */

@@ -14,6 +14,16 @@
 
 enum { IT_LIST, IT_FIND, IT_ATTR };
 
+/* KT_LIST_STAT: children taken from the cursor ahead of the caller, so
+ * that their node rows can be read meanwhile (the engine's prefetch). */
+#define STAT_AHEAD 32
+
+typedef struct ahead {
+	kt__buf name;
+	unsigned int kind, type;
+	uint64_t id;
+} ahead;
+
 struct kt_iter {
 	kt_store *st;
 	int type;
@@ -30,6 +40,11 @@ struct kt_iter {
 	int self_pending;
 	kt_entry e;
 	int over;
+	unsigned int lflags; /* KT_LIST_* */
+	ahead *ah;           /* KT_LIST_STAT: STAT_AHEAD of them */
+	size_t nah, ahat;    /* filled, and handed out */
+	kt__buf npart;       /* a child's node partition */
+	kt_statbuf sb;
 };
 
 static int iter_alloc(kt_iter **out, kt_store *st, int type)
@@ -62,6 +77,13 @@ void kt_iter_free(kt_iter *it)
 	kt__buf_free(&it->pre);
 	kt__buf_free(&it->self);
 	kt__buf_free(&it->tok);
+	kt__buf_free(&it->npart);
+	if (it->ah != NULL) {
+		size_t i;
+		for (i = 0; i < STAT_AHEAD; i++)
+			kt__buf_free(&it->ah[i].name);
+		free(it->ah);
+	}
 	free(it);
 }
 
@@ -103,13 +125,21 @@ int kt_iter_new(kt_iter **out, kt_store *st, const char *path,
 	if (out == NULL || st == NULL)
 		return kt__err(KT_EINVAL, "list: NULL argument");
 	*out = NULL;
-	if (opts != NULL && opts->version != KT_LIST_OPTIONS_VERSION)
+	if (opts != NULL && opts->version != KT_LIST_OPTIONS_VERSION &&
+	    opts->version != 1)
 		return kt__err(KT_EINVAL, "list: options version %u, expected "
 			       "%d", opts->version, KT_LIST_OPTIONS_VERSION);
 	if (opts != NULL && opts->after == NULL && opts->after_len > 0)
 		return kt__err(KT_EINVAL, "list: after is NULL");
+	/* Version 1 ends before flags. */
+	if (opts != NULL && opts->version >= 2 &&
+	    (opts->flags & ~KT_LIST_STAT) != 0)
+		return kt__err(KT_EINVAL, "list: unknown flags 0x%x",
+			       opts->flags & ~KT_LIST_STAT);
 	if ((rc = iter_alloc(&it, st, IT_LIST)) != 0)
 		return rc;
+	if (opts != NULL && opts->version >= 2)
+		it->lflags = opts->flags;
 	if ((rc = open_node(&r, it, path, KT__R_FOLLOW, "list")) != 0) {
 		kt_iter_free(it);
 		return rc;
@@ -377,6 +407,97 @@ static int find_accept(kt_iter *it, kt__slice part)
 	return 1;
 }
 
+/* KT_LIST_STAT: take up to STAT_AHEAD children from the cursor, and ask
+ * the engine to start reading their node rows.  KT_ITEROVER when there
+ * are none left. */
+static int ahead_fill(kt_iter *it)
+{
+	kt__rd rd = {it->st, NULL, it->snap};
+	size_t want = STAT_AHEAD;
+	kt__row row;
+	int rc = 0;
+
+	if (it->ah == NULL &&
+	    (it->ah = calloc(STAT_AHEAD, sizeof(*it->ah))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	if (it->limit && it->limit - it->count < want)
+		want = it->limit - it->count;
+	it->nah = it->ahat = 0;
+	while (it->nah < want && !it->over) {
+		ahead *a = &it->ah[it->nah];
+		rc = kt__mcur_next(it->cur, &row);
+		if (rc == KT_ITEROVER) {
+			it->over = 1;
+			rc = 0;
+			break;
+		}
+		if (rc == 0)
+			rc = kt__index_decode(&a->kind, &a->id, &a->type,
+					      row.value.p, row.value.len);
+		if (rc == 0)
+			rc = kt__buf_set(&a->name, row.sort.p, row.sort.len);
+		if (rc == 0 && (rc = kt__buf_set(&it->npart, it->pre.p,
+						 it->pre.len)) == 0 &&
+		    (rc = kt__buf_add(&it->npart, row.sort.p,
+				      row.sort.len)) == 0)
+			kt__rd_prefetch(&rd, kt__slb(&it->npart),
+					kt__sl("", 0));
+		if (rc != 0)
+			return rc;
+		it->nah++;
+	}
+	return it->nah > 0 ? 0 : KT_ITEROVER;
+}
+
+/* The next child with its metadata (KT_LIST_STAT). */
+static int list_next_stat(const kt_entry **entry, kt_iter *it)
+{
+	kt__rd rd = {it->st, NULL, it->snap};
+	kt__buf v = {0};
+	kt__node n;
+	int rc;
+
+	for (;;) {
+		ahead *a;
+		if (it->ahat == it->nah && (rc = ahead_fill(it)) != 0)
+			break;
+		a = &it->ah[it->ahat++];
+		if ((rc = kt__buf_set(&it->npart, it->pre.p,
+				      it->pre.len)) != 0 ||
+		    (rc = kt__buf_add(&it->npart, a->name.p, a->name.len)) != 0)
+			break;
+		v.len = 0;
+		rc = kt__rd_get(&rd, kt__slb(&it->npart), kt__sl("", 0), &v);
+		if (rc == KT_ENOTFOUND)
+			continue; /* gone since the directory was read */
+		if (rc != 0)
+			break;
+		memset(&n, 0, sizeof(n));
+		rc = kt__node_decode(&n, v.p, v.len);
+		if (rc == 0)
+			kt__node_fill_stat(&it->sb, it->st, &n);
+		kt__node_free(&n);
+		if (rc != 0)
+			break;
+		if ((rc = kt__buf_set(&it->name, a->name.p, a->name.len)) != 0)
+			break;
+		/* The node row is the later read: where the two disagree
+		 * (replaced in between, on an engine without one snapshot),
+		 * the entry says what the node row says. */
+		it->e.name = it->name.p;
+		it->e.name_len = it->name.len;
+		it->e.kind = it->sb.kind;
+		it->e.id = it->sb.id;
+		it->e.type = it->sb.type;
+		it->e.stat = &it->sb;
+		it->count++;
+		*entry = &it->e;
+		break;
+	}
+	kt__buf_free(&v);
+	return rc;
+}
+
 int kt_iter_next(const kt_entry **entry, kt_iter *it)
 {
 	kt__row row;
@@ -385,8 +506,12 @@ int kt_iter_next(const kt_entry **entry, kt_iter *it)
 	if (entry == NULL || it == NULL)
 		return kt__err(KT_EINVAL, "iter_next: NULL argument");
 	*entry = NULL;
+	if (it->over && it->ahat < it->nah)
+		return list_next_stat(entry, it);
 	if (it->over || (it->limit && it->count >= it->limit))
 		return KT_ITEROVER;
+	if (it->lflags & KT_LIST_STAT)
+		return list_next_stat(entry, it);
 	if (it->self_pending) {
 		kt__rd rd = {it->st, NULL, it->snap};
 		kt__buf v = {0};
