@@ -29,8 +29,8 @@
  * Commits.  RADOS makes one compound operation on one object atomic and
  * offers guards (assert_version, cmpxattr), but nothing across objects.  A
  * snapshot here records, for each object read through it, the object
- * version seen (reads of a locked object first settle the lock, so the
- * version recorded is always that of an unlocked object).  A commit's
+ * version seen (reads of a locked object first settle the lock, unless its
+ * commit is still pending: then the snapshot notes the lock too).  A commit's
  * conditions then become "every object read is still at the version seen":
  * coarser than the seam asks (any change to the object, not only to the
  * rows read, fails it) but never weaker, and the tree layer reruns the
@@ -49,9 +49,11 @@
  *      still being this commit's; then delete the record.
  *
  * A reader that meets a lock settles it from the record: C, roll the
- * object forward; A or no record, unlock it; P, wait, and once it has been
- * pending for longer than the lease (the writer died, or stalls), flip it
- * to A itself and roll back.  A writer whose record was flipped to A
+ * object forward; A or no record, unlock it; P, read the object as it is
+ * (as it was before that commit; oread_do).  A writer that needs an object
+ * locked by a P record waits, and once it has been pending for longer than
+ * the lease (the writer died, or stalls), flips it to A itself and rolls
+ * back.  A writer whose record was flipped to A
  * cannot commit any more, so nothing needs fencing: the record's state
  * change is the only commit point and it is guarded.  A client killed at
  * any step leaves either locks of a P record (rolled back after the
