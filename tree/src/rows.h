@@ -161,6 +161,11 @@ typedef struct kt__rows_ops {
 	 * and the get answers as it would have. */
 	void (*prefetch)(kt__rows *r, const kt__snap *snap, kt__slice part,
 			 kt__slice sort);
+	/* Optional, the same kind of hint for a scan: partition @p part
+	 * will probably be scanned forward from its start (no bound)
+	 * through @p snap soon; its first rows may be read now. */
+	void (*prefetch_scan)(kt__rows *r, const kt__snap *snap,
+			      kt__slice part);
 	int (*sync)(kt__rows *r);
 	/* Is the store empty of rows altogether? 1 yes, 0 no, <0 error. */
 	int (*empty)(kt__rows *r);

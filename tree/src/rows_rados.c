@@ -1375,6 +1375,7 @@ static int part_check(const rad *e, const char *oid, const oread *r,
 struct pfent {
 	char *oid;    /* NULL: the slot is free */
 	kt__buf key;  /* the omap key asked for */
+	int scan;     /* instead: the first page of a scan (prefetch_scan) */
 	opend p;
 };
 
@@ -1431,8 +1432,9 @@ static void rad_prefetch(kt__rows *r, const kt__snap *snap, kt__slice part,
 	}
 }
 
-/* The read of (@p oid, @p key) sent ahead through @p s, if any: taken
- * into @p rd and noted in @p s.  1 taken, 0 none, <0 an error. */
+/* The read of (@p oid, @p key) sent ahead through @p s, if any, or with
+ * @p key NULL the first page of a scan of @p oid: taken into @p rd and
+ * noted in @p s.  1 taken, 0 none, <0 an error. */
 static int pf_take(rad *e, kt__snap *s, const char *oid, const kt__buf *key,
 		   const oreq *q, oread *rd)
 {
@@ -1444,14 +1446,18 @@ static int pf_take(rad *e, kt__snap *s, const char *oid, const kt__buf *key,
 		return 0;
 	for (i = 0; i < AHEAD_MAX && f == NULL; i++)
 		if (s->pf[i].oid != NULL && strcmp(s->pf[i].oid, oid) == 0 &&
-		    s->pf[i].key.len == key->len &&
-		    memcmp(s->pf[i].key.p, key->p, key->len) == 0)
+		    (key == NULL
+			     ? s->pf[i].scan
+			     : !s->pf[i].scan && s->pf[i].key.len == key->len &&
+				       memcmp(s->pf[i].key.p, key->p,
+					      key->len) == 0))
 			f = &s->pf[i];
 	if (f == NULL)
 		return 0;
 	rc = oread_finish(&f->p, oid, rd);
 	free(f->oid);
 	f->oid = NULL;
+	f->scan = 0;
 	kt__buf_free(&f->key);
 	if (rc != 0)
 		return rc;
@@ -1500,6 +1506,45 @@ static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 /* First pages a prefix scan keeps in flight. */
 #define PREFETCH 32
 #define FIRST_PAGE 16
+
+/* The seam's prefetch_scan: send the read of the first page of a scan of
+ * @p part from its start, which cur_load takes (pf_take) as the read it
+ * would have made.  Not for the id index, whose scan is a walk. */
+static void rad_prefetch_scan(kt__rows *r, const kt__snap *snap,
+			      kt__slice part)
+{
+	rad *e = (rad *)r;
+	kt__snap *s = (kt__snap *)snap;
+	kt__buf oid = {0};
+	struct pfent *f = NULL;
+	oreq q;
+	size_t i;
+
+	if (s == NULL || is_idpart(part))
+		return;
+	if (s->pf == NULL && (s->pf = calloc(AHEAD_MAX, sizeof(*s->pf))) == NULL)
+		return;
+	for (i = 0; i < AHEAD_MAX && f == NULL; i++)
+		if (s->pf[i].oid == NULL)
+			f = &s->pf[i];
+	if (f == NULL)
+		return; /* enough in flight */
+	if (oid_of(&oid, e, part) != 0 || seen_find(s, oid.p) != NULL) {
+		kt__buf_free(&oid); /* already read: the scan reads again */
+		return;
+	}
+	memset(&q, 0, sizeof(q));
+	q.prefix = ".";
+	q.after = "";
+	q.max = FIRST_PAGE;
+	oread_start(e, oid.p, &q, &f->p);
+	f->scan = 1;
+	f->oid = kt__buf_detach(&oid, NULL);
+	if (f->oid == NULL) {
+		(void)oread_finish(&f->p, "", NULL);
+		f->scan = 0;
+	}
+}
 
 struct kt__cursor {
 	rad *e;
@@ -1649,6 +1694,11 @@ static int cur_load(kt__cursor *c)
 					      : (unsigned int)c->pagesz;
 	if (first && prefetched(c))
 		rc = take_prefetched(c, &q);
+	else if (first && !(c->flags & (KT__SCAN_REVERSE | KT__SCAN_AFTER |
+					KT__SCAN_FROM)) &&
+		 (rc = pf_take(c->e, c->snap, c->oid.p, NULL, &q,
+			       &c->page)) != 0)
+		rc = rc < 0 ? rc : 0; /* sent ahead (rad_prefetch_scan) */
 	else
 		rc = oread_do(c->e, c->snap, c->oid.p, &q, &c->page);
 	if (rc == 0)
@@ -3028,6 +3078,7 @@ static const kt__rows_ops rad_ops = {
 	.commit = rad_commit,
 	.validate = rad_validate,
 	.prefetch = rad_prefetch,
+	.prefetch_scan = rad_prefetch_scan,
 	.sync = rad_sync,
 	.empty = rad_empty,
 	.close = rad_close,

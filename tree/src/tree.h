@@ -203,6 +203,8 @@ typedef struct kt__rd {
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out);
 /* A hint that row (part, sort) will be read soon (rows.h, prefetch). */
 void kt__rd_prefetch(kt__rd *rd, kt__slice part, kt__slice sort);
+/* A hint that partition @p part will be scanned from its start soon. */
+void kt__rd_prefetch_scan(kt__rd *rd, kt__slice part);
 
 /* A call that only reads runs as
  *

@@ -578,6 +578,20 @@ void kt__rd_prefetch(kt__rd *rd, kt__slice part, kt__slice sort)
 		r->ops->prefetch(r, snap, part, sort);
 }
 
+void kt__rd_prefetch_scan(kt__rd *rd, kt__slice part)
+{
+	kt__rows *r = rd->st->rows;
+	const kt__snap *snap;
+
+	if (r->ops->prefetch_scan == NULL)
+		return;
+	if (rd->tx != NULL && tx_snap(rd->tx) != 0)
+		return;
+	snap = rd->tx != NULL ? rd->tx->snap : rd->snap;
+	if (snap != NULL)
+		r->ops->prefetch_scan(r, snap, part);
+}
+
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 {
 	kt__rows *r = rd->st->rows;
