@@ -459,7 +459,6 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 			  showp(a, sizeof(a), &path), path.len,
 			  kt__depth(path.p, path.len), KT_PATH_MAX,
 			  KT_DEPTH_MAX);
-	node_prefetch(c, &path, &n);
 	if ((rc = id_add(c, n.id)) < 0)
 		goto out;
 	if (rc == 0 && n.nlink <= 1)
@@ -734,13 +733,94 @@ static void progress(checker *c, int force)
 		c->stop = 2;
 }
 
+/* What the check of row @p r will read, asked for now (rows.h,
+ * prefetch): an index row's child, a node row's parent, index row, id
+ * row and listing (node_prefetch). */
+static void row_prefetch(checker *c, const kt__row *r)
+{
+	kt__buf b = {0};
+	kt__node n = {0};
+
+	if (r->sort.len > 0) {
+		if (kt__buf_add(&b, r->part.p, r->part.len) == 0 &&
+		    kt__buf_add(&b, r->sort.p, r->sort.len) == 0)
+			kt__rd_prefetch(&c->rd, kt__slb(&b), kt__sl("", 0));
+	} else if (kt__dec_node(&b, &c->st->delim, r->part.p, r->part.len) ==
+			   0 &&
+		   kt__node_decode_hdr(&n, r->value.p, r->value.len) == 0) {
+		node_prefetch(c, &b, &n);
+	}
+	kt__buf_free(&b);
+}
+
+/* Rows taken from the scan ahead of their check, so that their reads
+ * are in flight together: CHECK_AHEAD rows of up to four reads each. */
+#define CHECK_AHEAD 8
+
+typedef struct crow {
+	kt__buf part, sort, value;
+} crow;
+
+/* Check every row @p cur yields: node rows and index rows. */
+static int check_rows(checker *c, kt__mcur *cur)
+{
+	crow ring[CHECK_AHEAD];
+	size_t head = 0, n = 0, i;
+	kt__row row;
+	int rc = 0, over = 0;
+
+	memset(ring, 0, sizeof(ring));
+	while (rc == 0 && !c->stop) {
+		while (!over && n < CHECK_AHEAD) {
+			crow *r = &ring[(head + n) % CHECK_AHEAD];
+			rc = kt__mcur_next(cur, &row);
+			if (rc == KT_ITEROVER) {
+				over = 1;
+				rc = 0;
+				break;
+			}
+			if (rc != 0 ||
+			    (rc = kt__buf_set(&r->part, row.part.p,
+					      row.part.len)) != 0 ||
+			    (rc = kt__buf_set(&r->sort, row.sort.p,
+					      row.sort.len)) != 0 ||
+			    (rc = kt__buf_set(&r->value, row.value.p,
+					      row.value.len)) != 0)
+				break;
+			row_prefetch(c, &row);
+			n++;
+		}
+		if (rc != 0 || n == 0)
+			break;
+		{
+			crow *r = &ring[head];
+			head = (head + 1) % CHECK_AHEAD;
+			n--;
+			if (r->sort.len == 0)
+				rc = check_node(c, kt__slb(&r->part),
+						kt__slb(&r->value));
+			else
+				rc = check_index(c, kt__slb(&r->part),
+						 kt__slb(&r->sort),
+						 kt__slb(&r->value));
+		}
+		c->done++;
+		progress(c, 0);
+	}
+	for (i = 0; i < CHECK_AHEAD; i++) {
+		kt__buf_free(&ring[i].part);
+		kt__buf_free(&ring[i].sort);
+		kt__buf_free(&ring[i].value);
+	}
+	return rc;
+}
+
 /* One pass of the check over c->rd's snapshot. */
 static int check_pass(checker *c)
 {
 	kt_store *st = c->st;
 	kt__scan how;
 	kt__mcur *cur = NULL;
-	kt__row row;
 	kt__buf v = {0};
 	int rc;
 
@@ -780,17 +860,9 @@ static int check_pass(checker *c)
 	how.flags = KT__SCAN_PREFIX;
 	if (rc == 0)
 		rc = kt__rd_scan(&cur, &c->rd, &how);
-	while (rc == 0 && !c->stop && (rc = kt__mcur_next(cur, &row)) == 0) {
-		if (row.sort.len == 0)
-			rc = check_node(c, row.part, row.value);
-		else
-			rc = check_index(c, row.part, row.sort, row.value);
-		c->done++;
-		progress(c, 0);
-	}
+	if (rc == 0)
+		rc = check_rows(c, cur);
 	kt__mcur_free(cur);
-	if (rc == KT_ITEROVER)
-		rc = 0;
 	if (rc == 0 && !c->stop)
 		rc = check_id_rows(c);
 	if (rc == 0 && !c->stop)
