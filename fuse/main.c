@@ -473,10 +473,9 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 	io.writev = ktfs_io_writev;
 	if (fuse_session_custom_io(se, &io, fuse_session_fd(se)) != 0)
 		goto out_unmount;
-	/* What other processes change, the kernel must not keep.  A RADOS
-	 * store cannot be watched yet: the mount then serves without
-	 * hearing other clients, whose changes the kernel sees once its
-	 * caches time out. */
+	/* What other processes change, the kernel must not keep.  (A
+	 * library that cannot watch, KT_ENOTSUP, still mounts: the kernel
+	 * then sees other clients' changes once its caches time out.) */
 	rc = ktfs_watch_start(fs, se);
 	if (rc == KT_ENOTSUP) {
 		fprintf(stderr, "keytreefs: %s: %s; mounting without it: "

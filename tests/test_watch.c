@@ -472,6 +472,108 @@ static void test_watch__client_orphans_dropped_when_it_goes(void **state)
 	kt_close(st);
 }
 
+/* ---- RADOS: each handle is a cluster client of its own --------------- */
+
+/* A watching handle hears another handle's commit before that commit's
+ * call returns (the other watches nothing, so it waits for the
+ * acknowledgement): names and ids, and every name a rename moves. */
+static void test_watch__rados_hears_other_handle(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *a = open_store(f->path), *b = open_store(f->path);
+
+	assert_int_equal(kt_watch(a, on_change, &heard), 0);
+	assert_int_equal(kt_put(b, "/a/b", "one", 3, NULL), 0);
+	/* No waiting here. */
+	assert_true(heard_has("name / a"));
+	assert_true(heard_has("name /a b"));
+	assert_true(heard_has("node %llu",
+			      (unsigned long long)id_of(b, "/a/b")));
+	heard_clear();
+	assert_int_equal(kt_rename(b, "/a", "/z", 0), 0);
+	assert_true(heard_has("name / a"));
+	assert_true(heard_has("name / z"));
+	assert_true(heard_has("name /z b"));
+	assert_int_equal(heard_calls, 1);
+	kt_close(b);
+	kt_close(a);
+}
+
+/* What a second watcher heard: the names, one per line. */
+static pthread_mutex_t heard_b_mu = PTHREAD_MUTEX_INITIALIZER;
+static char heard_b[4096];
+
+static void on_change_b(const kt_change *ch, size_t n, void *payload)
+{
+	size_t i, len;
+
+	(void)payload;
+	pthread_mutex_lock(&heard_b_mu);
+	for (i = 0; i < n; i++) {
+		len = strlen(heard_b);
+		if (ch[i].what == KT_CHANGE_NAME)
+			snprintf(heard_b + len, sizeof(heard_b) - len,
+				 "%.*s\n", (int)ch[i].name_len, ch[i].name);
+	}
+	pthread_mutex_unlock(&heard_b_mu);
+}
+
+/* A watching handle is not told its own commits; another watcher is,
+ * from its hello on (a had looked who watches just before), and the
+ * watching writer does not wait for it. */
+static void test_watch__rados_not_itself(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *a = open_store(f->path), *b = open_store(f->path);
+	kt_store *c = open_store(f->path);
+	int b_heard;
+
+	heard_b[0] = '\0';
+	assert_int_equal(kt_watch(a, on_change, &heard), 0);
+	/* a looks who watches: nobody else yet, and it keeps that answer
+	 * for a second, but b's hello overrides it. */
+	assert_int_equal(kt_put(a, "/before", "0", 1, NULL), 0);
+	assert_int_equal(kt_watch(b, on_change_b, NULL), 0);
+	assert_int_equal(kt_put(a, "/mine", "1", 1, NULL), 0);
+	/* c watches nothing: its put returns once a and b acknowledged it,
+	 * and each hears notes in the order the watch object got them, so
+	 * a's own note, sent before, has been passed on or dropped. */
+	assert_int_equal(kt_put(c, "/theirs", "2", 1, NULL), 0);
+	assert_true(heard_has("name / theirs"));
+	assert_false(heard_has("name / mine"));
+	pthread_mutex_lock(&heard_b_mu);
+	b_heard = strstr(heard_b, "mine\n") != NULL &&
+		  strstr(heard_b, "theirs\n") != NULL;
+	pthread_mutex_unlock(&heard_b_mu);
+	assert_true(b_heard);
+	kt_close(c);
+	kt_close(b);
+	kt_close(a);
+}
+
+/* kt_watch(NULL) stops; a second callback is refused; watching again
+ * works (once the others have read who watches, at most a second
+ * later). */
+static void test_watch__rados_stop_and_again(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *a = open_store(f->path), *b = open_store(f->path);
+
+	assert_int_equal(kt_watch(a, on_change, &heard), 0);
+	assert_int_equal(kt_watch(a, on_change, &heard), KT_EEXISTS);
+	assert_non_null(strstr(kt_errmsg(), "watched already"));
+	assert_int_equal(kt_watch(a, NULL, NULL), 0);
+	assert_int_equal(kt_put(b, "/x", "1", 1, NULL), 0);
+	assert_false(heard_has("name / x"));
+	assert_int_equal(kt_watch(a, on_change, &heard), 0);
+	usleep(1200 * 1000); /* past b's cached answer (WATCHERS_MS) */
+	assert_int_equal(kt_put(b, "/y", "1", 1, NULL), 0);
+	assert_true(heard_has("name / y"));
+	assert_false(heard_has("name / x"));
+	kt_close(b);
+	kt_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -494,6 +596,20 @@ int main(void)
 			teardown),
 	};
 
+	const struct CMUnitTest rados_tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_watch__rados_hears_other_handle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch__rados_not_itself,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_watch__rados_stop_and_again, setup, teardown),
+	};
+
 	signal(SIGPIPE, SIG_IGN);
+	/* On RADOS there is no holder and librados does not survive a
+	 * fork: the tests there use several handles of this process, each
+	 * its own cluster client. */
+	if (kt_test_on_rados())
+		return cmocka_run_group_tests(rados_tests, NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

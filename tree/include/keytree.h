@@ -426,10 +426,19 @@ typedef void (*kt_watch_cb)(const kt_change *changes, size_t n,
  * Engines: the holder's server hears every commit; it tells the holder's
  * own watcher through a thread of its own, and a client's over a second
  * connection to the holder.
- * Engines: a RADOS store has no holder, and hearing other clients'
- * commits is not done yet: kt_watch() on one fails with KT_ENOTSUP.
+ * Engines: a RADOS store has no holder; its clients tell each other with
+ * RADOS watch/notify on the tree's object TREE!watch, and the callback
+ * runs on a thread of the watching handle.  Every handle (in this or
+ * another process, on this or another host) is another client there.
+ * A new watcher says hello to the handles that watch already, which tell
+ * it their commits from then on; a handle that watches nothing reads who
+ * watches at most once a second, so its commits in the first second
+ * after a kt_watch() may go unheard.  A commit of a handle
+ * that watches nothing waits for the watchers' acknowledgements, 2 s at
+ * most (a watcher that died costs that whole wait, until the OSD drops
+ * its watch: 30 s by default).
  * @return 0, KT_EEXISTS when a callback is already set, KT_EIO when the
- *   holder cannot be reached, KT_ENOTSUP on a RADOS store, KT_ENOMEM.
+ *   holder or the cluster cannot be reached, KT_ENOMEM.
  */
 KT_EXTERN int kt_watch(kt_store *store, kt_watch_cb cb, void *payload);
 /**@}*/

@@ -221,6 +221,14 @@ int kt__rados_destroy(const kt__rados_opts *o, uint64_t *nobjects);
  * price of making every two such commits conflict. */
 void kt__rados_number_commits(kt__rows *r);
 
+/* Hear the commits of the tree's other handles (kt_watch on RADOS):
+ * @p fn is called with each one's writes (values cut short, as the
+ * holder's notes are: server.h), on a thread of this handle; NULL @p fn
+ * stops.  0, KT_EEXISTS, KT_EIO. */
+int kt__rados_watch(kt__rows *r,
+		    void (*fn)(void *arg, const kt__write *w, size_t n),
+		    void *arg);
+
 /* Finish and remove every commit record of the tree that is left over
  * (rows_rados.c, "Sweeping commit records"): @p note, if not NULL, is told
  * of each; *nswept says how many.  Waits one lease when some are pending. */

@@ -17,6 +17,8 @@
  *                        in byte order (RADOS lists objects unordered).
  *   T!tx.<txid>          the record of a commit spanning several objects
  *                        while it runs (below).
+ *   T!watch              who watches the tree, and what watchers listen
+ *                        on (below, "Watching").
  *   T!seq                a commit counter, only when a handle was asked
  *                        to number its commits (kt__rados_number_commits,
  *                        for tests that replay commits in order).
@@ -81,6 +83,7 @@
 #include <rados/librados.h>
 
 #include "rows.h"
+#include "server.h"
 
 /*
  * librados is loaded when the first RADOS tree is opened, not linked: it
@@ -105,6 +108,14 @@
 	X(aio_release) \
 	X(aio_wait_for_complete) \
 	X(aio_write_op_operate) \
+	X(aio_notify) \
+	X(aio_is_complete) \
+	X(buffer_free) \
+	X(notify2) \
+	X(notify_ack) \
+	X(unwatch2) \
+	X(watch2) \
+	X(watch_flush) \
 	X(conf_get) \
 	X(conf_parse_env) \
 	X(conf_read_file) \
@@ -182,6 +193,14 @@ static void lib_load(void)
 #define rados_aio_release (lib.aio_release)
 #define rados_aio_wait_for_complete (lib.aio_wait_for_complete)
 #define rados_aio_write_op_operate (lib.aio_write_op_operate)
+#define rados_aio_notify (lib.aio_notify)
+#define rados_aio_is_complete (lib.aio_is_complete)
+#define rados_buffer_free (lib.buffer_free)
+#define rados_notify2 (lib.notify2)
+#define rados_notify_ack (lib.notify_ack)
+#define rados_unwatch2 (lib.unwatch2)
+#define rados_watch2 (lib.watch2)
+#define rados_watch_flush (lib.watch_flush)
 #define rados_conf_get (lib.conf_get)
 #define rados_conf_parse_env (lib.conf_parse_env)
 #define rados_conf_read_file (lib.conf_read_file)
@@ -247,6 +266,21 @@ typedef struct rad {
 	/* Committed commits still being applied (fin_*), under mu. */
 	struct fin *fins;
 	size_t nfins;
+	/* Watching (kt__rados_watch), under mu: this handle's watch of
+	 * T!watch and whom it tells; whether other handles watch, as last
+	 * read, and when. */
+	kt__notify_fn note;
+	void *note_arg;
+	uint64_t wcookie;
+	int watching;
+	int others;
+	uint64_t others_at;
+	struct wheard *heard;      /* notes heard, for the watch thread */
+	struct wheard **heard_end;
+	pthread_cond_t wcv;
+	pthread_t wthread;
+	int wstop;
+	struct wsent *sent;        /* notifies in flight (watching handle) */
 } rad;
 
 static const kt__rows_ops rad_ops;
@@ -2898,6 +2932,8 @@ static int size_check(const oset *s)
 		       (double)n / (1 << 20), COMMIT_MAX >> 20);
 }
 
+static void publish(rad *e, const kt__commit *cm);
+
 static int rad_commit(kt__rows *r, const kt__commit *cm)
 {
 	rad *e = (rad *)r;
@@ -2996,6 +3032,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 			      : commit_many(e, &s, &pre);
 	if (rc == 0 && num != 0)
 		*cm->applied = num;
+	if (rc == 0)
+		publish(e, cm);
 	if (rc == 0) {
 		for (i = 0; i < pre.nw; i++) {
 			kt__buf d = {0};
@@ -3018,6 +3056,408 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	if (own != NULL)
 		rad_snapshot_free(r, own);
 	return rc;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Watching */
+
+/*
+ * kt_watch on RADOS.  There is no holder that hears every commit, so the
+ * clients tell each other, with RADOS watch/notify on the tree's object
+ * T!watch:
+ * - a watching handle registers a watch on it (rados_watch2) and an omap
+ *   key "w" + its instance id, so that the others know someone listens;
+ * - after each commit that took effect, a handle that knows of another
+ *   watcher sends a notify on T!watch: its instance id (8 bytes) and a
+ *   note of the commit's writes (server.h, the holder's encoding: values
+ *   cut to KT__NOTE_VALUE bytes), at most about NOTE_CHUNK bytes each;
+ * - a watcher's librados callback queues the note; a thread of the
+ *   handle passes it on (unless it is the handle's own) and only then
+ *   acknowledges it, so the watcher's callback runs on a thread of ours,
+ *   free to read the store.
+ * As with the holder's notes: a handle that watches nothing waits for
+ * the acknowledgements (at most KT__NOTE_WAIT_MS), so that once its call
+ * returns every watcher has heard it; a watching handle does not wait
+ * (two watchers waiting for each other could stall).  Whether anyone
+ * watches is read again at most every WATCHERS_MS; a new watcher also
+ * says hello (a notify of no writes), so the handles that watch already
+ * (the mounts) tell it their commits at once, and a handle that watches
+ * nothing does within WATCHERS_MS.  A watcher that dies leaves
+ * its key: notifies then still go out, and a handle that watches nothing
+ * waits for the dead watch until the OSD drops it (its watch timeout, 30
+ * s by default) and the notify goes to nobody.
+ */
+#define WATCHERS_MS 1000
+#define NOTE_CHUNK (1u << 20)
+
+typedef struct wheard {
+	struct wheard *next;
+	uint64_t notify_id, handle;
+	size_t len;
+	unsigned char data[];
+} wheard;
+
+typedef struct wsent {
+	struct wsent *next;
+	rados_completion_t c;
+	char *reply;
+	size_t rlen;
+	kt__buf body;
+} wsent;
+
+static int watch_oid(kt__buf *out, const rad *e)
+{
+	return name_of(out, e, "!watch");
+}
+
+/* The omap key that says handle @p inst watches: "." "w" 16 hex. */
+static void watch_key(char out[24], uint64_t inst)
+{
+	snprintf(out, 24, ".w%016" PRIx64, inst);
+}
+
+/* librados's callback: queue the note for the watch thread. */
+static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle,
+		     uint64_t notifier_id, void *data, size_t len)
+{
+	rad *e = arg;
+	wheard *h = malloc(sizeof(*h) + len);
+	kt__buf oid = {0};
+
+	(void)notifier_id;
+	if (h == NULL) {
+		/* Cannot keep it: acknowledge, or the notifier waits. */
+		if (watch_oid(&oid, e) == 0)
+			(void)rados_notify_ack(e->io, oid.p, notify_id,
+					       handle, NULL, 0);
+		kt__buf_free(&oid);
+		return;
+	}
+	h->next = NULL;
+	h->notify_id = notify_id;
+	h->handle = handle;
+	h->len = len;
+	if (len > 0)
+		memcpy(h->data, data, len);
+	pthread_mutex_lock(&e->mu);
+	*e->heard_end = h;
+	e->heard_end = &h->next;
+	pthread_cond_signal(&e->wcv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* The watch was lost (the client was cut off for longer than the watch
+ * timeout): nothing is heard from then on.  librados gives no way back
+ * short of watching again, which kt_watch(NULL) then kt_watch() does. */
+static void watch_errcb(void *pre, uint64_t cookie, int err)
+{
+	(void)pre;
+	(void)cookie;
+	(void)err;
+}
+
+/* The watch thread: pass each note on, then acknowledge it. */
+static void *watch_main(void *arg)
+{
+	rad *e = arg;
+	kt__buf oid = {0};
+
+	(void)watch_oid(&oid, e);
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		wheard *h;
+		kt__notify_fn fn;
+		void *fa;
+		while (e->heard == NULL && !e->wstop)
+			pthread_cond_wait(&e->wcv, &e->mu);
+		if ((h = e->heard) == NULL)
+			break; /* stopping, nothing left */
+		if ((e->heard = h->next) == NULL)
+			e->heard_end = &e->heard;
+		fn = e->note;
+		fa = e->note_arg;
+		pthread_mutex_unlock(&e->mu);
+		if (fn != NULL && h->len >= 8 &&
+		    kt__get64be(h->data) != e->inst) {
+			kt__wire_in in;
+			kt__write *w = NULL;
+			size_t n = 0;
+			in.p = h->data + 8;
+			in.len = h->len - 8;
+			in.pos = 0;
+			in.bad = 0;
+			if (kt__note_decode(&w, &n, &in) == 0) {
+				if (n > 0) {
+					fn(fa, w, n);
+				} else {
+					/* A new watcher's hello: tell it
+					 * our commits from now on. */
+					pthread_mutex_lock(&e->mu);
+					e->others = 1;
+					e->others_at = now_ms();
+					pthread_mutex_unlock(&e->mu);
+				}
+			}
+			free(w);
+		}
+		if (oid.p != NULL)
+			(void)rados_notify_ack(e->io, oid.p, h->notify_id,
+					       h->handle, NULL, 0);
+		free(h);
+		pthread_mutex_lock(&e->mu);
+	}
+	pthread_mutex_unlock(&e->mu);
+	kt__buf_free(&oid);
+	return NULL;
+}
+
+static void watch_stop(rad *e)
+{
+	kt__buf oid = {0};
+	rados_write_op_t op;
+	char k[24];
+	const char *kp = k;
+	size_t kl;
+
+	if (!e->watching)
+		return;
+	/* No new notes, none in a callback; then the thread drains the
+	 * queue (acknowledging) and ends. */
+	(void)rados_unwatch2(e->io, e->wcookie);
+	(void)rados_watch_flush(e->cl);
+	pthread_mutex_lock(&e->mu);
+	e->note = NULL;
+	e->note_arg = NULL;
+	e->wstop = 1;
+	pthread_cond_signal(&e->wcv);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->wthread, NULL);
+	e->watching = 0;
+	watch_key(k, e->inst);
+	kl = strlen(k);
+	if (watch_oid(&oid, e) == 0) {
+		op = rados_create_write_op();
+		rados_write_op_omap_rm_keys2(op, &kp, &kl, 1);
+		(void)wop_run(e, op, oid.p);
+		rados_release_write_op(op);
+	}
+	kt__buf_free(&oid);
+}
+
+int kt__rados_watch(kt__rows *r, kt__notify_fn fn, void *arg)
+{
+	rad *e = (rad *)r;
+	kt__buf oid = {0};
+	rados_write_op_t op;
+	char k[24];
+	const char *kp = k, *vp = "";
+	size_t kl, vl = 0;
+	int rc;
+
+	if (fn == NULL) {
+		watch_stop(e);
+		return 0;
+	}
+	if (e->watching)
+		return kt__err(KT_EEXISTS, "watch: this store handle is "
+			       "watched already");
+	if ((rc = watch_oid(&oid, e)) != 0)
+		return rc;
+	/* Say that this handle listens, then listen. */
+	watch_key(k, e->inst);
+	kl = strlen(k);
+	op = rados_create_write_op();
+	rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+	rados_write_op_omap_set2(op, &kp, &vp, &kl, &vl, 1);
+	rc = wop_run(e, op, oid.p);
+	rados_release_write_op(op);
+	if (rc < 0) {
+		rc = rerr(rc, "registering a watcher in", oid.p);
+		kt__buf_free(&oid);
+		return rc;
+	}
+	pthread_mutex_lock(&e->mu);
+	e->note = fn;
+	e->note_arg = arg;
+	e->heard = NULL;
+	e->heard_end = &e->heard;
+	e->wstop = 0;
+	pthread_mutex_unlock(&e->mu);
+	if (pthread_create(&e->wthread, NULL, watch_main, e) != 0) {
+		rc = kt__err(KT_ENOMEM, "watch: cannot start a thread");
+	} else if ((rc = rados_watch2(e->io, oid.p, &e->wcookie, watch_cb,
+				      watch_errcb, e)) < 0) {
+		rc = rerr(rc, "watching", oid.p);
+		pthread_mutex_lock(&e->mu);
+		e->wstop = 1;
+		pthread_cond_signal(&e->wcv);
+		pthread_mutex_unlock(&e->mu);
+		pthread_join(e->wthread, NULL);
+	} else {
+		/* Hello (a note of no writes): the handles that watch
+		 * already learn at once that this one listens, rather than
+		 * at their next look (WATCHERS_MS); this waits for them. */
+		unsigned char hello[12];
+		char *reply = NULL;
+		size_t rlen = 0;
+		kt__put64be(hello, e->inst);
+		memset(hello + 8, 0, 4);
+		(void)rados_notify2(e->io, oid.p, (const char *)hello,
+				    (int)sizeof(hello), KT__NOTE_WAIT_MS,
+				    &reply, &rlen);
+		if (reply != NULL)
+			rados_buffer_free(reply);
+		e->watching = 1;
+		rc = 0;
+	}
+	if (rc != 0) {
+		pthread_mutex_lock(&e->mu);
+		e->note = NULL;
+		e->note_arg = NULL;
+		pthread_mutex_unlock(&e->mu);
+	}
+	kt__buf_free(&oid);
+	return rc;
+}
+
+/* Does any handle but this one watch the tree?  Read again at most every
+ * WATCHERS_MS. */
+static int others_watch(rad *e)
+{
+	uint64_t t = now_ms();
+	kt__buf oid = {0};
+	char k[24];
+	oread r;
+	oreq q;
+	size_t i;
+	int known, others = 0;
+
+	pthread_mutex_lock(&e->mu);
+	known = e->others_at != 0 && t - e->others_at < WATCHERS_MS;
+	others = e->others;
+	pthread_mutex_unlock(&e->mu);
+	if (known)
+		return others;
+	others = 0;
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	q.prefix = ".w";
+	q.after = "";
+	q.max = 64;
+	watch_key(k, e->inst);
+	if (watch_oid(&oid, e) == 0 && oread_once(e, oid.p, &q, &r) == 0) {
+		/* Keys come back decoded: "w" and the hex digits. */
+		for (i = 0; i < r.n && !others; i++)
+			others = r.keys[i].len != strlen(k) - 1 ||
+				 memcmp(r.keys[i].p, k + 1, r.keys[i].len) != 0;
+	}
+	oread_clear(&r);
+	kt__buf_free(&oid);
+	pthread_mutex_lock(&e->mu);
+	e->others = others;
+	e->others_at = t;
+	pthread_mutex_unlock(&e->mu);
+	return others;
+}
+
+/* Release the notifies of a watching handle that have completed; with
+ * @p wait, wait for all of them. */
+static void sent_reap(rad *e, int wait)
+{
+	wsent **pp, *w;
+
+	pthread_mutex_lock(&e->mu);
+	pp = &e->sent;
+	while ((w = *pp) != NULL) {
+		if (!wait && !rados_aio_is_complete(w->c)) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		pthread_mutex_unlock(&e->mu);
+		rados_aio_wait_for_complete(w->c);
+		rados_aio_release(w->c);
+		if (w->reply != NULL)
+			rados_buffer_free(w->reply);
+		kt__buf_free(&w->body);
+		free(w);
+		pthread_mutex_lock(&e->mu);
+		pp = &e->sent;
+	}
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Send one notify of @p body (taken over). */
+static void notify_send(rad *e, const char *oid, kt__buf *body)
+{
+	char *reply = NULL;
+	size_t rlen = 0;
+	wsent *w;
+
+	if (!e->watching) {
+		(void)rados_notify2(e->io, oid, body->p, (int)body->len,
+				    KT__NOTE_WAIT_MS, &reply, &rlen);
+		if (reply != NULL)
+			rados_buffer_free(reply);
+		kt__buf_free(body);
+		return;
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		kt__buf_free(body);
+		return;
+	}
+	w->body = *body;
+	memset(body, 0, sizeof(*body));
+	if (rados_aio_create_completion2(NULL, NULL, &w->c) != 0) {
+		kt__buf_free(&w->body);
+		free(w);
+		return;
+	}
+	if (rados_aio_notify(e->io, oid, w->c, w->body.p, (int)w->body.len,
+			     KT__NOTE_WAIT_MS, &w->reply, &w->rlen) != 0) {
+		rados_aio_release(w->c);
+		kt__buf_free(&w->body);
+		free(w);
+		return;
+	}
+	pthread_mutex_lock(&e->mu);
+	w->next = e->sent;
+	e->sent = w;
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Tell the watchers, if any, about @p cm, which has just taken effect. */
+static void publish(rad *e, const kt__commit *cm)
+{
+	kt__buf oid = {0};
+	size_t i = 0;
+
+	sent_reap(e, 0);
+	if (cm->nw == 0 || !others_watch(e) || watch_oid(&oid, e) != 0) {
+		kt__buf_free(&oid);
+		return;
+	}
+	while (i < cm->nw) {
+		kt__commit part;
+		kt__buf b = {0};
+		unsigned char from[8];
+		size_t j = i, sz = 0;
+		while (j < cm->nw && (j == i || sz < NOTE_CHUNK)) {
+			sz += cm->w[j].part.len + cm->w[j].sort.len + 40;
+			j++;
+		}
+		memset(&part, 0, sizeof(part));
+		part.w = cm->w + i;
+		part.nw = j - i;
+		kt__put64be(from, e->inst);
+		if (kt__buf_add(&b, from, 8) == 0 &&
+		    kt__note_encode(&b, &part) == 0)
+			notify_send(e, oid.p, &b);
+		kt__buf_free(&b);
+		i = j;
+	}
+	kt__buf_free(&oid);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -3056,6 +3496,10 @@ static void rad_close(kt__rows *r)
 
 	if (e == NULL)
 		return;
+	if (e->io != NULL) {
+		watch_stop(e);
+		sent_reap(e, 1);
+	}
 	fin_reap(e, 1);
 	if (e->io != NULL)
 		rados_ioctx_destroy(e->io);
@@ -3064,6 +3508,7 @@ static void rad_close(kt__rows *r)
 	if (e->known_set != NULL)
 		rad_snapshot_free(r, e->known_set);
 	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->wcv);
 	free(e->tree);
 	free(e);
 }
@@ -3215,6 +3660,8 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 		return kt__err(KT_ENOMEM, "out of memory");
 	e->base.ops = &rad_ops;
 	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->wcv, NULL);
+	e->heard_end = &e->heard;
 	if ((rc = cluster_open(o, &e->cl, &e->io)) != 0) {
 		rad_close(&e->base);
 		return rc;

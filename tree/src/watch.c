@@ -5,8 +5,9 @@
  * The holder's server (server.c) hears every commit applied to the store
  * and sends its writes, values cut short, to each watcher: to the holder's
  * own through a thread of the server, to a client's over a second
- * connection (rows_remote.c).  Here the rows become changes a cache can
- * act on:
+ * connection (rows_remote.c).  On RADOS, where there is no holder, each
+ * client tells the watchers itself with a notify (rows_rados.c,
+ * "Watching").  Here the rows become changes a cache can act on:
  *
  *   node row    E(p), ""        the name p in its directory; the node's id
  *                               (bytes 2..9 of the value) when written
@@ -289,6 +290,10 @@ void kt__watch_stop(kt_store *st)
 		kt__server_watch(st->server, NULL, NULL);
 	else if (st->remote)
 		kt__remote_watch(st->rows, NULL, NULL);
+#ifdef KT_HAVE_RADOS
+	else if (st->rados)
+		kt__rados_watch(st->rows, NULL, NULL);
+#endif
 	free(st->watch);
 	st->watch = NULL;
 }
@@ -307,13 +312,6 @@ int kt_watch(kt_store *st, kt_watch_cb cb, void *payload)
 	if (st->watch != NULL)
 		return kt__err(KT_EEXISTS, "watch: this store handle is "
 			       "watched already");
-	/* Other clients of a RADOS store commit straight to the cluster,
-	 * past any server of ours; hearing them needs RADOS watch/notify,
-	 * which is not done yet. */
-	if (st->rados)
-		return kt__err(KT_ENOTSUP, "watch: not supported on a RADOS "
-			       "store yet (other clients' changes cannot be "
-			       "heard)");
 	if ((wt = calloc(1, sizeof(*wt))) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	wt->st = st;
@@ -325,6 +323,12 @@ int kt_watch(kt_store *st, kt_watch_cb cb, void *payload)
 		rc = kt__server_watch(st->server, on_note, wt);
 	else if (st->remote)
 		rc = kt__remote_watch(st->rows, on_note, wt);
+#ifdef KT_HAVE_RADOS
+	/* Other clients of a RADOS store commit straight to the cluster:
+	 * they tell each other with RADOS watch/notify (rows_rados.c). */
+	else if (st->rados)
+		rc = kt__rados_watch(st->rows, on_note, wt);
+#endif
 	if (rc != 0) {
 		free(wt);
 		return rc;
