@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli.sh - the keytree CLI on the RADOS engine, end to end.
 #
-# usage: cli.sh KEYTREE   (environment: KEYTREE_CEPH_CONF, the fixture's conf)
+# usage: cli.sh KEYTREE [WATCH]   (environment: KEYTREE_CEPH_CONF, the
+# fixture's conf; WATCH: docs/examples/watch.c, built)
 #
 # On a new tree in pool "keytree" of the fixture's cluster: init, then put,
 # get, ls, mv of a directory, a value large enough for block rows, rm -r,
@@ -10,10 +11,13 @@
 # to RADOS and back), compared by their dumps; and the errors a user meets
 # first: a tree that does not exist, a pool that does not exist, a
 # configuration file that does not exist, a librados that cannot be
-# loaded; last, destroy removes one tree and leaves the other.
+# loaded; kt_watch (the example watcher hears the CLI's commits, and goes
+# on hearing them after its watch object was removed by hand); last,
+# destroy removes one tree and leaves the other.
 set -euo pipefail
 
 kt=$1
+watchbin=${2:-}
 conf=${KEYTREE_CEPH_CONF:-}
 fail() { printf 'ceph_cli: FAIL: %s\n' "$*" >&2; exit 1; }
 step() { printf 'ceph_cli: %s\n' "$*"; }
@@ -130,6 +134,41 @@ case $out in *"librados is not available"*no-librados.so*) ;;
 *) fail "missing librados: '$out'" ;; esac
 KEYTREE_LIBRADOS=$work/no-librados.so "$kt" -s "$work/plain" init >/dev/null ||
 	fail "a directory store needed librados"
+if [ -n "$watchbin" ]; then
+	step "kt_watch: a watcher hears the CLI, also after its watch object went"
+	"$watchbin" "$loc" >"$work/watch.out" 2>"$work/watch.err" &
+	wpid=$!
+	for i in $(seq 200); do
+		grep -q '^watching ' "$work/watch.out" 2>/dev/null && break
+		kill -0 "$wpid" 2>/dev/null ||
+			fail "watch ended: $(cat "$work/watch.err")"
+		sleep 0.05
+	done
+	grep -q '^watching ' "$work/watch.out" || fail "watch did not start"
+	# The CLI watches nothing: its put returns once the watcher heard.
+	k put /w/one 1
+	grep -qF '  name /w/one' "$work/watch.out" ||
+		fail "the watcher did not hear put /w/one: $(cat "$work/watch.out")"
+	# Removing the object it watches cuts the watch; the watcher makes
+	# it again, watches anew, and then puts its key back.
+	timeout 60 rados -c "$conf" -p keytree rm "$tree!watch" ||
+		fail "rados rm $tree!watch"
+	watching() {
+		timeout 60 rados -c "$conf" -p keytree listomapkeys \
+			"$tree!watch" 2>/dev/null | grep -q '^\.w'
+	}
+	for i in $(seq 200); do
+		watching && break
+		sleep 0.05
+	done
+	watching || fail "the watcher did not watch again"
+	k put /w/two 2
+	grep -qF '  name /w/two' "$work/watch.out" ||
+		fail "the watcher did not hear put /w/two: $(cat "$work/watch.out")"
+	kill -INT "$wpid"
+	wait "$wpid" || fail "watch exited with status $?"
+fi
+
 step "destroy"
 timeout 120 "$kt" -s "rados:keytree/$tree-m" destroy --yes ||
 	fail "destroy of the migrated tree"

@@ -280,6 +280,7 @@ typedef struct rad {
 	pthread_cond_t wcv;
 	pthread_t wthread;
 	int wstop;
+	int wlost;                 /* librados lost the watch: renew it */
 	struct wsent *sent;        /* notifies in flight (watching handle) */
 } rad;
 
@@ -3148,13 +3149,78 @@ static void watch_cb(void *arg, uint64_t notify_id, uint64_t handle,
 }
 
 /* The watch was lost (the client was cut off for longer than the watch
- * timeout): nothing is heard from then on.  librados gives no way back
- * short of watching again, which kt_watch(NULL) then kt_watch() does. */
+ * timeout, or the object went): librados hears nothing more on it until
+ * it is watched again, which the watch thread does (watch_renew).  What
+ * was committed meanwhile is not heard; caches see it once they time
+ * out. */
 static void watch_errcb(void *pre, uint64_t cookie, int err)
 {
-	(void)pre;
+	rad *e = pre;
+
 	(void)cookie;
 	(void)err;
+	pthread_mutex_lock(&e->mu);
+	e->wlost = 1;
+	pthread_cond_signal(&e->wcv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void watch_hello(rad *e, const char *oid);
+
+/* Make T!watch if need be, and with @p key, this handle's key in it, the
+ * sign for the others that it listens (set once it does): 0 or a RADOS
+ * error. */
+static int watch_register(rad *e, const char *oid, int key)
+{
+	rados_write_op_t op;
+	char k[24];
+	const char *kp = k, *vp = "";
+	size_t kl, vl = 0;
+	int rc;
+
+	watch_key(k, e->inst);
+	kl = strlen(k);
+	op = rados_create_write_op();
+	rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+	if (key)
+		rados_write_op_omap_set2(op, &kp, &vp, &kl, &vl, 1);
+	rc = wop_run(e, op, oid);
+	rados_release_write_op(op);
+	return rc;
+}
+
+/* Watch again after the watch was lost, on the watch thread. */
+static void watch_renew(rad *e, const char *oid)
+{
+	uint64_t old, cookie = 0;
+	unsigned int delay = 100;
+
+	pthread_mutex_lock(&e->mu);
+	old = e->wcookie;
+	pthread_mutex_unlock(&e->mu);
+	(void)rados_unwatch2(e->io, old);
+	for (;;) {
+		int stop;
+		pthread_mutex_lock(&e->mu);
+		stop = e->wstop;
+		pthread_mutex_unlock(&e->mu);
+		if (stop)
+			return;
+		/* The object may be gone (removed by hand): make it and
+		 * watch it, then say again that this handle listens. */
+		if (watch_register(e, oid, 0) == 0 &&
+		    rados_watch2(e->io, oid, &cookie, watch_cb, watch_errcb,
+				 e) == 0)
+			break;
+		sleep_ms(delay); /* the cluster is away: try again */
+		if (delay < 5000)
+			delay *= 2;
+	}
+	pthread_mutex_lock(&e->mu);
+	e->wcookie = cookie;
+	pthread_mutex_unlock(&e->mu);
+	(void)watch_register(e, oid, 1);
+	watch_hello(e, oid);
 }
 
 /* The watch thread: pass each note on, then acknowledge it. */
@@ -3169,8 +3235,16 @@ static void *watch_main(void *arg)
 		wheard *h;
 		kt__notify_fn fn;
 		void *fa;
-		while (e->heard == NULL && !e->wstop)
+		while (e->heard == NULL && !e->wstop && !e->wlost)
 			pthread_cond_wait(&e->wcv, &e->mu);
+		if (e->wlost && !e->wstop) {
+			e->wlost = 0;
+			pthread_mutex_unlock(&e->mu);
+			if (oid.p != NULL)
+				watch_renew(e, oid.p);
+			pthread_mutex_lock(&e->mu);
+			continue;
+		}
 		if ((h = e->heard) == NULL)
 			break; /* stopping, nothing left */
 		if ((e->heard = h->next) == NULL)
@@ -3220,12 +3294,14 @@ static void watch_stop(rad *e)
 	const char *kp = k;
 	size_t kl;
 
+	wheard *h;
+
 	if (!e->watching)
 		return;
-	/* No new notes, none in a callback; then the thread drains the
-	 * queue (acknowledging) and ends. */
-	(void)rados_unwatch2(e->io, e->wcookie);
-	(void)rados_watch_flush(e->cl);
+	/* The thread stops passing notes on (acknowledging what is
+	 * queued) and ends, so it renews nothing any more; then the watch
+	 * goes, and with it the callbacks; what they queued meanwhile is
+	 * dropped (its notifiers stop waiting after KT__NOTE_WAIT_MS). */
 	pthread_mutex_lock(&e->mu);
 	e->note = NULL;
 	e->note_arg = NULL;
@@ -3233,6 +3309,16 @@ static void watch_stop(rad *e)
 	pthread_cond_signal(&e->wcv);
 	pthread_mutex_unlock(&e->mu);
 	pthread_join(e->wthread, NULL);
+	(void)rados_unwatch2(e->io, e->wcookie);
+	(void)rados_watch_flush(e->cl);
+	pthread_mutex_lock(&e->mu);
+	while ((h = e->heard) != NULL) {
+		e->heard = h->next;
+		free(h);
+	}
+	e->heard_end = &e->heard;
+	e->wlost = 0;
+	pthread_mutex_unlock(&e->mu);
 	e->watching = 0;
 	watch_key(k, e->inst);
 	kl = strlen(k);
@@ -3245,14 +3331,28 @@ static void watch_stop(rad *e)
 	kt__buf_free(&oid);
 }
 
+/* Hello (a note of no writes): the handles that watch already learn at
+ * once that this one listens, rather than at their next look
+ * (WATCHERS_MS); this waits for them. */
+static void watch_hello(rad *e, const char *oid)
+{
+	unsigned char hello[12];
+	char *reply = NULL;
+	size_t rlen = 0;
+
+	kt__put64be(hello, e->inst);
+	memset(hello + 8, 0, 4);
+	(void)rados_notify2(e->io, oid, (const char *)hello,
+			    (int)sizeof(hello), KT__NOTE_WAIT_MS, &reply,
+			    &rlen);
+	if (reply != NULL)
+		rados_buffer_free(reply);
+}
+
 int kt__rados_watch(kt__rows *r, kt__notify_fn fn, void *arg)
 {
 	rad *e = (rad *)r;
 	kt__buf oid = {0};
-	rados_write_op_t op;
-	char k[24];
-	const char *kp = k, *vp = "";
-	size_t kl, vl = 0;
 	int rc;
 
 	if (fn == NULL) {
@@ -3264,15 +3364,8 @@ int kt__rados_watch(kt__rows *r, kt__notify_fn fn, void *arg)
 			       "watched already");
 	if ((rc = watch_oid(&oid, e)) != 0)
 		return rc;
-	/* Say that this handle listens, then listen. */
-	watch_key(k, e->inst);
-	kl = strlen(k);
-	op = rados_create_write_op();
-	rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-	rados_write_op_omap_set2(op, &kp, &vp, &kl, &vl, 1);
-	rc = wop_run(e, op, oid.p);
-	rados_release_write_op(op);
-	if (rc < 0) {
+	/* Make the object, listen, then say that this handle listens. */
+	if ((rc = watch_register(e, oid.p, 0)) < 0) {
 		rc = rerr(rc, "registering a watcher in", oid.p);
 		kt__buf_free(&oid);
 		return rc;
@@ -3283,6 +3376,7 @@ int kt__rados_watch(kt__rows *r, kt__notify_fn fn, void *arg)
 	e->heard = NULL;
 	e->heard_end = &e->heard;
 	e->wstop = 0;
+	e->wlost = 0;
 	pthread_mutex_unlock(&e->mu);
 	if (pthread_create(&e->wthread, NULL, watch_main, e) != 0) {
 		rc = kt__err(KT_ENOMEM, "watch: cannot start a thread");
@@ -3294,20 +3388,17 @@ int kt__rados_watch(kt__rows *r, kt__notify_fn fn, void *arg)
 		pthread_cond_signal(&e->wcv);
 		pthread_mutex_unlock(&e->mu);
 		pthread_join(e->wthread, NULL);
+	} else if ((rc = watch_register(e, oid.p, 1)) < 0) {
+		rc = rerr(rc, "registering a watcher in", oid.p);
+		(void)rados_unwatch2(e->io, e->wcookie);
+		(void)rados_watch_flush(e->cl);
+		pthread_mutex_lock(&e->mu);
+		e->wstop = 1;
+		pthread_cond_signal(&e->wcv);
+		pthread_mutex_unlock(&e->mu);
+		pthread_join(e->wthread, NULL);
 	} else {
-		/* Hello (a note of no writes): the handles that watch
-		 * already learn at once that this one listens, rather than
-		 * at their next look (WATCHERS_MS); this waits for them. */
-		unsigned char hello[12];
-		char *reply = NULL;
-		size_t rlen = 0;
-		kt__put64be(hello, e->inst);
-		memset(hello + 8, 0, 4);
-		(void)rados_notify2(e->io, oid.p, (const char *)hello,
-				    (int)sizeof(hello), KT__NOTE_WAIT_MS,
-				    &reply, &rlen);
-		if (reply != NULL)
-			rados_buffer_free(reply);
+		watch_hello(e, oid.p);
 		e->watching = 1;
 		rc = 0;
 	}
