@@ -167,6 +167,25 @@ if [ -n "$watchbin" ]; then
 		fail "the watcher did not hear put /w/two: $(cat "$work/watch.out")"
 	kill -INT "$wpid"
 	wait "$wpid" || fail "watch exited with status $?"
+
+	step "kt_watch: the key of a watcher killed with -9 goes"
+	# It cannot say goodbye: its key stays, and the CLI's commits wait
+	# for it (2 s each) until the OSD drops its watch (30 s by default);
+	# the first notify after that reaches nobody and drops the key.
+	"$watchbin" "$loc" >"$work/watch2.out" 2>"$work/watch2.err" &
+	wpid=$!
+	for i in $(seq 200); do
+		watching && grep -q '^watching ' "$work/watch2.out" && break
+		sleep 0.05
+	done
+	watching || fail "the second watcher did not start"
+	kill -9 "$wpid"
+	wait "$wpid" 2>/dev/null || true
+	for i in $(seq 60); do
+		k put "/w/after$i" "$i"
+		watching || break
+	done
+	! watching || fail "the dead watcher's key stayed after $i puts"
 fi
 
 step "destroy"

@@ -436,7 +436,7 @@ typedef void (*kt_watch_cb)(const kt_change *changes, size_t n,
  * after a kt_watch() may go unheard.  A commit of a handle
  * that watches nothing waits for the watchers' acknowledgements, 2 s at
  * most (a watcher that died costs that whole wait, until the OSD drops
- * its watch: 30 s by default).
+ * its watch, 30 s by default; the next commit then forgets it).
  * @return 0, KT_EEXISTS when a callback is already set, KT_EIO when the
  *   holder or the cluster cannot be reached, KT_ENOMEM.
  */

@@ -145,6 +145,7 @@
 	X(write_op_create) \
 	X(write_op_omap_rm_keys2) \
 	X(write_op_omap_set2) \
+	X(write_op_omap_clear) \
 	X(write_op_remove) \
 	X(write_op_setxattr) \
 	X(write_op_write_full)
@@ -230,6 +231,7 @@ static void lib_load(void)
 #define rados_write_op_create (lib.write_op_create)
 #define rados_write_op_omap_rm_keys2 (lib.write_op_omap_rm_keys2)
 #define rados_write_op_omap_set2 (lib.write_op_omap_set2)
+#define rados_write_op_omap_clear (lib.write_op_omap_clear)
 #define rados_write_op_remove (lib.write_op_remove)
 #define rados_write_op_setxattr (lib.write_op_setxattr)
 #define rados_write_op_write_full (lib.write_op_write_full)
@@ -275,6 +277,7 @@ typedef struct rad {
 	int watching;
 	int others;
 	uint64_t others_at;
+	uint64_t others_ver;       /* T!watch's version when last read */
 	struct wheard *heard;      /* notes heard, for the watch thread */
 	struct wheard **heard_end;
 	pthread_cond_t wcv;
@@ -3087,7 +3090,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
  * nothing does within WATCHERS_MS.  A watcher that dies leaves
  * its key: notifies then still go out, and a handle that watches nothing
  * waits for the dead watch until the OSD drops it (its watch timeout, 30
- * s by default) and the notify goes to nobody.
+ * s by default).  The first notify after that which reaches nobody at all
+ * drops the dead keys (watch_forget_dead), and commits stop notifying.
  */
 #define WATCHERS_MS 1000
 #define NOTE_CHUNK (1u << 20)
@@ -3443,12 +3447,13 @@ static int others_watch(rad *e)
 			others = r.keys[i].len != strlen(k) - 1 ||
 				 memcmp(r.keys[i].p, k + 1, r.keys[i].len) != 0;
 	}
-	oread_clear(&r);
-	kt__buf_free(&oid);
 	pthread_mutex_lock(&e->mu);
 	e->others = others;
 	e->others_at = t;
+	e->others_ver = r.exists ? r.ver : 0;
 	pthread_mutex_unlock(&e->mu);
+	oread_clear(&r);
+	kt__buf_free(&oid);
 	return others;
 }
 
@@ -3479,6 +3484,40 @@ static void sent_reap(rad *e, int wait)
 	pthread_mutex_unlock(&e->mu);
 }
 
+/* Did the notify whose reply is @p p (@p n bytes) reach nobody: no
+ * acknowledgement and no watcher that timed out?  The reply is le32
+ * acks, each le64 gid, le64 cookie, le32 length and that many bytes;
+ * then le32 timeouts, each le64 gid and le64 cookie. */
+static int notify_reached_nobody(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (p == NULL || n < 8)
+		return 0;
+	return kt__get32(u) == 0 && kt__get32(u + 4) == 0;
+}
+
+/* Nobody watches any more, but T!watch still names watchers: handles
+ * that died without saying goodbye.  Drop their keys, unless T!watch
+ * changed since they were read (a new watcher put its key in). */
+static void watch_forget_dead(rad *e, const char *oid)
+{
+	rados_write_op_t op;
+	uint64_t ver;
+
+	pthread_mutex_lock(&e->mu);
+	ver = e->others_ver;
+	e->others = 0;
+	pthread_mutex_unlock(&e->mu);
+	if (ver == 0)
+		return;
+	op = rados_create_write_op();
+	rados_write_op_assert_version(op, ver);
+	rados_write_op_omap_clear(op);
+	(void)wop_run(e, op, oid);
+	rados_release_write_op(op);
+}
+
 /* Send one notify of @p body (taken over). */
 static void notify_send(rad *e, const char *oid, kt__buf *body)
 {
@@ -3489,6 +3528,8 @@ static void notify_send(rad *e, const char *oid, kt__buf *body)
 	if (!e->watching) {
 		(void)rados_notify2(e->io, oid, body->p, (int)body->len,
 				    KT__NOTE_WAIT_MS, &reply, &rlen);
+		if (notify_reached_nobody(reply, rlen))
+			watch_forget_dead(e, oid);
 		if (reply != NULL)
 			rados_buffer_free(reply);
 		kt__buf_free(body);
