@@ -1433,6 +1433,20 @@ static void pf_drop(kt__snap *s)
 	s->pf = NULL;
 }
 
+/* A free slot for a read ahead through @p s, or NULL when AHEAD_MAX are
+ * in flight already (or there is no memory for them). */
+static struct pfent *pf_slot(kt__snap *s)
+{
+	size_t i;
+
+	if (s->pf == NULL && (s->pf = calloc(AHEAD_MAX, sizeof(*s->pf))) == NULL)
+		return NULL;
+	for (i = 0; i < AHEAD_MAX; i++)
+		if (s->pf[i].oid == NULL)
+			return &s->pf[i];
+	return NULL;
+}
+
 static void rad_prefetch(kt__rows *r, const kt__snap *snap, kt__slice part,
 			 kt__slice sort)
 {
@@ -1440,18 +1454,12 @@ static void rad_prefetch(kt__rows *r, const kt__snap *snap, kt__slice part,
 	kt__snap *s = (kt__snap *)snap;
 	char pb[IDSHARD_LEN + 1];
 	kt__buf oid = {0};
-	struct pfent *f = NULL;
+	struct pfent *f;
 	oreq q;
-	size_t i;
 
 	if (s == NULL)
 		return;
-	if (s->pf == NULL && (s->pf = calloc(AHEAD_MAX, sizeof(*s->pf))) == NULL)
-		return;
-	for (i = 0; i < AHEAD_MAX && f == NULL; i++)
-		if (s->pf[i].oid == NULL)
-			f = &s->pf[i];
-	if (f == NULL)
+	if ((f = pf_slot(s)) == NULL)
 		return; /* enough in flight */
 	part = phys_part(part, sort, pb);
 	if (oid_of(&oid, e, part) != 0 || okey(&f->key, sort) != 0 ||
@@ -1554,18 +1562,12 @@ static void rad_prefetch_scan(kt__rows *r, const kt__snap *snap,
 	rad *e = (rad *)r;
 	kt__snap *s = (kt__snap *)snap;
 	kt__buf oid = {0};
-	struct pfent *f = NULL;
+	struct pfent *f;
 	oreq q;
-	size_t i;
 
 	if (s == NULL || is_idpart(part))
 		return;
-	if (s->pf == NULL && (s->pf = calloc(AHEAD_MAX, sizeof(*s->pf))) == NULL)
-		return;
-	for (i = 0; i < AHEAD_MAX && f == NULL; i++)
-		if (s->pf[i].oid == NULL)
-			f = &s->pf[i];
-	if (f == NULL)
+	if ((f = pf_slot(s)) == NULL)
 		return; /* enough in flight */
 	if (oid_of(&oid, e, part) != 0 || seen_find(s, oid.p) != NULL) {
 		kt__buf_free(&oid); /* already read: the scan reads again */
