@@ -1663,6 +1663,208 @@ static void test_rows__sync_and_reopen(void **state)
 	expect_rc(f->r->ops->empty(f->r), 0);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* A value's block rows (partition "/blk/" + 16 hex digits, 8-byte
+ * big-endian block numbers): on RADOS they live in object data, 256 to
+ * an object, with a list of those objects in the value's base object
+ * (docs/FORMAT.md, section 14); through the seam they must behave like
+ * any partition's rows. */
+
+#define BLKP L("/blk/0000000000000401")
+#define BLK8(a, b, c) L("\0\0\0\0\0" a b c)
+
+/* The rows scan @p how returns, compactly: the partition's last three
+ * characters, "/", the block number (or the key as text when it is not
+ * 8 bytes), then "=" the value when at most 8 bytes, else ":" its length
+ * and its first byte (and "!" when not every byte is that one). */
+static char *blk_text(kt__rows *r, const kt__snap *snap, const kt__scan *how)
+{
+	kt__cursor *c = NULL;
+	kt__row row;
+	kt_test_str s = {0};
+	size_t n = 0, i;
+	int rc;
+
+	expect_rc(r->ops->scan(&c, r, snap, how), 0);
+	kt_test_str_add(&s, "", 0);
+	while ((rc = r->ops->next(c, &row)) == 0) {
+		if (n++ > 0)
+			kt_test_str_add(&s, " ", 1);
+		kt_test_str_add(&s, row.part.p + row.part.len - 3, 3);
+		if (row.sort.len == 8)
+			kt_test_str_addf(&s, "/%llu",
+					 (unsigned long long)kt__get64be(
+						 (const unsigned char *)
+							 row.sort.p));
+		else
+			kt_test_str_addf(&s, "/%.*s", (int)row.sort.len,
+					 row.sort.p);
+		if (row.value.len <= 8) {
+			kt_test_str_addf(&s, "=%.*s", (int)row.value.len,
+					 row.value.p);
+			continue;
+		}
+		kt_test_str_addf(&s, ":%zu%c", row.value.len, row.value.p[0]);
+		for (i = 1; i < row.value.len; i++)
+			if (row.value.p[i] != row.value.p[0])
+				break;
+		if (i < row.value.len)
+			kt_test_str_add(&s, "!", 1);
+	}
+	if (rc != KT_ITEROVER)
+		fail_msg("next: %d (%s)", rc, kt_errmsg());
+	r->ops->cursor_free(c);
+	return s.p;
+}
+
+#define assert_blk(r, snap, how, want)                                         \
+	do {                                                                   \
+		char *ab__t = blk_text((r), (snap), (how));                    \
+		assert_string_equal(ab__t, (want));                            \
+		free(ab__t);                                                   \
+	} while (0)
+
+static void blk_exercise(kt__rows *r)
+{
+	static char full[16384], longv[20000], longw[17000];
+	kt__scan all = scan_of(BLKP, 0);
+	kt__scan from = scan_of(BLKP, KT__SCAN_FROM);
+	kt__scan after = scan_of(BLKP, KT__SCAN_AFTER);
+	kt__scan prefix = scan_of(L("/blk/"), KT__SCAN_PREFIX);
+	kt__buf v = {0};
+	kt__snap *s;
+	batch b = {0};
+
+	memset(full, 'F', sizeof(full));
+	memset(longv, 'L', sizeof(longv));
+	memset(longw, 'W', sizeof(longw));
+	/* Out of order, across stripes (256 blocks each on RADOS), one
+	 * longer than a block's place in an object, one empty, one whose
+	 * key is not 8 bytes. */
+	b_put(&b, BLKP, BLK8("\0", "\x03", "\xe8"), kt__sl(longv, sizeof(longv)));
+	b_put(&b, BLKP, BLK8("\0", "\0", "\x05"), L("b5"));
+	b_put(&b, BLKP, BLK8("\0", "\x01", "\0"), kt__sl(full, sizeof(full)));
+	b_put(&b, BLKP, BLK8("\0", "\0", "\0"), L("b0"));
+	b_put(&b, BLKP, BLK8("\0", "\0", "\xff"), L("b255"));
+	b_put(&b, BLKP, BLK8("\x01", "\x11", "\x70"), L("b70000"));
+	b_put(&b, BLKP, L("abc"), L("odd"));
+	b_put(&b, L("/blk/0000000000000402"), BLK8("\0", "\0", "\x01"),
+	      L("other"));
+	b_put(&b, BLKP, BLK8("\0", "\0", "\x07"), L(""));
+	expect_rc(b_commit(r, &b, NULL), 0);
+
+	assert_get(r, NULL, BLKP, BLK8("\0", "\0", "\x05"), "=b5");
+	assert_get(r, NULL, BLKP, BLK8("\0", "\0", "\x06"), "(absent)");
+	assert_get(r, NULL, BLKP, BLK8("\0", "\0", "\x07"), "=");
+	assert_get(r, NULL, BLKP, BLK8("\0", "\x01", "\x01"), "(absent)");
+	expect_rc(r->ops->get(r, NULL, BLKP, BLK8("\0", "\x01", "\0"), &v), 0);
+	assert_int_equal(v.len, sizeof(full));
+	assert_memory_equal(v.p, full, sizeof(full));
+	expect_rc(r->ops->get(r, NULL, BLKP, BLK8("\0", "\x03", "\xe8"), &v),
+		  0);
+	assert_int_equal(v.len, sizeof(longv));
+	assert_memory_equal(v.p, longv, sizeof(longv));
+	assert_blk(r, NULL, &all,
+		   "401/0=b0 401/5=b5 401/7= 401/255=b255 401/256:16384F "
+		   "401/1000:20000L 401/70000=b70000 401/abc=odd");
+	from.from = BLK8("\0", "\x01", "\0");
+	assert_blk(r, NULL, &from,
+		   "401/256:16384F 401/1000:20000L 401/70000=b70000 "
+		   "401/abc=odd");
+	after.after = BLK8("\0", "\0", "\xff");
+	assert_blk(r, NULL, &after,
+		   "401/256:16384F 401/1000:20000L 401/70000=b70000 "
+		   "401/abc=odd");
+	after.after = BLK8("\0", "\x03", "\xe8");
+	assert_blk(r, NULL, &after, "401/70000=b70000 401/abc=odd");
+	assert_blk(r, NULL, &prefix,
+		   "401/0=b0 401/5=b5 401/7= 401/255=b255 401/256:16384F "
+		   "401/1000:20000L 401/70000=b70000 401/abc=odd 402/1=other");
+
+	/* Deletes, and overwrites that change how a block is kept. */
+	memset(&b, 0, sizeof(b));
+	b_del(&b, BLKP, BLK8("\0", "\0", "\x05"));
+	b_del(&b, BLKP, BLK8("\0", "\x01", "\0"));
+	b_del(&b, BLKP, BLK8("\x01", "\x11", "\x70"));
+	b_put(&b, BLKP, BLK8("\0", "\0", "\xff"), L("x"));
+	b_put(&b, BLKP, BLK8("\0", "\x03", "\xe8"), L("short"));
+	b_put(&b, BLKP, BLK8("\0", "\0", "\0"), kt__sl(longw, sizeof(longw)));
+	expect_rc(b_commit(r, &b, NULL), 0);
+	assert_blk(r, NULL, &all,
+		   "401/0:17000W 401/7= 401/255=x 401/1000=short 401/abc=odd");
+	assert_get(r, NULL, BLKP, BLK8("\0", "\x01", "\0"), "(absent)");
+	/* A block written again after its deletion reads as written, not
+	 * as what its place held before. */
+	put(r, BLKP, BLK8("\0", "\x01", "\0"), L("again"));
+	assert_get(r, NULL, BLKP, BLK8("\0", "\x01", "\0"), "=again");
+
+	/* A scan of a value's blocks as a condition: a block added in a
+	 * stripe the value did not have fails the commit; a new partition
+	 * elsewhere (on RADOS, a new catalog entry) and another value's
+	 * blocks do not. */
+	s = snap_take(r);
+	scan_all(r, s, &all);
+	put(r, L("/blk/0000000000000402"), BLK8("\0", "\x05", "\0"), L("o"));
+	put(r, L("zz-new"), L("k"), L("v"));
+	memset(&b, 0, sizeof(b));
+	b_scan(&b, &all, 6, 1);
+	b_put(&b, L("w"), L(""), L("written"));
+	expect_rc(b_commit(r, &b, s), 0);
+	r->ops->snapshot_free(r, s);
+	s = snap_take(r);
+	scan_all(r, s, &all);
+	put(r, BLKP, BLK8("\0", "\x03", "\0"), L("b768"));
+	memset(&b, 0, sizeof(b));
+	b_scan(&b, &all, 6, 1);
+	b_put(&b, L("w"), L(""), L("again"));
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	assert_get(r, NULL, L("w"), L(""), "=written");
+	r->ops->snapshot_free(r, s);
+	assert_blk(r, NULL, &all,
+		   "401/0:17000W 401/7= 401/255=x 401/256=again 401/768=b768 "
+		   "401/1000=short 401/abc=odd");
+	kt__buf_free(&v);
+}
+
+static void test_rows__blk_partition(void **state)
+{
+	blk_exercise(rows_of(state));
+#ifdef KT_HAVE_RADOS
+	if (strcmp(engine_now->name, "rados") == 0)
+		assert_int_equal(kt__rados_layout(rows_of(state)), 2);
+#endif
+}
+
+/* A RADOS tree made before blocks moved to object data (layout 1, no
+ * kt.fmt on its catalog) keeps working, and keeps its layout. */
+static void test_rows__blk_layout_1(void **state)
+{
+#ifdef KT_HAVE_RADOS
+	fixture *f = *state;
+	kt__scan all = scan_of(BLKP, 0);
+
+	if (strcmp(engine_now->name, "rados") != 0)
+		skip();
+	engine_close(f);
+	strcat(f->store, "-v1");
+	kt__rados_test_layout = 1;
+	assert_int_equal(engine_open(f), 0);
+	kt__rados_test_layout = 0;
+	assert_int_equal(kt__rados_layout(f->r), 1);
+	blk_exercise(f->r);
+	engine_close(f);
+	assert_int_equal(engine_open(f), 0);
+	assert_int_equal(kt__rados_layout(f->r), 1);
+	assert_blk(f->r, NULL, &all,
+		   "401/0:17000W 401/7= 401/255=x 401/256=again 401/768=b768 "
+		   "401/1000=short 401/abc=odd");
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* ------------------------------------------------------------------------ */
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1675,6 +1877,8 @@ int main(int argc, char **argv)
 		T(test_rows__scan_after),
 		T(test_rows__scan_from),
 		T(test_rows__id_partition),
+		T(test_rows__blk_partition),
+		T(test_rows__blk_layout_1),
 		T(test_rows__scan_prefix),
 		T(test_rows__scan_prefix_after),
 		T(test_rows__scan_prefix_ff),

@@ -241,6 +241,13 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
  * pending. */
 extern void (*kt__rados_test_pending)(void);
 
+/* For tests: the layout (docs/FORMAT.md §14) of the trees
+ * kt__rados_open makes from now on; 0, the current one. */
+extern int kt__rados_test_layout;
+
+/* The layout of the tree @p r (a RADOS handle) is in. */
+int kt__rados_layout(kt__rows *r);
+
 static inline kt__slice kt__sl(const void *p, size_t len)
 {
 	kt__slice s;

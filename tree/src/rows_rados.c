@@ -11,6 +11,9 @@
  *                        its hash> instead, with the key in xattr kt.part.
  *   T//id.<16 hex>       partition "/id", the id index, sharded by
  *                        allocation chunk (below, "The id index").
+ *   T//blk/<id>.<16 hex> a value's blocks, 256 per object: the bytes in
+ *                        the object's data, an index in its omap; T//blk/<id>
+ *                        lists the value's stripes (below, "Blocks").
  *   T!cat                the catalog: one omap key "." || partition key
  *                        per partition that ever held a row, so that the
  *                        partitions starting with a prefix can be listed
@@ -148,7 +151,11 @@
 	X(write_op_omap_clear) \
 	X(write_op_remove) \
 	X(write_op_setxattr) \
-	X(write_op_write_full)
+	X(write_op_write) \
+	X(write_op_write_full) \
+	X(write_op_zero) \
+	X(read_op_assert_version) \
+	X(read_op_operate)
 
 static struct {
 #define X(n) __typeof__(rados_##n) *n;
@@ -235,6 +242,10 @@ static void lib_load(void)
 #define rados_write_op_remove (lib.write_op_remove)
 #define rados_write_op_setxattr (lib.write_op_setxattr)
 #define rados_write_op_write_full (lib.write_op_write_full)
+#define rados_write_op_write (lib.write_op_write)
+#define rados_write_op_zero (lib.write_op_zero)
+#define rados_read_op_assert_version (lib.read_op_assert_version)
+#define rados_read_op_operate (lib.read_op_operate)
 
 #define LK "kt.lk"
 #define PARTX "kt.part"
@@ -285,6 +296,7 @@ typedef struct rad {
 	int wstop;
 	int wlost;                 /* librados lost the watch: renew it */
 	struct wsent *sent;        /* notifies in flight (watching handle) */
+	int layout;                /* 1, or 2: blocks in object data */
 } rad;
 
 static const kt__rows_ops rad_ops;
@@ -480,22 +492,136 @@ static uint64_t idshard_of(kt__slice sort)
 	return id == 0 ? 0 : (id - 1) >> IDSHARD_BITS;
 }
 
-/* The partition whose object holds row (@p part, @p sort): @p part
- * itself, or an id shard, written into @p buf. */
-static kt__slice phys_part(kt__slice part, kt__slice sort,
-			   char buf[IDSHARD_LEN + 1])
+/*
+ * Blocks.  A value's blocks (partition "/blk/" + 16 hex digits of the node
+ * id, sort key the block number, 8 bytes big-endian) are kept in object
+ * data, not in omap: an OSD stores omap values in its key-value database,
+ * where large values are rewritten by every compaction, and object data
+ * is what RADOS is made for.  An object holds the 256 blocks of one
+ * stripe (4 MiB at the tree's 16 KiB blocks, the object size RBD and
+ * CephFS use by default, well below osd_max_object_size), partition
+ * "/blk/<id>." + 16 hex digits of block >> 8, so a value of any size fits
+ * and a write touches only the stripes it changes.  In that object, block
+ * b's bytes are at (b & 255) * 16384 and its omap key (as any row's) has
+ * value "d" + its length (4 bytes, little-endian): the omap still says
+ * which blocks exist and how long each is, which keeps holes free.  A
+ * block longer than the stride (a store made with a larger block size)
+ * keeps its bytes in the omap value instead (longer than 5 bytes, so
+ * never mistaken); so does a row whose sort key is not 8 bytes (no valid
+ * block row has one), in the stripe of its first 8 bytes padded with
+ * zeros, which keeps the rows in sort-key order.
+ *
+ * A scan of one value's blocks must find its stripes without walking the
+ * catalog (a guard on the catalog would make every truncate conflict with
+ * every create in the tree): the value's base object, partition
+ * "/blk/<id>" itself, keeps omap key "s" + the 16 hex digits of each
+ * stripe that was ever written, added by the commit that first writes
+ * into the stripe.  A scan reads that list, then the stripes in order,
+ * and is guarded on the base and the stripes it read.  A prefix scan (a
+ * check) walks the catalog, where each stripe has its entry, and sees no
+ * row of a base (its keys do not start with ".").
+ *
+ * Trees made before this layout (no xattr kt.fmt on the catalog, layout
+ * 1) keep their blocks in one object per value, in omap.
+ */
+#define BLKPART "/blk/"
+#define BLKPART_LEN 5
+#define BLKBASE_LEN (BLKPART_LEN + 16)
+#define STRIPE_LEN (BLKBASE_LEN + 1 + 16)
+#define STRIPE_SHIFT 8
+#define STRIPE_BLOCKS (1u << STRIPE_SHIFT)
+#define DSTRIDE 16384u              /* bytes of object data per block */
+#define STRIPE_BYTES ((size_t)STRIPE_BLOCKS * DSTRIDE)
+#define PHYS_MAX (STRIPE_LEN + 1)   /* a buffer for phys_part */
+#define LAYOUT_CUR 2
+#define FMTX "kt.fmt"
+
+static int all_hex(const char *p, size_t n)
 {
-	if (!is_idpart(part) || sort.len != 8)
-		return part;
-	snprintf(buf, IDSHARD_LEN + 1, IDPART ".%016" PRIx64,
-		 idshard_of(sort));
-	return kt__sl(buf, IDSHARD_LEN);
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') ||
+		      (p[i] >= 'a' && p[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Is @p part a value's block partition ("/blk/" + 16 hex digits)? */
+static int is_blkpart(kt__slice part)
+{
+	return part.len == BLKBASE_LEN &&
+	       memcmp(part.p, BLKPART, BLKPART_LEN) == 0 &&
+	       all_hex(part.p + BLKPART_LEN, 16);
+}
+
+/* Is @p part (physical) a stripe of a value's blocks? */
+static int is_stripe(kt__slice part)
+{
+	return part.len == STRIPE_LEN &&
+	       is_blkpart(kt__sl(part.p, BLKBASE_LEN)) &&
+	       part.p[BLKBASE_LEN] == '.' &&
+	       all_hex(part.p + BLKBASE_LEN + 1, 16);
+}
+
+/* Is object @p oid of tree @p e a stripe? */
+static int oid_is_stripe(const rad *e, const char *oid)
+{
+	return oid[e->treelen] == '/' &&
+	       is_stripe(kt__sl(oid + e->treelen + 1,
+				strlen(oid + e->treelen + 1)));
+}
+
+/* Block number of a block row's sort key: its first 8 bytes, padded with
+ * zeros (order-preserving; only 8-byte keys are valid). */
+static uint64_t blk_of(kt__slice sort)
+{
+	unsigned char b[8] = {0};
+	memcpy(b, sort.p, sort.len < 8 ? sort.len : 8);
+	return kt__get64be(b);
+}
+
+/* Is @p part split over several objects in tree @p e (the id index; a
+ * value's blocks from layout 2 on)?  SH_ID, SH_BLK, or 0. */
+#define SH_ID 1
+#define SH_BLK 2
+static int sh_kind(const rad *e, kt__slice part)
+{
+	if (is_idpart(part))
+		return SH_ID;
+	if (e->layout >= 2 && is_blkpart(part))
+		return SH_BLK;
+	return 0;
+}
+
+/* The partition whose object holds row (@p part, @p sort): @p part
+ * itself, an id shard or a stripe, written into @p buf. */
+static kt__slice phys_part(const rad *e, kt__slice part, kt__slice sort,
+			   char buf[PHYS_MAX])
+{
+	switch (sh_kind(e, part)) {
+	case SH_ID:
+		if (sort.len != 8)
+			return part;
+		snprintf(buf, PHYS_MAX, IDPART ".%016" PRIx64,
+			 idshard_of(sort));
+		return kt__sl(buf, IDSHARD_LEN);
+	case SH_BLK:
+		memcpy(buf, part.p, BLKBASE_LEN);
+		snprintf(buf + BLKBASE_LEN, PHYS_MAX - BLKBASE_LEN,
+			 ".%016" PRIx64, blk_of(sort) >> STRIPE_SHIFT);
+		return kt__sl(buf, STRIPE_LEN);
+	}
+	return part;
 }
 
 /* The partition the tree layer knows physical partition @p part as. */
 static kt__slice logical_part(kt__slice part)
 {
-	return is_idshard(part) ? kt__sl(IDPART, IDPART_LEN) : part;
+	if (is_idshard(part))
+		return kt__sl(IDPART, IDPART_LEN);
+	if (is_stripe(part))
+		return kt__sl(part.p, BLKBASE_LEN);
+	return part;
 }
 
 static int name_of(kt__buf *out, const rad *e, const char *what)
@@ -587,6 +713,10 @@ typedef struct oread {
 	kt__buf *keys, *vals;
 	size_t n, cap;
 	int more;        /* the page stopped before the end */
+	int moved;       /* a stripe changed between its two reads: the
+			    rows are not usable, read again (oread_once) */
+	int raw;         /* keep omap keys as they are (a stripe list) */
+	int fmt;         /* kt.fmt, of the catalog (0: none) */
 } oread;
 
 static void oread_clear(oread *r)
@@ -623,7 +753,8 @@ static int oread_add(oread *r, const char *k, size_t kl, const char *v,
 		memset(r->vals + r->cap, 0, (cap - r->cap) * sizeof(*nv));
 		r->cap = cap;
 	}
-	if ((rc = okey_dec(&r->keys[r->n], k, kl)) != 0)
+	if ((rc = r->raw ? kt__buf_set(&r->keys[r->n], k, kl)
+			 : okey_dec(&r->keys[r->n], k, kl)) != 0)
 		return rc;
 	if ((rc = kt__buf_set(&r->vals[r->n], v, vl)) != 0)
 		return rc;
@@ -666,6 +797,13 @@ static int xattrs_take(oread *out, rados_xattrs_iter_t xi)
 		} else if (strcmp(name, PARTX) == 0) {
 			if (kt__buf_set(&out->part, val, len) != 0)
 				return kt__err(KT_ENOMEM, "out of memory");
+		} else if (strcmp(name, FMTX) == 0) {
+			size_t i;
+			out->fmt = len > 0 && len < 4 ? 0 : -1;
+			for (i = 0; i < len && out->fmt >= 0; i++)
+				out->fmt = val[i] >= '0' && val[i] <= '9'
+						   ? out->fmt * 10 + val[i] - '0'
+						   : -1;
 		} else if (strcmp(name, LKSCOPE) == 0) {
 			if (kt__buf_set(&out->scope, val, len) != 0)
 				return kt__err(KT_ENOMEM, "out of memory");
@@ -701,7 +839,40 @@ typedef struct opend {
 	int xrv, orv, krv;
 	int rc;           /* of the sending */
 	int busy;         /* sent, not yet collected */
+	/* A stripe's data read along (Blocks): bytes [dlo, dlo + dlen) of
+	 * the object asked for, dgot of them there. */
+	rad *e;
+	char *dbuf;
+	uint64_t dlo;
+	size_t dlen, dgot;
+	int drv;
 } opend;
+
+/* The data a read of stripe @p oid for @p q takes along: the block of
+ * its key, and the blocks its page can return, up to the stripe's end.
+ * Rows outside it are read after (stripe_fill). */
+static void stripe_window(const oreq *q, uint64_t *lo, size_t *len)
+{
+	kt__buf sk = {0};
+	const char *from = q->key != NULL ? q->key : q->after;
+	uint64_t b = 0;
+	size_t n;
+
+	if (from != NULL && from[0] != '\0' &&
+	    okey_dec(&sk, from, strlen(from)) == 0 && sk.len == 8) {
+		b = kt__get64be((const unsigned char *)sk.p);
+		if (q->key == NULL)
+			b++; /* after it */
+	}
+	kt__buf_free(&sk);
+	*lo = (uint64_t)(b & (STRIPE_BLOCKS - 1)) * DSTRIDE;
+	n = (q->key != NULL) + (q->max > 0 ? q->max : 0);
+	if (n > STRIPE_BLOCKS)
+		n = STRIPE_BLOCKS;
+	*len = n * DSTRIDE;
+	if (*lo + *len > STRIPE_BYTES)
+		*len = STRIPE_BYTES - (size_t)*lo;
+}
 
 /* Send one read operation on @p oid (librados copies @p q's strings). */
 static void oread_start(rad *e, const char *oid, const oreq *q, opend *p)
@@ -720,11 +891,128 @@ static void oread_start(rad *e, const char *oid, const oreq *q, opend *p)
 		rados_read_op_omap_get_vals2(p->op, q->after, q->prefix,
 					     q->max, &p->oi, &p->more,
 					     &p->orv);
+	p->e = e;
+	if (oid_is_stripe(e, oid)) {
+		stripe_window(q, &p->dlo, &p->dlen);
+		if (p->dlen > 0 && (p->dbuf = malloc(p->dlen)) == NULL) {
+			p->rc = kt__err(KT_ENOMEM, "out of memory");
+			return;
+		}
+		if (p->dlen > 0)
+			rados_read_op_read(p->op, p->dlo, p->dlen, p->dbuf,
+					   &p->dgot, &p->drv);
+	}
 	p->rc = rados_aio_create_completion2(NULL, NULL, &p->c);
 	if (p->rc == 0)
 		p->rc = rados_aio_read_op_operate(p->op, e->io, p->c, oid, 0);
 	if (p->rc < 0)
 		p->rc = rerr(p->rc, "reading", oid);
+}
+
+/* Is row @p i of stripe read @p out a block whose bytes are in the
+ * object's data?  Then *off and *len say where. */
+static int stripe_in_data(const oread *out, size_t i, const char *oid,
+			  uint64_t *off, size_t *len, int *rc)
+{
+	const kt__buf *k = &out->keys[i], *v = &out->vals[i];
+
+	*rc = 0;
+	if (k->len != 8 || v->len > DSTRIDE)
+		return 0; /* in omap */
+	if (v->len != 5 || v->p[0] != 'd' ||
+	    (*len = kt__get32((const unsigned char *)v->p + 1)) > DSTRIDE) {
+		*rc = kt__err(KT_ECORRUPT, "ceph: block index entry of %zu "
+			      "bytes in stripe '%s' does not decode", v->len,
+			      oid);
+		return 0;
+	}
+	*off = (uint64_t)(kt__get64be((const unsigned char *)k->p) &
+			  (STRIPE_BLOCKS - 1)) *
+	       DSTRIDE;
+	return 1;
+}
+
+/* Replace each data block's index entry in @p out by its bytes, taken
+ * from the data read along (@p p) or, for blocks outside that window, in
+ * one more read guarded on the version the first was answered at; when
+ * the stripe has changed since, out->moved says so. */
+static int stripe_fill(opend *p, const char *oid, oread *out)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, off, flo = 0;
+	char *fbuf = NULL;
+	size_t i, len, fgot = 0;
+	int rc = 0, need = 0;
+
+	if (p->dlen > 0 && p->drv < 0)
+		return rerr(p->drv, "reading the data of", oid);
+	for (i = 0; i < out->n; i++) {
+		if (!stripe_in_data(out, i, oid, &off, &len, &rc)) {
+			if (rc != 0)
+				return rc;
+			continue;
+		}
+		if (off >= p->dlo && off + len <= p->dlo + p->dlen)
+			continue;
+		need = 1;
+		if (off < lo)
+			lo = off;
+		if (off + len > hi)
+			hi = off + len;
+	}
+	if (need) {
+		rados_read_op_t op = rados_create_read_op();
+		int frv = 0;
+		if (op == NULL || (fbuf = malloc(hi - lo)) == NULL) {
+			if (op != NULL)
+				rados_release_read_op(op);
+			return kt__err(KT_ENOMEM, "out of memory");
+		}
+		flo = lo;
+		rados_read_op_assert_version(op, out->ver);
+		rados_read_op_read(op, lo, hi - lo, fbuf, &fgot, &frv);
+		rc = rados_read_op_operate(op, p->e->io, oid, 0);
+		rados_release_read_op(op);
+		if (rc == -ERANGE || rc == -EOVERFLOW || rc == -ENOENT) {
+			free(fbuf);
+			out->moved = 1;
+			return 0;
+		}
+		if (rc == 0 && frv < 0)
+			rc = frv;
+		if (rc < 0) {
+			free(fbuf);
+			return rerr(rc, "reading the data of", oid);
+		}
+	}
+	for (i = 0; i < out->n && rc == 0; i++) {
+		const char *src;
+		size_t have;
+		kt__buf *v = &out->vals[i];
+		if (!stripe_in_data(out, i, oid, &off, &len, &rc))
+			continue;
+		if (off >= p->dlo && off + len <= p->dlo + p->dlen) {
+			src = p->dbuf + (off - p->dlo);
+			have = off - p->dlo >= p->dgot
+				       ? 0
+				       : p->dgot - (size_t)(off - p->dlo);
+		} else {
+			src = fbuf + (off - flo);
+			have = off - flo >= fgot ? 0
+						 : fgot - (size_t)(off - flo);
+		}
+		/* Past the object's end, a block reads as zeros (a write
+		 * always reaches its end, so this is not expected). */
+		if (have > len)
+			have = len;
+		if ((rc = kt__buf_reserve(v, len)) != 0)
+			break;
+		memcpy(v->p, src, have);
+		memset(v->p + have, 0, len - have);
+		v->len = len;
+		v->p[len] = '\0';
+	}
+	free(fbuf);
+	return rc;
 }
 
 /* Wait for the read @p p and take its answer into @p out (@p out NULL:
@@ -745,8 +1033,10 @@ static int oread_finish(opend *p, const char *oid, oread *out)
 		goto done; /* not sent: rc says why */
 	out->n = 0;
 	out->more = 0;
+	out->moved = 0;
 	out->lock[0] = '\0';
 	out->part.len = 0;
+	out->fmt = 0;
 	if (rc == -ENOENT) {
 		out->exists = 0;
 		out->ver = 0;
@@ -772,6 +1062,8 @@ static int oread_finish(opend *p, const char *oid, oread *out)
 	    (rc = omap_take(out, p->oi, oid)) != 0)
 		goto done;
 	out->more = p->more != 0;
+	if (p->e != NULL && oid_is_stripe(p->e, oid))
+		rc = stripe_fill(p, oid, out);
 done:
 	if (p->c != NULL)
 		rados_aio_release(p->c);
@@ -783,6 +1075,7 @@ done:
 		rados_omap_get_end(p->ki);
 	if (p->op != NULL)
 		rados_release_read_op(p->op);
+	free(p->dbuf);
 	memset(p, 0, sizeof(*p));
 	return out == NULL ? 0 : rc;
 }
@@ -791,9 +1084,13 @@ done:
 static int oread_once(rad *e, const char *oid, const oreq *q, oread *out)
 {
 	opend p;
+	int rc;
 
-	oread_start(e, oid, q, &p);
-	return oread_finish(&p, oid, out);
+	do {
+		oread_start(e, oid, q, &p);
+		rc = oread_finish(&p, oid, out);
+	} while (rc == 0 && out->moved);
+	return rc;
 }
 
 static int lock_settle(rad *e, const char *oid, const char *txid,
@@ -952,6 +1249,57 @@ static int objw_add(objw *o, kt__slice sort, const kt__write *w)
 			 w->del || w->value.p == NULL);
 }
 
+/* Add the writes of stripe @p o to @p op, one by one in order (Blocks):
+ * a block's bytes into the data and its length into the omap; a deletion
+ * zeroes the block's place, so the OSD frees it. */
+static void stripe_ops(rados_write_op_t op, const objw *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->nw; i++) {
+		const char *k = o->k[i];
+		size_t kl = o->kl[i], vl = o->vl[i];
+		kt__buf sk = {0};
+		uint64_t off = 0;
+		int data = 0;
+		char tag[5];
+		const char *tv = tag;
+		size_t tl = sizeof(tag);
+
+		/* The omap key is "." + esc(8-byte block number). */
+		if (okey_dec(&sk, k, kl) == 0 && sk.len == 8) {
+			data = 1;
+			off = (uint64_t)(kt__get64be((const unsigned char *)
+							     sk.p) &
+					 (STRIPE_BLOCKS - 1)) *
+			      DSTRIDE;
+		}
+		kt__buf_free(&sk);
+		if (o->del[i]) {
+			rados_write_op_omap_rm_keys2(op, &k, &kl, 1);
+			if (data)
+				rados_write_op_zero(op, off, DSTRIDE);
+			continue;
+		}
+		if (data && vl <= DSTRIDE) {
+			tag[0] = 'd';
+			kt__put32((unsigned char *)tag + 1, (uint32_t)vl);
+			if (vl > 0)
+				rados_write_op_write(op, o->v[i], vl, off);
+			if (vl < DSTRIDE)
+				rados_write_op_zero(op, off + vl,
+						    DSTRIDE - vl);
+			rados_write_op_omap_set2(op, &k, &tv, &kl, &tl, 1);
+			continue;
+		}
+		/* Longer than the stride, or not a block: the bytes in
+		 * omap (a value of other than 5 bytes says so). */
+		rados_write_op_omap_set2(op, &k, &o->v[i], &kl, &vl, 1);
+		if (data)
+			rados_write_op_zero(op, off, DSTRIDE);
+	}
+}
+
 /* Add @p o's writes to @p op. */
 static void objw_ops(rados_write_op_t op, const objw *o)
 {
@@ -959,6 +1307,10 @@ static void objw_ops(rados_write_op_t op, const objw *o)
 
 	if (o->hashed && o->nset > 0 && o->part.len > 0)
 		rados_write_op_setxattr(op, PARTX, o->part.p, o->part.len);
+	if (is_stripe(o->part)) {
+		stripe_ops(op, o);
+		return;
+	}
 	while (i < o->nw) {
 		for (j = i; j < o->nw && o->del[j] == o->del[i]; j++)
 			;
@@ -1452,7 +1804,7 @@ static void rad_prefetch(kt__rows *r, const kt__snap *snap, kt__slice part,
 {
 	rad *e = (rad *)r;
 	kt__snap *s = (kt__snap *)snap;
-	char pb[IDSHARD_LEN + 1];
+	char pb[PHYS_MAX];
 	kt__buf oid = {0};
 	struct pfent *f;
 	oreq q;
@@ -1461,7 +1813,7 @@ static void rad_prefetch(kt__rows *r, const kt__snap *snap, kt__slice part,
 		return;
 	if ((f = pf_slot(s)) == NULL)
 		return; /* enough in flight */
-	part = phys_part(part, sort, pb);
+	part = phys_part(e, part, sort, pb);
 	if (oid_of(&oid, e, part) != 0 || okey(&f->key, sort) != 0 ||
 	    seen_find(s, oid.p) != NULL) {
 		kt__buf_free(&oid); /* already read: a get asks again */
@@ -1507,7 +1859,8 @@ static int pf_take(rad *e, kt__snap *s, const char *oid, const kt__buf *key,
 	kt__buf_free(&f->key);
 	if (rc != 0)
 		return rc;
-	if (rd->exists && rd->lock[0] != '\0' && strcmp(rd->lock, FREE) != 0)
+	if (rd->moved ||
+	    (rd->exists && rd->lock[0] != '\0' && strcmp(rd->lock, FREE) != 0))
 		rc = oread_do(e, s, oid, q, rd);
 	else
 		rc = seen_note(s, oid, rd->exists, rd->ver, NULL);
@@ -1519,14 +1872,14 @@ static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 {
 	rad *e = (rad *)r;
 	kt__buf oid = {0}, k = {0};
-	char pb[IDSHARD_LEN + 1];
+	char pb[PHYS_MAX];
 	oread rd;
 	oreq q;
 	int rc;
 
 	memset(&rd, 0, sizeof(rd));
 	memset(&q, 0, sizeof(q));
-	part = phys_part(part, sort, pb);
+	part = phys_part(e, part, sort, pb);
 	if ((rc = oid_of(&oid, e, part)) == 0 && (rc = okey(&k, sort)) == 0) {
 		q.key = k.p;
 		rc = pf_take(e, (kt__snap *)snap, oid.p, &k, &q, &rd);
@@ -1565,7 +1918,7 @@ static void rad_prefetch_scan(kt__rows *r, const kt__snap *snap,
 	struct pfent *f;
 	oreq q;
 
-	if (s == NULL || is_idpart(part))
+	if (s == NULL || sh_kind(e, part))
 		return;
 	if ((f = pf_slot(s)) == NULL)
 		return; /* enough in flight */
@@ -1603,7 +1956,12 @@ struct kt__cursor {
 	oread cat;
 	size_t catpos;
 	int catloaded;
-	int sharded;      /* a scan of the id index: its shards in turn */
+	int sharded;      /* a scan of the id index (SH_ID) or of a value's
+			     blocks (SH_BLK): its objects in turn */
+	kt__buf lpart;    /* SH_BLK: the partition scanned */
+	opend first;      /* SH_BLK: the read of the bound's stripe, sent
+			     with the base's, for when the base lists it */
+	kt__buf firstoid;
 	/* Prefix scans read ahead: the first pages of the partitions at
 	 * catalog positions catpos - 1 ... catpos + PREFETCH - 2 are in
 	 * flight together, slot i % PREFETCH holding position i (pfat: i + 1,
@@ -1647,8 +2005,8 @@ static int take_prefetched(kt__cursor *c, const oreq *q)
 	c->pfat[slot] = 0;
 	if ((rc = oread_finish(&c->pf[slot], c->oid.p, &c->page)) != 0)
 		return rc;
-	if (c->page.exists && c->page.lock[0] != '\0' &&
-	    strcmp(c->page.lock, FREE) != 0)
+	if (c->page.moved || (c->page.exists && c->page.lock[0] != '\0' &&
+			      strcmp(c->page.lock, FREE) != 0))
 		return oread_do(c->e, c->snap, c->oid.p, q, &c->page);
 	return seen_note(c->snap, c->oid.p, c->page.exists, c->page.ver,
 			 NULL);
@@ -1698,6 +2056,60 @@ static int prefetch_more(kt__cursor *c, size_t at)
 	return rc;
 }
 
+/* The read of a partition's first page: from the start, or from the
+ * scan's bound (its omap key kept in c->key). */
+static int first_req(kt__cursor *c, oreq *q)
+{
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	q->prefix = ".";
+	q->after = "";
+	q->max = FIRST_PAGE;
+	if (!(c->flags & KT__SCAN_REVERSE) &&
+	    (c->flags & (KT__SCAN_AFTER | KT__SCAN_FROM))) {
+		if ((rc = okey(&c->key, kt__slb(&c->bound))) != 0)
+			return rc;
+		q->after = c->key.p;
+		if (c->flags & KT__SCAN_FROM)
+			q->key = c->key.p;
+	}
+	return 0;
+}
+
+/* A scan of a value's blocks: send the read of the stripe its bound is
+ * in (the first) along with the base's, so that the usual scan, whose
+ * stripe the base lists, takes no round trip more than it did when a
+ * value was one object. */
+static void first_send(kt__cursor *c)
+{
+	char pb[PHYS_MAX];
+	kt__slice part;
+	oreq q;
+
+	part = phys_part(c->e, kt__slb(&c->lpart),
+			 c->bound.len > 0 ? kt__slb(&c->bound)
+					  : kt__sl("\0\0\0\0\0\0\0\0", 8),
+			 pb);
+	if (first_req(c, &q) != 0 || oid_of(&c->firstoid, c->e, part) != 0)
+		return;
+	oread_start(c->e, c->firstoid.p, &q, &c->first);
+}
+
+/* Take the read first_send sent, as oread_do would have made it. */
+static int take_first(kt__cursor *c, const oreq *q)
+{
+	int rc;
+
+	if ((rc = oread_finish(&c->first, c->oid.p, &c->page)) != 0)
+		return rc;
+	if (c->page.moved || (c->page.exists && c->page.lock[0] != '\0' &&
+			      strcmp(c->page.lock, FREE) != 0))
+		return oread_do(c->e, c->snap, c->oid.p, q, &c->page);
+	return seen_note(c->snap, c->oid.p, c->page.exists, c->page.ver,
+			 NULL);
+}
+
 /* Read the next page of the current partition into c->page.  A reverse
  * scan reads the whole range at once and walks it backwards. */
 static int cur_load(kt__cursor *c)
@@ -1706,24 +2118,15 @@ static int cur_load(kt__cursor *c)
 	oreq q;
 	int rc, first = !c->loaded;
 
-	memset(&q, 0, sizeof(q));
 	memset(&more, 0, sizeof(more));
-	q.prefix = ".";
 	if (first) {
 		c->pagesz = FIRST_PAGE;
-		if (c->flags & KT__SCAN_REVERSE) {
-			q.after = "";
-		} else if (c->flags & (KT__SCAN_AFTER | KT__SCAN_FROM)) {
-			if ((rc = okey(&c->key, kt__slb(&c->bound))) != 0)
-				return rc;
-			q.after = c->key.p;
-			if (c->flags & KT__SCAN_FROM)
-				q.key = c->key.p;
-		} else {
-			q.after = "";
-		}
+		if ((rc = first_req(c, &q)) != 0)
+			return rc;
 	} else {
 		kt__buf *last = &c->page.keys[c->page.n - 1];
+		memset(&q, 0, sizeof(q));
+		q.prefix = ".";
 		if ((rc = okey(&c->key, kt__slb(last))) != 0)
 			return rc;
 		q.after = c->key.p;
@@ -1732,7 +2135,9 @@ static int cur_load(kt__cursor *c)
 	}
 	q.max = (c->flags & KT__SCAN_REVERSE) ? PAGE_MAX
 					      : (unsigned int)c->pagesz;
-	if (first && prefetched(c))
+	if (first && c->first.busy && strcmp(c->firstoid.p, c->oid.p) == 0)
+		rc = take_first(c, &q);
+	else if (first && prefetched(c))
 		rc = take_prefetched(c, &q);
 	else if (first && !(c->flags & (KT__SCAN_REVERSE | KT__SCAN_AFTER |
 					KT__SCAN_FROM)) &&
@@ -1741,6 +2146,8 @@ static int cur_load(kt__cursor *c)
 		rc = rc < 0 ? rc : 0; /* sent ahead (rad_prefetch_scan) */
 	else
 		rc = oread_do(c->e, c->snap, c->oid.p, &q, &c->page);
+	if (c->first.busy) /* the base did not list that stripe */
+		(void)oread_finish(&c->first, "", NULL);
 	if (rc == 0)
 		rc = part_check(c->e, c->oid.p, &c->page, kt__slb(&c->part));
 	c->loaded = 1;
@@ -1786,19 +2193,39 @@ static int cur_next_part(kt__cursor *c)
 	for (;;) {
 		if (c->catloaded && c->catpos < c->cat.n) {
 			kt__buf *p = &c->cat.keys[c->catpos++];
-			if (c->sharded && !is_idpart(kt__slb(p)) &&
-			    !is_idshard(kt__slb(p)))
-				continue;
-			/* Shards wholly before a scan's bound hold no row
-			 * it returns. */
-			if (c->sharded && is_idshard(kt__slb(p)) &&
-			    c->bound.len == 8 &&
-			    strtoull(p->p + IDPART_LEN + 1, NULL, 16) <
-				    idshard_of(kt__slb(&c->bound)))
-				continue;
-			if ((rc = kt__buf_set(&c->part, p->p, p->len)) != 0 ||
-			    (rc = oid_of(&c->oid, c->e, kt__slb(&c->part))) !=
-				    0)
+			if (c->sharded == SH_BLK) {
+				/* The base's list: "s" + 16 hex digits. */
+				if (p->len != 17 || p->p[0] != 's' ||
+				    !all_hex(p->p + 1, 16))
+					continue;
+				if (c->bound.len > 0 &&
+				    strtoull(p->p + 1, NULL, 16) <
+					    blk_of(kt__slb(&c->bound)) >>
+						    STRIPE_SHIFT)
+					continue;
+				if ((rc = kt__buf_set(&c->part, c->lpart.p,
+						      c->lpart.len)) != 0 ||
+				    (rc = kt__buf_addc(&c->part, '.')) != 0 ||
+				    (rc = kt__buf_add(&c->part, p->p + 1,
+						      16)) != 0)
+					return rc;
+			} else {
+				if (c->sharded && !is_idpart(kt__slb(p)) &&
+				    !is_idshard(kt__slb(p)))
+					continue;
+				/* Shards wholly before a scan's bound hold
+				 * no row it returns. */
+				if (c->sharded && is_idshard(kt__slb(p)) &&
+				    c->bound.len == 8 &&
+				    strtoull(p->p + IDPART_LEN + 1, NULL, 16) <
+					    idshard_of(kt__slb(&c->bound)))
+					continue;
+				if ((rc = kt__buf_set(&c->part, p->p,
+						      p->len)) != 0)
+					return rc;
+			}
+			if ((rc = oid_of(&c->oid, c->e, kt__slb(&c->part))) !=
+			    0)
 				return rc;
 			c->curpos = 0;
 			if (!c->sharded) {
@@ -1819,12 +2246,17 @@ static int cur_next_part(kt__cursor *c)
 		q.max = 256;
 		if (c->catloaded) {
 			kt__buf *last = &c->cat.keys[c->cat.n - 1];
-			if ((rc = okey(&c->key, kt__slb(last))) != 0)
+			if (c->sharded == SH_BLK)
+				rc = kt__buf_set(&c->key, last->p, last->len);
+			else
+				rc = okey(&c->key, kt__slb(last));
+			if (rc != 0)
 				return rc;
 			q.after = c->key.p;
 		} else {
 			q.after = c->catafter.len > 0 ? c->catafter.p : "";
 		}
+		c->cat.raw = c->sharded == SH_BLK;
 		if ((rc = oread_do(c->e, c->snap, c->catoid.p, &q, &c->cat)) !=
 		    0)
 			return rc;
@@ -1856,10 +2288,39 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	c->e = e;
 	c->snap = (kt__snap *)snap;
 	c->flags = how->flags;
-	if (!(how->flags & KT__SCAN_PREFIX) && is_idpart(how->part)) {
+	if (!(how->flags & KT__SCAN_PREFIX) &&
+	    sh_kind(e, how->part) == SH_BLK) {
+		/* A value's blocks: the stripes its base lists, from the
+		 * bound's on, in order; a bound applies to each. */
+		c->sharded = SH_BLK;
+		c->flags |= KT__SCAN_PREFIX;
+		if (how->flags & KT__SCAN_REVERSE)
+			rc = kt__err(KT_EINVAL, "ceph: a reverse scan of a "
+				     "value's blocks is not supported");
+		if (rc == 0 &&
+		    (rc = kt__buf_set(&c->lpart, how->part.p,
+				      how->part.len)) == 0 &&
+		    (rc = oid_of(&c->catoid, e, how->part)) == 0 &&
+		    (rc = kt__buf_set(&c->catprefix, "s", 1)) == 0)
+			rc = bound_set(c, how);
+		if (rc == 0 && c->bound.len > 0 &&
+		    blk_of(kt__slb(&c->bound)) >> STRIPE_SHIFT > 0) {
+			char a[24];
+			snprintf(a, sizeof(a), "s%016" PRIx64,
+				 (blk_of(kt__slb(&c->bound)) >> STRIPE_SHIFT) -
+					 1);
+			rc = kt__buf_set(&c->catafter, a, strlen(a));
+		}
+		if (rc == 0)
+			first_send(c);
+		if (rc == 0 && (rc = cur_next_part(c)) == KT_ITEROVER) {
+			c->done = 1;
+			rc = 0;
+		}
+	} else if (!(how->flags & KT__SCAN_PREFIX) && is_idpart(how->part)) {
 		/* The id index: its shards, through the catalog, in id
 		 * order; a bound applies to every shard. */
-		c->sharded = 1;
+		c->sharded = SH_ID;
 		c->flags |= KT__SCAN_PREFIX;
 		if (how->flags & KT__SCAN_REVERSE)
 			rc = kt__err(KT_EINVAL, "ceph: a reverse scan of the "
@@ -1958,6 +2419,10 @@ static void rad_cursor_free(kt__cursor *c)
 	kt__buf_free(&c->catafter);
 	oread_clear(&c->cat);
 	kt__buf_free(&c->key);
+	kt__buf_free(&c->lpart);
+	if (c->first.busy)
+		(void)oread_finish(&c->first, "", NULL);
+	kt__buf_free(&c->firstoid);
 	free(c);
 }
 
@@ -2144,7 +2609,21 @@ static void oset_free(oset *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* The entry for @p oid, made when absent. */
+/* Set @p x's partition to @p part.  A plain name holds its partition:
+ * point there, so the slice outlives a caller's buffer (an id shard's or
+ * a stripe's name is made in one). */
+static void oset_part(objw *x, kt__slice part)
+{
+	size_t n = strlen(x->oid);
+
+	x->part = part;
+	if (part.len > 0 && n > part.len &&
+	    memcmp(x->oid + n - part.len, part.p, part.len) == 0)
+		x->part = kt__sl(x->oid + n - part.len, part.len);
+}
+
+/* The entry for @p oid, made when absent; @p part, its partition, when
+ * known (an entry made for a guard alone has none yet). */
 static int oset_get(oset *s, const char *oid, kt__slice part, objw **out)
 {
 	size_t h, mask, i;
@@ -2170,6 +2649,8 @@ static int oset_get(oset *s, const char *oid, kt__slice part, objw **out)
 	while (s->idx[h] != 0) {
 		objw *x = &s->o[s->idx[h] - 1];
 		if (strcmp(x->oid, oid) == 0) {
+			if (x->part.len == 0 && part.len > 0)
+				oset_part(x, part);
 			*out = x;
 			return 0;
 		}
@@ -2187,12 +2668,7 @@ static int oset_get(oset *s, const char *oid, kt__slice part, objw **out)
 	if ((s->o[s->n].oid = strdup(oid)) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	s->o[s->n].part = part;
-	/* A plain name holds its partition: point there, so the slice
-	 * outlives a caller's buffer (an id shard's name is made in one). */
-	if (part.len > 0 && strlen(oid) > part.len &&
-	    memcmp(oid + strlen(oid) - part.len, part.p, part.len) == 0)
-		s->o[s->n].part = kt__sl(s->o[s->n].oid + strlen(oid) -
-					 part.len, part.len);
+	oset_part(&s->o[s->n], part);
 	s->idx[h] = ++s->n;
 	*out = &s->o[s->n - 1];
 	return 0;
@@ -2720,6 +3196,7 @@ static unsigned int commit_budget(rad *e, size_t nobj, size_t len)
 }
 
 void (*kt__rados_test_pending)(void);
+int kt__rados_test_layout;
 
 static int commit_many(rad *e, oset *s, objw *cat)
 {
@@ -2828,11 +3305,15 @@ static int guard_cond(rad *e, const kt__snap *snap, const kt__cond *c,
 	size_t i;
 	int rc = 0;
 
+	int sk = c->kind == KT__COND_SCAN && !(c->how.flags & KT__SCAN_PREFIX)
+			 ? sh_kind(e, c->how.part)
+			 : 0;
+
 	if (c->kind == KT__COND_ROW ||
-	    (!(c->how.flags & KT__SCAN_PREFIX) && !is_idpart(c->how.part))) {
-		char pb[IDSHARD_LEN + 1];
+	    (!(c->how.flags & KT__SCAN_PREFIX) && sk == 0)) {
+		char pb[PHYS_MAX];
 		kt__slice part = c->kind == KT__COND_ROW
-					 ? phys_part(c->part, c->sort, pb)
+					 ? phys_part(e, c->part, c->sort, pb)
 					 : c->how.part;
 		if ((rc = oid_of(&oid, e, part)) == 0 &&
 		    seen_find(snap, oid.p) != NULL &&
@@ -2842,8 +3323,10 @@ static int guard_cond(rad *e, const kt__snap *snap, const kt__cond *c,
 		return rc;
 	}
 	/* From here, a prefix scan, or a scan of the id index: the
-	 * catalog and its shards, all of whose names start with "/id". */
-	if (seen_find(snap, catoid) != NULL &&
+	 * catalog and its shards, all of whose names start with "/id"; or
+	 * a scan of a value's blocks: its base and stripes, not the
+	 * catalog (Blocks). */
+	if (sk != SH_BLK && seen_find(snap, catoid) != NULL &&
 	    (rc = oset_get(s, catoid, kt__sl("", 0), &o)) == 0) {
 		o->guarded = 1;
 		*cat = (size_t)(o - s->o);
@@ -2948,7 +3431,7 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	oset s;
 	objw *o, pre;
 	size_t cat = (size_t)-1; /* the catalog's place in s, if guarded */
-	kt__buf oid = {0}, catoid = {0}, pk = {0};
+	kt__buf oid = {0}, catoid = {0}, pk = {0}, lastpk = {0};
 	char numval[24];
 	uint64_t num = 0;
 	size_t i;
@@ -2977,8 +3460,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		rc = guard_cond(e, snap, &cm->c[i], &s, catoid.p, &cat);
 	for (i = 0; i < cm->nw && rc == 0; i++) {
 		const kt__write *w = &cm->w[i];
-		char pb[IDSHARD_LEN + 1];
-		kt__slice part = phys_part(w->part, w->sort, pb);
+		char pb[PHYS_MAX];
+		kt__slice part = phys_part(e, w->part, w->sort, pb);
 		if ((rc = oid_of(&oid, e, part)) != 0 ||
 		    (rc = oset_get(&s, oid.p, part, &o)) != 0 ||
 		    (rc = objw_add(o, w->sort, w)) != 0)
@@ -2986,10 +3469,32 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		if (w->del || w->value.p == NULL)
 			continue;
 		/* A put: its partition must be in the catalog. */
-		if ((rc = kt__buf_set(&pk, part.p, part.len)) != 0)
+		if (lastpk.p != NULL && lastpk.len == part.len &&
+		    memcmp(lastpk.p, part.p, part.len) == 0)
+			continue; /* done for the write before */
+		if ((rc = kt__buf_set(&pk, part.p, part.len)) != 0 ||
+		    (rc = kt__buf_set(&lastpk, part.p, part.len)) != 0)
 			break;
 		if (known_has(e, pk.p))
 			continue;
+		/* A new stripe goes into its base's list, in this commit
+		 * (Blocks): a scan of the value finds it there. */
+		if (sh_kind(e, w->part) == SH_BLK) {
+			char sk[24];
+			char *kp;
+			snprintf(sk, sizeof(sk), "s%016" PRIx64,
+				 blk_of(w->sort) >> STRIPE_SHIFT);
+			if ((rc = oid_of(&oid, e, w->part)) != 0 ||
+			    (rc = oset_get(&s, oid.p, w->part, &o)) != 0)
+				break;
+			if ((kp = strdup(sk)) == NULL) {
+				rc = kt__err(KT_ENOMEM, "out of memory");
+				break;
+			}
+			if ((rc = objw_addk(o, kp, strlen(sk), kt__sl("", 0),
+					    0)) != 0)
+				break;
+		}
 		if (cat != (size_t)-1) {
 			/* This commit depends on the catalog: the entry
 			 * goes in the commit itself. */
@@ -3059,6 +3564,7 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	kt__buf_free(&oid);
 	kt__buf_free(&catoid);
 	kt__buf_free(&pk);
+	kt__buf_free(&lastpk);
 	if (own != NULL)
 		rad_snapshot_free(r, own);
 	return rc;
@@ -3597,6 +4103,11 @@ static void publish(rad *e, const kt__commit *cm)
 /* ------------------------------------------------------------------------ */
 /* The rest of the seam */
 
+int kt__rados_layout(kt__rows *r)
+{
+	return ((rad *)r)->layout;
+}
+
 static int rad_empty(kt__rows *r)
 {
 	rad *e = (rad *)r;
@@ -3827,17 +4338,35 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 				     o->nspace ? o->nspace : "");
 		} else {
 			rados_write_op_t op = rados_create_write_op();
+			char fmt[16];
+			e->layout = kt__rados_test_layout > 0
+					    ? kt__rados_test_layout
+					    : LAYOUT_CUR;
+			snprintf(fmt, sizeof(fmt), "%d", e->layout);
 			rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE,
 					      NULL);
 			rados_write_op_setxattr(op, LK, FREE, 1);
+			if (e->layout > 1)
+				rados_write_op_setxattr(op, FMTX, fmt,
+							strlen(fmt));
 			rc = wop_run(e, op, cat.p);
 			rados_release_write_op(op);
-			if (rc == -EEXIST)
-				rc = 0;
+			if (rc == -EEXIST) /* made meanwhile: read it */
+				rc = oread_once(e, cat.p, &q, &r);
 			else if (rc < 0)
 				rc = rerr(rc, "making the tree's catalog",
 					  cat.p);
 		}
+	}
+	/* The layout: kt.fmt, or 1 for trees made before it was kept. */
+	if (rc == 0 && r.exists) {
+		e->layout = r.fmt == 0 ? 1 : r.fmt;
+		if (r.fmt < 0 || r.fmt > LAYOUT_CUR)
+			rc = kt__err(KT_ECORRUPT, "ceph: tree '%s' has layout "
+				     "'%s' (xattr " FMTX " of its catalog), "
+				     "which this keytree does not know; "
+				     "a newer keytree made it", o->tree,
+				     r.fmt < 0 ? "?" : "newer");
 	}
 	oread_clear(&r);
 	kt__buf_free(&cat);
