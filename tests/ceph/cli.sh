@@ -7,7 +7,9 @@
 # On a new tree in pool "keytree" of the fixture's cluster: init, then put,
 # get, ls, mv of a directory, a value large enough for block rows, rm -r,
 # each checked against what it must print, with `keytree check` clean after
-# the writes, and the id index in shard objects (rados ls); then a store migrated both ways with dump | load (directory
+# the writes, the id index in shard objects (rados ls), and a value's
+# blocks in the data of 4 MiB stripe objects (rados stat, listomapvals);
+# then a store migrated both ways with dump | load (directory
 # to RADOS and back), compared by their dumps; and the errors a user meets
 # first: a tree that does not exist, a pool that does not exist, a
 # configuration file that does not exist, a librados that cannot be
@@ -45,9 +47,51 @@ head -c 200000 /dev/urandom > "$work/big"
 k put /big < "$work/big"
 k get /big | cmp - "$work/big" || fail "big value differs"
 k check > "$work/check" || fail "check: $(cat "$work/check")"
+
+step "a value's blocks are in object data, 4 MiB stripes"
+# 9,000,000 bytes: blocks 0 to 549, stripes 0 (blocks 0-255), 1 and 2
+# (blocks 512-549); the bytes in each stripe's data, 5-byte entries in its
+# omap, and the stripes listed in the value's base object.
+head -c 9000000 /dev/urandom > "$work/nine"
+k put /nine < "$work/nine"
+k get /nine | cmp - "$work/nine" || fail "9 MB value differs"
+timeout 60 rados -c "$conf" -p keytree ls > "$work/objects" ||
+	fail "rados ls"
+grep "^$tree//blk/[0-9a-f]\{16\}\.[0-9a-f]\{16\}\$" "$work/objects" |
+	sort > "$work/stripes"
+base=$(sed -n 's/\.[0-9a-f]\{16\}$//p' "$work/stripes" | sort -u |
+	while read -r b; do
+		n=$(grep -c "^$b\." "$work/stripes")
+		[ "$n" = 3 ] && echo "$b"
+	done)
+[ -n "$base" ] || fail "no value in 3 stripes: $(cat "$work/stripes")"
+sizes=""
+for s in 0 1 2; do
+	o="$base.000000000000000$s"
+	st=$(timeout 60 rados -c "$conf" -p keytree stat "$o") ||
+		fail "rados stat $o"
+	sizes="$sizes ${st##*size }"
+	vals=$(timeout 60 rados -c "$conf" -p keytree listomapvals "$o" |
+		grep -c "^value (5 bytes)")
+	want=256; [ $s = 2 ] && want=38
+	[ "$vals" = $want ] ||
+		fail "$o: $vals omap values of 5 bytes, want $want"
+done
+[ "$sizes" = " 4194304 4194304 611392" ] ||
+	fail "stripe sizes$sizes, want 4194304 4194304 611392"
+[ "$(timeout 60 rados -c "$conf" -p keytree listomapkeys "$base" |
+	tr '\n' ' ')" = "s0000000000000000 s0000000000000001 s0000000000000002 " ] ||
+	fail "the base $base does not list the 3 stripes"
+# A second copy, then an overwrite that deletes every block of the first.
+k put /nine2 < "$work/nine"
+k check > "$work/check" || fail "check after 9 MB: $(cat "$work/check")"
+k put /nine small
+[ "$(k get /nine)" = small ] || fail "/nine after its overwrite"
+k get /nine2 | cmp - "$work/nine" || fail "the second 9 MB value differs"
+k check > "$work/check" || fail "check after overwrite: $(cat "$work/check")"
 step "rm -r"
 k rm -r /x
-[ "$(k ls / | tr '\n' ' ')" = "a big " ] || fail "ls / after rm: $(k ls /)"
+[ "$(k ls / | tr '\n' ' ')" = "a big nine nine2 " ] || fail "ls / after rm: $(k ls /)"
 k check > "$work/check" || fail "check after rm: $(cat "$work/check")"
 
 step "the id index is sharded by allocation chunk"
