@@ -11,6 +11,17 @@
  *                                  offsets below BYTES; prints "COUNT SECONDS"
  *   kt_bench_fs ktflat STORE N     a new keytree store holding /flat with N
  *                                  items (made through the library)
+ *   kt_bench_fs meta DIR N         in new directory DIR: N creates (100
+ *                                  bytes each), N stats, N renames, N
+ *                                  unlinks; prints each phase's start and
+ *                                  end (CLOCK_REALTIME, ns), so that the
+ *                                  phases of several processes on several
+ *                                  mounts can be added up (bench/hosts-run)
+ *   kt_bench_fs visible A B COUNT  COUNT times: create A/vI, then stat B/vI
+ *                                  until it is there (A and B: one directory
+ *                                  through two mounts); prints each delay
+ *                                  from the create's close to the first
+ *                                  successful stat, in microseconds
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -201,9 +212,104 @@ fail:
 	return 1;
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static int cmd_meta(const char *dir, long n)
+{
+	char a[4096], b[4096];
+	struct stat sb;
+	int64_t t;
+	long i;
+	int fd;
+
+	if (make_dir(dir) != 0)
+		return 1;
+	t = now_ns();
+	for (i = 0; i < n; i++) {
+		snprintf(a, sizeof(a), "%s/f%ld", dir, i);
+		fd = open(a, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0)
+			return fail("create", a);
+		if (write(fd, data, 100) != 100 || close(fd) != 0)
+			return fail("write", a);
+	}
+	printf("create %lld %lld\n", (long long)t, (long long)now_ns());
+	t = now_ns();
+	for (i = 0; i < n; i++) {
+		snprintf(a, sizeof(a), "%s/f%ld", dir, i);
+		if (stat(a, &sb) != 0)
+			return fail("stat", a);
+	}
+	printf("stat %lld %lld\n", (long long)t, (long long)now_ns());
+	t = now_ns();
+	for (i = 0; i < n; i++) {
+		snprintf(a, sizeof(a), "%s/f%ld", dir, i);
+		snprintf(b, sizeof(b), "%s/g%ld", dir, i);
+		if (rename(a, b) != 0)
+			return fail("rename", a);
+	}
+	printf("rename %lld %lld\n", (long long)t, (long long)now_ns());
+	t = now_ns();
+	for (i = 0; i < n; i++) {
+		snprintf(b, sizeof(b), "%s/g%ld", dir, i);
+		if (unlink(b) != 0)
+			return fail("unlink", b);
+	}
+	printf("unlink %lld %lld\n", (long long)t, (long long)now_ns());
+	return 0;
+}
+
+static int cmd_visible(const char *da, const char *db, long count)
+{
+	char a[4096], b[4096];
+	struct stat sb;
+	long i;
+	int fd;
+
+	for (i = 0; i < count; i++) {
+		int64_t t0, t1;
+		snprintf(a, sizeof(a), "%s/v%ld", da, i);
+		snprintf(b, sizeof(b), "%s/v%ld", db, i);
+		/* The other mount looks first, so that its kernel holds a
+		 * negative entry the create must get rid of. */
+		if (stat(b, &sb) == 0) {
+			fprintf(stderr, "kt_bench_fs: %s exists already\n", b);
+			return 1;
+		}
+		fd = open(a, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 || close(fd) != 0)
+			return fail("create", a);
+		t0 = now_ns();
+		while (stat(b, &sb) != 0) {
+			struct timespec nap = {0, 100000}; /* 0.1 ms */
+			if (errno != ENOENT)
+				return fail("stat", b);
+			if (now_ns() - t0 > 30 * (int64_t)1000000000) {
+				fprintf(stderr, "kt_bench_fs: %s not there 30 s "
+					"after %s was made\n", b, a);
+				return 1;
+			}
+			nanosleep(&nap, NULL);
+		}
+		t1 = now_ns();
+		printf("%lld\n", (long long)((t1 - t0) / 1000));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	fill_data();
+	if (argc == 4 && strcmp(argv[1], "meta") == 0)
+		return cmd_meta(argv[2], atol(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "visible") == 0)
+		return cmd_visible(argv[2], argv[3], atol(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "tree") == 0)
 		return cmd_tree(argv[2], atol(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "flat") == 0)
@@ -215,6 +321,7 @@ int main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "ktflat") == 0)
 		return cmd_ktflat(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: kt_bench_fs tree|flat DIR N | fill FILE BYTES"
-			" | randwrite FILE BYTES COUNT | ktflat STORE N\n");
+			" | randwrite FILE BYTES COUNT | ktflat STORE N"
+			" | meta DIR N | visible A B COUNT\n");
 	return 2;
 }
