@@ -13,10 +13,13 @@
 #    mount: tar -x (A), git clone (B), rsync -a (C).  Then every mount
 #    shows the same tree (diff -r between mounts), each copy equals its
 #    source, git fsck through another mount than the clone's is clean,
-#    and keytree check reports no violation.
+#    and keytree check reports no violation.  One OSD of three is killed
+#    while the programs run and started again: nothing fails.
 # 3. A race in one shared directory: every mount creates, renames over
 #    shared names and unlinks; then the mounts agree on names and
-#    contents and the check is clean.
+#    contents and the check is clean.  Then the same mkdir, or the rename
+#    of one file, from two mounts at once: one wins, the other gets
+#    EEXIST or ENOENT.
 # 4. kill -9 of B while it writes: A and C carry on, every write B
 #    acknowledged (cp returned 0) reads back through A, and the check is
 #    clean once B's unfinished commit is settled.
@@ -173,6 +176,15 @@ echo three >"$work/repo/three"
 git -C "$work/repo" add -A && git -C "$work/repo" commit -qm three
 cp -r "$src/bench" "$src/tools" "$src/fuse" "$work/rs/"
 
+# One OSD of three is killed while the programs run and started again a
+# few seconds later (pool size 3, min_size 2): nothing may fail.
+(
+	sleep 2
+	bash "$src/scripts/ceph-dev" kill-osd 2 --dir "$cluster" &&
+		sleep 4 &&
+		bash "$src/scripts/ceph-dev" start-osd 2 --dir "$cluster"
+) >"$work/log.osd" 2>&1 &
+posd=$!
 t0=$(ms)
 (
 	mkdir "$A/tarx" && tar -C "$A/tarx" -xf "$work/tests.tar" &&
@@ -192,7 +204,10 @@ prs=$!
 wait $ptar || fail "tar -x through A: $(cat "$work/log.tar")"
 wait $pgit || fail "git clone through B: $(cat "$work/log.git")"
 wait $prs || fail "rsync -a through C: $(cat "$work/log.rsync")"
+wait $posd || fail "killing and restarting osd.2: $(cat "$work/log.osd")"
 cat "$work/log.tar" "$work/log.git" "$work/log.rsync"
+grep -q "killed osd.2" "$work/log.osd" || fail "osd.2 was not killed"
+echo "# osd.2 was killed 2 s into the programs and started again 4 s later"
 
 # Every mount shows the same tree; each copy equals its source.  The
 # kernel's caches (keytreefs's defaults) are invalidated by the writer's
@@ -223,7 +238,7 @@ git -C "$C/clone" fsck --full --strict 2>&1 | tee "$work/fsck" >&2 ||
 [ -z "$(git -C "$A/clone" status --porcelain)" ] ||
 	fail "git status through A is not clean"
 kt check >"$work/check" 2>&1 || fail "check after the programs: $(cat "$work/check")"
-ok "tar -x, git clone and rsync -a at once through three mounts: the mounts agree, git fsck is clean, check is clean"
+ok "tar -x, git clone and rsync -a at once through three mounts, one OSD of three killed meanwhile: the mounts agree, git fsck is clean, check is clean"
 
 # ---------------------------------------------------------------- race
 # Every mount, at once, in one directory: new files renamed over five
@@ -260,6 +275,42 @@ for f in "$A"/race/*; do
 done
 kt check >"$work/check" 2>&1 || fail "check after the race: $(cat "$work/check")"
 ok "a race in one directory from three mounts: they agree, every file is whole, check is clean"
+
+# ---------------------------------------------------------------- conflicts
+# The same operation from two mounts at once: exactly one wins, the other
+# gets the error it would get on one host.
+mkdir "$A/conflict"
+wins=0
+for i in $(seq "${KTFS_HOSTS_CONFLICTS:-10}"); do
+	# mkdir of one name: one succeeds, the other gets EEXIST.
+	mkdir "$A/conflict/m$i" 2>"$work/err.a" & p1=$!
+	mkdir "$C/conflict/m$i" 2>"$work/err.c" & p2=$!
+	r1=0; r2=0
+	wait $p1 || r1=$?
+	wait $p2 || r2=$?
+	[ $((r1 == 0)) -ne $((r2 == 0)) ] ||
+		fail "mkdir m$i from A and C: statuses $r1 and $r2, want one 0"
+	grep -q "File exists" "$work/err.a" "$work/err.c" ||
+		fail "mkdir m$i: the loser's error is not EEXIST: $(cat "$work/err.a" "$work/err.c")"
+	# rename of one file to two names: one succeeds, the other gets
+	# ENOENT, and the file is under exactly one of the names.
+	echo "r$i" >"$A/conflict/r$i"
+	cat "$B/conflict/r$i" "$C/conflict/r$i" >/dev/null
+	mv -T "$B/conflict/r$i" "$B/conflict/rb$i" 2>"$work/err.b" & p1=$!
+	mv -T "$C/conflict/r$i" "$C/conflict/rc$i" 2>"$work/err.c" & p2=$!
+	r1=0; r2=0
+	wait $p1 || r1=$?
+	wait $p2 || r2=$?
+	[ $((r1 == 0)) -ne $((r2 == 0)) ] ||
+		fail "mv r$i from B and C: statuses $r1 and $r2, want one 0"
+	grep -q "No such file or directory" "$work/err.b" "$work/err.c" ||
+		fail "mv r$i: the loser's error is not ENOENT: $(cat "$work/err.b" "$work/err.c")"
+	n=$(ls "$A/conflict" | grep -c "^r[bc]$i\$" || true)
+	[ "$n" = 1 ] || fail "after the two renames of r$i, $n names through A: $(ls "$A/conflict")"
+	wins=$((wins + 1))
+done
+kt check >"$work/check" 2>&1 || fail "check after the conflicts: $(cat "$work/check")"
+ok "$wins mkdirs and $wins renames of one name from two mounts at once: one winner each, the loser gets EEXIST or ENOENT"
 
 # ---------------------------------------------------------------- kill -9
 mkdir "$B/kill"
