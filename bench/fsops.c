@@ -11,18 +11,22 @@
  *                                  offsets below BYTES; prints "COUNT SECONDS"
  *   kt_bench_fs ktflat STORE N     a new keytree store holding /flat with N
  *                                  items (made through the library)
- *   kt_bench_fs meta DIR N         in new directory DIR: N creates (100
+ *   kt_bench_fs meta DIR N [SYNCDIR K]
+ *                                  in new directory DIR: N creates (100
  *                                  bytes each), N stats, N renames, N
  *                                  unlinks; prints each phase's start and
  *                                  end (CLOCK_REALTIME, ns), so that the
  *                                  phases of several processes on several
- *                                  mounts can be added up (bench/hosts-run)
+ *                                  mounts can be added up (bench/hosts-run);
+ *                                  with SYNCDIR, K such processes start each
+ *                                  phase together (a barrier of files)
  *   kt_bench_fs visible A B COUNT  COUNT times: create A/vI, then stat B/vI
  *                                  until it is there (A and B: one directory
  *                                  through two mounts); prints each delay
  *                                  from the create's close to the first
  *                                  successful stat, in microseconds
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -220,7 +224,39 @@ static int64_t now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static int cmd_meta(const char *dir, long n)
+/* Wait until @p k processes have reached phase @p phase: each makes a
+ * file SYNC/PHASE.PID and waits for @p k of them (none without @p sync). */
+static int barrier(const char *sync, long k, const char *phase)
+{
+	char p[4096];
+	size_t pl = strlen(phase);
+	int fd;
+
+	if (sync == NULL)
+		return 0;
+	snprintf(p, sizeof(p), "%s/%s.%ld", sync, phase, (long)getpid());
+	if ((fd = open(p, O_WRONLY | O_CREAT, 0644)) < 0 || close(fd) != 0)
+		return fail("barrier", p);
+	for (;;) {
+		struct timespec nap = {0, 1000000}; /* 1 ms */
+		struct dirent *e;
+		DIR *d = opendir(sync);
+		long seen = 0;
+
+		if (d == NULL)
+			return fail("opendir", sync);
+		while ((e = readdir(d)) != NULL)
+			if (strncmp(e->d_name, phase, pl) == 0 &&
+			    e->d_name[pl] == '.')
+				seen++;
+		closedir(d);
+		if (seen >= k)
+			return 0;
+		nanosleep(&nap, NULL);
+	}
+}
+
+static int cmd_meta(const char *dir, long n, const char *sync, long k)
 {
 	char a[4096], b[4096];
 	struct stat sb;
@@ -228,7 +264,7 @@ static int cmd_meta(const char *dir, long n)
 	long i;
 	int fd;
 
-	if (make_dir(dir) != 0)
+	if (make_dir(dir) != 0 || barrier(sync, k, "create") != 0)
 		return 1;
 	t = now_ns();
 	for (i = 0; i < n; i++) {
@@ -240,6 +276,8 @@ static int cmd_meta(const char *dir, long n)
 			return fail("write", a);
 	}
 	printf("create %lld %lld\n", (long long)t, (long long)now_ns());
+	if (barrier(sync, k, "stat") != 0)
+		return 1;
 	t = now_ns();
 	for (i = 0; i < n; i++) {
 		snprintf(a, sizeof(a), "%s/f%ld", dir, i);
@@ -247,6 +285,8 @@ static int cmd_meta(const char *dir, long n)
 			return fail("stat", a);
 	}
 	printf("stat %lld %lld\n", (long long)t, (long long)now_ns());
+	if (barrier(sync, k, "rename") != 0)
+		return 1;
 	t = now_ns();
 	for (i = 0; i < n; i++) {
 		snprintf(a, sizeof(a), "%s/f%ld", dir, i);
@@ -255,6 +295,8 @@ static int cmd_meta(const char *dir, long n)
 			return fail("rename", a);
 	}
 	printf("rename %lld %lld\n", (long long)t, (long long)now_ns());
+	if (barrier(sync, k, "unlink") != 0)
+		return 1;
 	t = now_ns();
 	for (i = 0; i < n; i++) {
 		snprintf(b, sizeof(b), "%s/g%ld", dir, i);
@@ -307,7 +349,9 @@ int main(int argc, char **argv)
 {
 	fill_data();
 	if (argc == 4 && strcmp(argv[1], "meta") == 0)
-		return cmd_meta(argv[2], atol(argv[3]));
+		return cmd_meta(argv[2], atol(argv[3]), NULL, 0);
+	if (argc == 6 && strcmp(argv[1], "meta") == 0)
+		return cmd_meta(argv[2], atol(argv[3]), argv[4], atol(argv[5]));
 	if (argc == 5 && strcmp(argv[1], "visible") == 0)
 		return cmd_visible(argv[2], argv[3], atol(argv[4]));
 	if (argc == 4 && strcmp(argv[1], "tree") == 0)
@@ -322,6 +366,6 @@ int main(int argc, char **argv)
 		return cmd_ktflat(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: kt_bench_fs tree|flat DIR N | fill FILE BYTES"
 			" | randwrite FILE BYTES COUNT | ktflat STORE N"
-			" | meta DIR N | visible A B COUNT\n");
+			" | meta DIR N [SYNCDIR K] | visible A B COUNT\n");
 	return 2;
 }
