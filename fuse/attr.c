@@ -37,7 +37,6 @@ void ktfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ktfs_node_stat(&st, fs, &n);
 		ktfs_node_free(&n);
 	}
-	ktfs_trace("GETATTR %lu rc=%d mode=%o", (unsigned long)ino, rc, rc ? 0u : (unsigned)st.st_mode);
 	if (rc < 0)
 		ktfs_reply_err(req, rc);
 	else

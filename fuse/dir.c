@@ -341,7 +341,6 @@ static int fill_children(struct fill *f, const struct ktfs_node *dir,
 			break;
 		if (rc == 1)
 			continue; /* gone since the snapshot */
-		ktfs_trace("RDPLUS %lu %s ino=%lu mode=%o eid=%lu ekind=%u stat=%d", (unsigned long)dir->id, e->name, (unsigned long)st.st_ino, (unsigned)st.st_mode, (unsigned long)e->id, e->kind, e->stat != NULL);
 		if (fill_add(f, e->name, &st, off)) {
 			rc = 0; /* full */
 			break;

@@ -243,7 +243,6 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (rc == 0 && !tmpfile)
 		rc = file_open(fs, fi, st.st_ino, 0);
-	ktfs_trace("CREATE %lu %s rc=%d ino=%lu mode=%o", (unsigned long)parent, name, rc, rc ? 0ul : (unsigned long)st.st_ino, rc ? 0u : (unsigned)st.st_mode);
 	if (rc < 0) {
 		ktfs_reply_err(req, rc);
 		return;

@@ -136,7 +136,6 @@ int ktfs_errno(int code);
 /** @name Resolution, attributes and replies (node.c) */
 /**@{*/
 
-void ktfs_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** The mount of request @p req. */
 struct ktfs *ktfs_of(fuse_req_t req);
 

@@ -242,35 +242,3 @@ void ktfs_reply_err(fuse_req_t req, int rc)
 {
 	fuse_reply_err(req, -rc);
 }
-
-#include <stdarg.h>
-#include <time.h>
-#include <unistd.h>
-void ktfs_trace(const char *fmt, ...)
-{
-	static FILE *f;
-	static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-	const char *d = getenv("KTFS_TRACE");
-	struct timespec t;
-	va_list ap;
-
-	if (!d)
-		return;
-	pthread_mutex_lock(&m);
-	if (!f) {
-		char p[256];
-		snprintf(p, sizeof(p), "%s.%d", d, (int)getpid());
-		f = fopen(p, "a");
-		if (f)
-			setvbuf(f, NULL, _IOLBF, 0);
-	}
-	if (f) {
-		clock_gettime(CLOCK_REALTIME, &t);
-		fprintf(f, "%ld.%06ld ", (long)t.tv_sec, t.tv_nsec / 1000);
-		va_start(ap, fmt);
-		vfprintf(f, fmt, ap);
-		va_end(ap);
-		fputc('\n', f);
-	}
-	pthread_mutex_unlock(&m);
-}

@@ -96,7 +96,6 @@ void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (rc == -EINVAL ||
 	    (rc == -ENAMETOOLONG && strlen(name) <= KT_NAME_MAX))
 		rc = -ENOENT;
-	ktfs_trace("LOOKUP %lu %s rc=%d ino=%lu mode=%o kind=%u", (unsigned long)parent, name, rc, rc ? 0ul : (unsigned long)st.st_ino, rc ? 0u : (unsigned)st.st_mode, rc ? 0u : ks.kind);
 	if (rc == 0) {
 		ktfs_reply_entry(req, fs, &st);
 	} else if (rc == -ENOENT && fs->negative_timeout > 0) {
@@ -146,7 +145,6 @@ static void make_child(fuse_req_t req, fuse_ino_t parent, const char *name,
 			ktfs_fill_stat(&st, fs, NULL, &ks, 0);
 		child_free(&c);
 	}
-	ktfs_trace("MAKE %lu %s rc=%d ino=%lu mode=%o", (unsigned long)parent, name, rc, rc ? 0ul : (unsigned long)st.st_ino, rc ? 0u : (unsigned)st.st_mode);
 	if (rc == 0)
 		ktfs_reply_entry(req, fs, &st);
 	else
@@ -298,7 +296,6 @@ void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (rc != -EAGAIN)
 			break;
 	}
-	ktfs_trace("UNLINK %lu %s rc=%d", (unsigned long)parent, name, rc);
 	ktfs_reply_err(req, rc);
 }
 
@@ -318,7 +315,6 @@ void ktfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 						     KT_DELETE_DIR));
 		child_free(&c);
 	}
-	ktfs_trace("RMDIR %lu %s rc=%d", (unsigned long)parent, name, rc);
 	ktfs_reply_err(req, rc);
 }
 
@@ -533,6 +529,5 @@ void ktfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	child_free(&from);
 	child_free(&to);
 out:
-	ktfs_trace("RENAME %lu %s -> %lu %s flags=%u rc=%d", (unsigned long)parent, name, (unsigned long)newparent, newname, flags, rc);
 	ktfs_reply_err(req, rc);
 }

@@ -38,7 +38,6 @@ static void on_change(const kt_change *ch, size_t n, void *payload)
 	for (i = 0; i < n; i++) {
 		const kt_change *c = &ch[i];
 
-		ktfs_trace("WATCH %s id=%lu dir=%.*s name=%.*s", c->what == KT_CHANGE_NODE ? "node" : "name", (unsigned long)c->id, c->what == KT_CHANGE_NODE ? 0 : (int)c->dir_len, c->what == KT_CHANGE_NODE ? "" : c->dir, c->what == KT_CHANGE_NODE ? 0 : (int)c->name_len, c->what == KT_CHANGE_NODE ? "" : c->name);
 		if (c->what == KT_CHANGE_NODE) {
 			fuse_lowlevel_notify_inval_inode(se, c->id, 0, 0);
 			fuse_lowlevel_notify_inval_inode(
