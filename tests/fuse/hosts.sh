@@ -244,13 +244,21 @@ ok "tar -x, git clone and rsync -a at once through three mounts, one OSD of thre
 # Every mount, at once, in one directory: new files renamed over five
 # shared names, unlinks of shared names, a directory made and removed.
 # Losers get what they would get locally (ENOENT from an rm of a name
-# another mount removed, EEXIST from a mkdir); nothing else may fail.
+# another mount removed, EEXIST from a mkdir); nothing else may fail, and
+# no f* is ever seen as a directory.  The renames are bare rename(2)
+# calls: GNU mv (coreutils 9.1) tests the target's type in a stat buffer
+# it never filled when the target is removed between its calls, and then
+# says "cannot overwrite directory" of a file, on any filesystem.
 mkdir "$A/race"
 racer() { # DIR TAG
-	local i
+	local i f t
 	for i in $(seq "${KTFS_HOSTS_RACE:-40}"); do
+		f=$1/race/f$((i % 5))
 		printf '%s %s\n' "$2" "$i" >"$1/race/new.$2.$i"
-		mv "$1/race/new.$2.$i" "$1/race/f$((i % 5))"
+		perl -e 'rename($ARGV[0], $ARGV[1]) or die "rename $ARGV[0] $ARGV[1]: $!\n"' \
+			"$1/race/new.$2.$i" "$f"
+		t=$(stat -c %F "$f" 2>/dev/null || true)
+		case $t in *directory*) echo "lstat $f: $t"; return 1 ;; esac
 		rm -f "$1/race/f$(((i + 2) % 5))"
 		if mkdir "$1/race/d$((i % 3))" 2>/dev/null; then
 			rmdir "$1/race/d$((i % 3))" 2>/dev/null || true
