@@ -371,6 +371,28 @@ static void test_watch__subtree_names(void **state)
 	kt_close(st);
 }
 
+/* A create inside an existing directory rewrites the directory's node
+ * row (its mtime): that is heard as the directory's id, to forget its
+ * attributes, not as its name, which would make a mount drop everything
+ * its kernel cached under the directory at every create there. */
+static void test_watch__update_is_node_not_name(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *st = open_store(f->path);
+	peer p;
+
+	assert_int_equal(kt_put(st, "/a/x", "1", 1, NULL), 0);
+	assert_int_equal(kt_watch(st, on_change, &heard), 0);
+	peer_start(&p, f->path, 0);
+	assert_int_equal(peer_cmd(&p, NULL, "put /a/b one"), 0);
+	assert_true(heard_has("name /a b"));
+	assert_true(heard_has("node %llu",
+			      (unsigned long long)id_of(st, "/a")));
+	assert_false(heard_has("name / a"));
+	peer_stop(&p, 0);
+	kt_close(st);
+}
+
 /* kt_watch(NULL) stops; a second callback is refused; watching again
  * after stopping works. */
 static void test_watch__stop_and_again(void **state)
@@ -582,6 +604,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_watch__client_hears_others_not_itself, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_watch__update_is_node_not_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch__subtree_names,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch__stop_and_again,

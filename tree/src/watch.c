@@ -9,8 +9,15 @@
  * client tells the watchers itself with a notify (rows_rados.c,
  * "Watching").  Here the rows become changes a cache can act on:
  *
- *   node row    E(p), ""        the name p in its directory; the node's id
- *                               (bytes 2..9 of the value) when written
+ *   node row    E(p), ""        the node's id (bytes 2..9 of the value)
+ *                               when written; not its name: a node that
+ *                               comes, goes or changes kind has its index
+ *                               row written too, so a node row alone is an
+ *                               update of the node (its times, its size)
+ *                               and forgetting its inode is enough.  (A
+ *                               name change there would make every other
+ *                               mount drop its cache of the whole directory
+ *                               whose mtime a create inside it moved.)
  *   index row   E(d) D, name    the name in d; the child's id (bytes 1..8)
  *   /id, /orphan  id (8 bytes BE)                       the node id
  *   /blk/ID, /attr/ID, /alias/ID  (16 hex digits)       the node id
@@ -135,7 +142,6 @@ static int row_changes(collect *c, const kt__write *w)
 	const kt__delim *d = c->d;
 	const unsigned char *v = (const unsigned char *)w->value.p;
 	int live = !w->del && v != NULL;
-	size_t plen;
 	int rc;
 
 	if (w->part.len > 0 && w->part.p[0] == '/') {
@@ -156,17 +162,10 @@ static int row_changes(collect *c, const kt__write *w)
 	}
 	c->tmp.len = 0;
 	if (w->sort.len == 0) {
-		/* A node row: its name in its parent, and its id. */
-		if (live && w->value.len >= 10 &&
-		    (rc = add_node(c, kt__get64(v + 2))) != 0)
-			return rc;
-		if (w->part.len == 0)
-			return 0; /* the root has no name */
-		if (kt__dec_node(&c->tmp, d, w->part.p, w->part.len) != 0)
-			return 0; /* not ours to judge here */
-		plen = kt__parent_len(c->tmp.p, c->tmp.len);
-		return add_name(c, plen ? c->tmp.p : "/", plen ? plen : 1,
-				c->tmp.p + plen + 1, c->tmp.len - plen - 1);
+		/* A node row: its id (see the top of this file). */
+		if (live && w->value.len >= 10)
+			return add_node(c, kt__get64(v + 2));
+		return 0;
 	}
 	/* An index row: E(dir) D, sort key the name. */
 	if (w->part.len < d->len ||
