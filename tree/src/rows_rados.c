@@ -1997,19 +1997,28 @@ static int prefetched(const kt__cursor *c)
 	       c->pfat[(c->curpos - 1) % PREFETCH] == c->curpos;
 }
 
-static int take_prefetched(kt__cursor *c, const oreq *q)
+/* Take read @p p, sent earlier for the current partition's first page,
+ * into c->page as oread_do would have made it: a page that shows a lock,
+ * or a stripe that moved between its reads, is read again the usual way. */
+static int take_sent(kt__cursor *c, opend *p, const oreq *q)
 {
-	size_t slot = (c->curpos - 1) % PREFETCH;
 	int rc;
 
-	c->pfat[slot] = 0;
-	if ((rc = oread_finish(&c->pf[slot], c->oid.p, &c->page)) != 0)
+	if ((rc = oread_finish(p, c->oid.p, &c->page)) != 0)
 		return rc;
 	if (c->page.moved || (c->page.exists && c->page.lock[0] != '\0' &&
 			      strcmp(c->page.lock, FREE) != 0))
 		return oread_do(c->e, c->snap, c->oid.p, q, &c->page);
 	return seen_note(c->snap, c->oid.p, c->page.exists, c->page.ver,
 			 NULL);
+}
+
+static int take_prefetched(kt__cursor *c, const oreq *q)
+{
+	size_t slot = (c->curpos - 1) % PREFETCH;
+
+	c->pfat[slot] = 0;
+	return take_sent(c, &c->pf[slot], q);
 }
 
 /* Drop every read in flight (a new catalog page, or the cursor's end). */
@@ -2096,20 +2105,6 @@ static void first_send(kt__cursor *c)
 	oread_start(c->e, c->firstoid.p, &q, &c->first);
 }
 
-/* Take the read first_send sent, as oread_do would have made it. */
-static int take_first(kt__cursor *c, const oreq *q)
-{
-	int rc;
-
-	if ((rc = oread_finish(&c->first, c->oid.p, &c->page)) != 0)
-		return rc;
-	if (c->page.moved || (c->page.exists && c->page.lock[0] != '\0' &&
-			      strcmp(c->page.lock, FREE) != 0))
-		return oread_do(c->e, c->snap, c->oid.p, q, &c->page);
-	return seen_note(c->snap, c->oid.p, c->page.exists, c->page.ver,
-			 NULL);
-}
-
 /* Read the next page of the current partition into c->page.  A reverse
  * scan reads the whole range at once and walks it backwards. */
 static int cur_load(kt__cursor *c)
@@ -2136,7 +2131,7 @@ static int cur_load(kt__cursor *c)
 	q.max = (c->flags & KT__SCAN_REVERSE) ? PAGE_MAX
 					      : (unsigned int)c->pagesz;
 	if (first && c->first.busy && strcmp(c->firstoid.p, c->oid.p) == 0)
-		rc = take_first(c, &q);
+		rc = take_sent(c, &c->first, &q); /* first_send's */
 	else if (first && prefetched(c))
 		rc = take_prefetched(c, &q);
 	else if (first && !(c->flags & (KT__SCAN_REVERSE | KT__SCAN_AFTER |
