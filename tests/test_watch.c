@@ -573,6 +573,25 @@ static void test_watch__rados_not_itself(void **state)
 	kt_close(a);
 }
 
+/* A handle that watches nothing and read who watches just before a
+ * watcher started (nobody) keeps that answer for a second; its commits
+ * right after kt_watch() returned are heard all the same, since
+ * kt_watch() returns only once every such answer has run out. */
+static void test_watch__rados_new_watcher_misses_nothing(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *a = open_store(f->path), *b = open_store(f->path);
+
+	/* b commits, and so reads who watches: nobody. */
+	assert_int_equal(kt_put(b, "/early", "0", 1, NULL), 0);
+	assert_int_equal(kt_watch(a, on_change, &heard), 0);
+	assert_int_equal(kt_put(b, "/late", "1", 1, NULL), 0);
+	/* b watches nothing, so once its put returned a has heard it. */
+	assert_true(heard_has("name / late"));
+	kt_close(b);
+	kt_close(a);
+}
+
 /* kt_watch(NULL) stops; a second callback is refused; watching again
  * works (once the others have read who watches, at most a second
  * later). */
@@ -623,6 +642,9 @@ int main(void)
 	const struct CMUnitTest rados_tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_watch__rados_hears_other_handle, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_watch__rados_new_watcher_misses_nothing, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_watch__rados_not_itself,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

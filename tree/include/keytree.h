@@ -432,8 +432,9 @@ typedef void (*kt_watch_cb)(const kt_change *changes, size_t n,
  * another process, on this or another host) is another client there.
  * A new watcher says hello to the handles that watch already, which tell
  * it their commits from then on; a handle that watches nothing reads who
- * watches at most once a second, so its commits in the first second
- * after a kt_watch() may go unheard.  A commit of a handle
+ * watches at most once a second, so kt_watch() returns only 1.1 s after
+ * its watcher is registered, when every handle knows of it: the watcher
+ * misses no commit made after kt_watch() returned.  A commit of a handle
  * that watches nothing waits for the watchers' acknowledgements, 2 s at
  * most (a watcher that died costs that whole wait, until the OSD drops
  * its watch, 30 s by default; the next commit then forgets it).

@@ -3590,7 +3590,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
  * watches is read again at most every WATCHERS_MS; a new watcher also
  * says hello (a notify of no writes), so the handles that watch already
  * (the mounts) tell it their commits at once, and a handle that watches
- * nothing does within WATCHERS_MS.  A watcher that dies leaves
+ * nothing does within WATCHERS_MS; kt__rados_watch returns only after
+ * that, so a new watcher misses nothing.  A watcher that dies leaves
  * its key: notifies then still go out, and a handle that watches nothing
  * waits for the dead watch until the OSD drops it (its watch timeout, 30
  * s by default).  The first notify after that which reaches nobody at all
@@ -3905,9 +3906,18 @@ int kt__rados_watch(kt__rows *r, kt__notify_fn fn, void *arg)
 		pthread_mutex_unlock(&e->mu);
 		pthread_join(e->wthread, NULL);
 	} else {
+		uint64_t until = now_ms() + WATCHERS_MS + WATCHERS_MS / 10;
 		watch_hello(e, oid.p);
 		e->watching = 1;
 		rc = 0;
+		/* A handle that read who watches before our key was in keeps
+		 * that answer for WATCHERS_MS and tells us nothing meanwhile:
+		 * return once every such answer has run out (with a tenth
+		 * more for clocks that tick apart), so that the caller (a
+		 * mount, whose kernel caches nothing before this returns)
+		 * misses no commit. */
+		while (now_ms() < until)
+			sleep_ms((unsigned int)(until - now_ms()));
 	}
 	if (rc != 0) {
 		pthread_mutex_lock(&e->mu);
