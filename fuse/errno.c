@@ -46,6 +46,7 @@ int ktfs_errno(int code)
 	case KT_EVERSION:
 		return -EIO;
 	case KT_ECONFLICT:
+	case KT_ELOCKED:
 		return -EAGAIN;
 	case KT_EPERM:
 		return -EPERM;

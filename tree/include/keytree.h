@@ -196,6 +196,8 @@ typedef enum kt_error {
 	KT_EMLINK = -21,       /**< the node already has KT_LINK_MAX paths */
 	KT_ENOTSUP = -22,      /**< not supported by this build of the library
 				  or by the store's engine */
+	KT_ELOCKED = -23,      /**< another owner holds a conflicting lock
+				  (kt_lock_set) */
 	KT_ITEROVER = -100     /**< status: an iteration is over (not an error) */
 } kt_error;
 
@@ -442,6 +444,81 @@ typedef void (*kt_watch_cb)(const kt_change *changes, size_t n,
  *   holder or the cluster cannot be reached, KT_ENOMEM.
  */
 KT_EXTERN int kt_watch(kt_store *store, kt_watch_cb cb, void *payload);
+/**@}*/
+
+/* ------------------------------------------------------------------------ */
+/** @name Advisory locks kept in the store
+ * Locks that every client of a store sees, wherever it runs: what
+ * keytreefs gives fcntl(2) and flock(2) on a RADOS tree, so that programs
+ * on two hosts that lock a file exclude each other.  They are advisory:
+ * nothing else in the library looks at them.
+ *
+ * A lock covers bytes [start, end] of a node (by id: every path of the
+ * node shares its locks), shared or exclusive, and belongs to an owner,
+ * a number the caller chooses, scoped to the store handle: two owners
+ * (of one handle or of two) conflict when their ranges overlap and one
+ * of them is exclusive.  An owner's own locks never conflict: setting a
+ * lock replaces what the owner held in that range, splitting and merging
+ * ranges as POSIX record locks do, and KT_LOCK_UNLOCK over a range drops
+ * the owner's locks there.  With KT_LOCK_WHOLE the lock is flock(2)'s
+ * kind instead: on the whole node, in a space of its own (whole-node and
+ * range locks never conflict with each other), start and end ignored.
+ *
+ * Engines: a RADOS tree keeps a node's locks in object TREE!lk.<id>
+ * (docs/FORMAT.md), changed with guarded operations.  A client that holds
+ * locks watches TREE!lkw; one whose lock is in the way is asked whether it
+ * lives (a notify on TREE!lkw), and one that does not answer within the
+ * lease (KEYTREE_RADOS_LEASE_MS, 3 s by default) is fenced first (its
+ * address blocklisted in the cluster, so that a paused client cannot go on
+ * writing as if it still held the lock) and its locks on that node are
+ * dropped.  A fenced client's every later call fails with KT_EIO saying
+ * so: it must open the store again.  Other engines keep a store on one
+ * host, where the kernel's own locks serve: kt_lock_set() and
+ * kt_lock_test() return KT_ENOTSUP there.
+ */
+/**@{*/
+#define KT_LOCK_UNLOCK 0  /**< no lock: drop the owner's locks in the range */
+#define KT_LOCK_SHARED 1  /**< a shared (read) lock */
+#define KT_LOCK_EXCL 2    /**< an exclusive (write) lock */
+/** Flag: a whole-node lock (flock(2)), apart from the range locks. */
+#define KT_LOCK_WHOLE 1u
+
+/** One lock, or the one in the way (kt_lock_test). */
+typedef struct kt_lock {
+	int type;        /**< KT_LOCK_SHARED, KT_LOCK_EXCL or KT_LOCK_UNLOCK */
+	uint64_t start;  /**< its first byte */
+	uint64_t end;    /**< its last byte (UINT64_MAX: to any end); >= start */
+	uint64_t owner;  /**< whose it is (scoped to the store handle) */
+	uint32_t pid;    /**< kept with the lock, for kt_lock_test to report */
+	int here;        /**< kt_lock_test: the lock is held through this
+			    handle (otherwise pid names a process that may
+			    run on another host) */
+} kt_lock;
+
+/**
+ * Set, change or drop (KT_LOCK_UNLOCK) owner @p lk->owner's lock over
+ * [@p lk->start, @p lk->end] of node @p id, which need not exist (a lock
+ * is not checked against the tree).  Never waits: a conflicting lock of
+ * another owner gives KT_ELOCKED and changes nothing; who holds it is
+ * kt_lock_test()'s to tell.  Dropping what the owner does not hold is 0
+ * and costs nothing.  kt_close() drops every lock the handle holds.
+ * @return 0, KT_ELOCKED, KT_EINVAL (a bad type or range), KT_ENOTSUP (not
+ *   a RADOS store), KT_EIO, KT_ECORRUPT (a lock object that does not
+ *   decode), KT_ENOMEM.
+ */
+KT_EXTERN int kt_lock_set(kt_store *store, uint64_t id, const kt_lock *lk,
+			  unsigned int flags);
+
+/**
+ * Would kt_lock_set(@p store, @p id, @p lk, @p flags) conflict?  On
+ * return *@p lk describes the first conflicting lock of another owner
+ * (its type, range, owner, pid and whether it is held through this
+ * handle), or has type KT_LOCK_UNLOCK when there is none.  A lock of a
+ * client that is fenced meanwhile (above) is not in the way.
+ * @return 0, KT_EINVAL, KT_ENOTSUP, KT_EIO, KT_ECORRUPT, KT_ENOMEM.
+ */
+KT_EXTERN int kt_lock_test(kt_store *store, uint64_t id, kt_lock *lk,
+			   unsigned int flags);
 /**@}*/
 
 /* ------------------------------------------------------------------------ */

@@ -39,6 +39,7 @@ const char *kt_strerror(int code)
 	case KT_EPERM: return "not allowed for this kind of node";
 	case KT_EMLINK: return "too many paths for one node";
 	case KT_ENOTSUP: return "not supported";
+	case KT_ELOCKED: return "locked by another owner";
 	case KT_ITEROVER: return "iteration over";
 	}
 	return "unknown error";

@@ -248,6 +248,52 @@ extern int kt__rados_test_layout;
 /* The layout of the tree @p r (a RADOS handle) is in. */
 int kt__rados_layout(kt__rows *r);
 
+/* Advisory locks (kt_lock_set, kt_lock_test on RADOS): set @p lk, or with
+ * @p test report the first conflicting lock in *lk.  @p lk has been
+ * checked (lock.c); with KT_LOCK_WHOLE its range is all bytes. */
+int kt__rados_lock(kt__rows *r, uint64_t id, kt_lock *lk, unsigned int flags,
+		   int test);
+
+/*
+ * An owner's locks on one node, as the engine keeps them (lock.c): one
+ * entry per (client, owner, kind).  Encoded as an omap key
+ *   "o" 16 hex (client instance) "." 16 hex (owner) "w"|"r"
+ * ("w": whole-node locks, "r": range locks) and a value
+ *   u8 1 | u32 pid | u16 n | n bytes client address | u32 count |
+ *   count * (u64 start | u64 end | u8 type)          (little-endian)
+ * with the ranges sorted, disjoint, and neighbours of one type merged.
+ */
+typedef struct kt__lkrange {
+	uint64_t start, end;
+	int type;
+} kt__lkrange;
+
+typedef struct kt__lkent {
+	uint64_t inst, owner;
+	int whole;
+	uint32_t pid;
+	char addr[256];
+	kt__lkrange *r;
+	size_t n, cap;
+} kt__lkent;
+
+#define KT__LKKEY_MAX 40
+/* The omap key of (@p inst, @p owner, @p whole), NUL-ended. */
+void kt__lk_key(char out[KT__LKKEY_MAX], uint64_t inst, uint64_t owner,
+		int whole);
+/* Decode an entry; KT_ECORRUPT naming @p where when it does not. */
+int kt__lk_dec(kt__lkent *e, const char *k, size_t kl, const char *v,
+	       size_t vl, const char *where);
+int kt__lk_enc(kt__buf *out, const kt__lkent *e);
+/* The first of @p e's ranges in conflict with a lock of @p type over
+ * [@p start, @p end] of another owner, or NULL. */
+const kt__lkrange *kt__lk_conflict(const kt__lkent *e, int type,
+				   uint64_t start, uint64_t end);
+/* Make @p e hold @p type over [@p start, @p end] (KT_LOCK_UNLOCK: nothing
+ * there), as a POSIX lock request does: KT_ENOMEM or 0. */
+int kt__lk_apply(kt__lkent *e, int type, uint64_t start, uint64_t end);
+void kt__lk_free(kt__lkent *e);
+
 static inline kt__slice kt__sl(const void *p, size_t len)
 {
 	kt__slice s;

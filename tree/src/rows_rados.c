@@ -113,7 +113,10 @@
 	X(aio_write_op_operate) \
 	X(aio_notify) \
 	X(aio_is_complete) \
+	X(blocklist_add) \
 	X(buffer_free) \
+	X(getaddrs) \
+	X(wait_for_latest_osdmap) \
 	X(notify2) \
 	X(notify_ack) \
 	X(unwatch2) \
@@ -197,6 +200,9 @@ static void lib_load(void)
 #define rados_aio_create_completion2 (lib.aio_create_completion2)
 #define rados_aio_get_return_value (lib.aio_get_return_value)
 #define rados_aio_get_version (lib.aio_get_version)
+#define rados_blocklist_add (lib.blocklist_add)
+#define rados_getaddrs (lib.getaddrs)
+#define rados_wait_for_latest_osdmap (lib.wait_for_latest_osdmap)
 #define rados_aio_read_op_operate (lib.aio_read_op_operate)
 #define rados_aio_release (lib.aio_release)
 #define rados_aio_wait_for_complete (lib.aio_wait_for_complete)
@@ -297,6 +303,18 @@ typedef struct rad {
 	int wlost;                 /* librados lost the watch: renew it */
 	struct wsent *sent;        /* notifies in flight (watching handle) */
 	int layout;                /* 1, or 2: blocks in object data */
+	/* Locks (kt__rados_lock): the watch of T!lkw, set up under lkmu;
+	 * under mu, whether librados lost it, the locks this handle holds
+	 * and which other clients answered lately. */
+	pthread_mutex_t lkmu;
+	int lkw;
+	int lkw_lost;
+	uint64_t lkwcookie;
+	char *lkwoid;
+	char addr[256];            /* this client's, for fencing it */
+	struct lkheld *held;
+	size_t nheld, capheld;
+	struct { uint64_t inst, at; } alive[8];
 } rad;
 
 static const kt__rows_ops rad_ops;
@@ -363,6 +381,10 @@ static int rerr(int rc, const char *what, const char *oid)
 	if (rc == -ETIMEDOUT)
 		why = "timed out (is the cluster up? see "
 		      "rados_osd_op_timeout)";
+	else if (rc == -ESHUTDOWN)
+		why = "this client is fenced (blocklisted): it held a lock "
+		      "and did not answer another client within the lease, "
+		      "which took the lock over; open the store again";
 	if (oid != NULL)
 		return kt__err(KT_EIO, "ceph: %s object '%s': %s", what,
 			       kt__show(a, sizeof(a), oid, strlen(oid)), why);
@@ -4106,6 +4128,476 @@ static void publish(rad *e, const kt__commit *cm)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Locks */
+
+/*
+ * kt_lock_set and kt_lock_test.  Node N's advisory locks are the omap of
+ * object T!lk.<16 hex N>: one key per (client, owner, kind), its value the
+ * owner's ranges (rows.h, kt__lkent; lock.c does the range arithmetic).
+ * Each change is one operation guarded on the version read (or an
+ * exclusive create when there was no object): when the guard fails,
+ * someone else changed the node's locks, so read again.  The object goes
+ * with its last entry.
+ *
+ * Who lives.  A client watches T!lkw before it writes its first entry,
+ * and its librados callback acknowledges every notify on the spot.  A
+ * client that finds another client's lock in its way notifies T!lkw, with
+ * the lease as timeout: the clients that acknowledge are alive (believed
+ * for ALIVE_MS).  One that does not (killed, stalled, or cut off for
+ * longer than its watch lasts) is fenced before its entries are dropped:
+ * its address, kept in each entry, is blocklisted in the OSD map, and we
+ * wait until our own map has the blocklist, so that every OSD we reach
+ * from then on refuses that client, as RBD does before it breaks the
+ * exclusive lock of an image's dead owner.  So a client that paused with a
+ * lock cannot wake up and write as if it still held it: its calls fail
+ * (rerr, -ESHUTDOWN) until it opens the store again as a new client.  The
+ * blocklist entry expires after the cluster's default (an hour).
+ */
+#define ALIVE_MS 1000
+#define LK_TRIES 64
+#define LK_OWNERS_MAX 1024     /* entries in one lock object */
+
+typedef struct lkheld {
+	uint64_t id, owner;
+	int whole;
+} lkheld;
+
+/* Does this handle hold locks of (@p id, @p owner, @p whole)?  With
+ * @p set >= 0, record that it does (1) or does not (0).  Under mu. */
+static int lk_held(rad *e, uint64_t id, uint64_t owner, int whole, int set)
+{
+	size_t i;
+	int found = 0;
+
+	pthread_mutex_lock(&e->mu);
+	for (i = 0; i < e->nheld; i++)
+		if (e->held[i].id == id && e->held[i].owner == owner &&
+		    e->held[i].whole == whole) {
+			found = 1;
+			break;
+		}
+	if (set == 0 && found) {
+		e->held[i] = e->held[--e->nheld];
+	} else if (set == 1 && !found) {
+		if (e->nheld == e->capheld) {
+			size_t cap = e->capheld ? 2 * e->capheld : 16;
+			lkheld *h = realloc(e->held, cap * sizeof(*h));
+			if (h == NULL) {
+				pthread_mutex_unlock(&e->mu);
+				return kt__err(KT_ENOMEM, "out of memory");
+			}
+			e->held = h;
+			e->capheld = cap;
+		}
+		e->held[e->nheld].id = id;
+		e->held[e->nheld].owner = owner;
+		e->held[e->nheld++].whole = whole;
+	}
+	pthread_mutex_unlock(&e->mu);
+	return found;
+}
+
+static void lkw_cb(void *arg, uint64_t notify_id, uint64_t handle,
+		   uint64_t notifier_id, void *data, size_t len)
+{
+	rad *e = arg;
+
+	(void)notifier_id;
+	(void)data;
+	(void)len;
+	(void)rados_notify_ack(e->io, e->lkwoid, notify_id, handle, NULL, 0);
+}
+
+static void lkw_errcb(void *pre, uint64_t cookie, int err)
+{
+	rad *e = pre;
+
+	(void)cookie;
+	(void)err;
+	pthread_mutex_lock(&e->mu);
+	e->lkw_lost = 1;
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* Watch T!lkw (again, if librados lost the watch), so that others can
+ * tell this client lives: 0 or KT_EIO. */
+static int lkw_ready(rad *e)
+{
+	rados_write_op_t op;
+	kt__buf b = {0};
+	char *a = NULL;
+	int rc = 0, lost;
+
+	pthread_mutex_lock(&e->lkmu);
+	pthread_mutex_lock(&e->mu);
+	lost = e->lkw_lost;
+	pthread_mutex_unlock(&e->mu);
+	if (e->lkw && !lost)
+		goto out;
+	if (e->lkwoid == NULL) {
+		if ((rc = name_of(&b, e, "!lkw")) != 0 ||
+		    (rc = kt__buf_addc(&b, '\0')) != 0)
+			goto out;
+		e->lkwoid = b.p;
+		b.p = NULL;
+	}
+	if (e->addr[0] == '\0') {
+		if ((rc = rados_getaddrs(e->cl, &a)) < 0) {
+			rc = rerr(rc, "reading this client's address", NULL);
+			goto out;
+		}
+		snprintf(e->addr, sizeof(e->addr), "%s", a);
+		rados_buffer_free(a);
+	}
+	if (e->lkw) {
+		(void)rados_unwatch2(e->io, e->lkwcookie);
+		e->lkw = 0;
+	}
+	op = rados_create_write_op();
+	rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+	rc = wop_run(e, op, e->lkwoid);
+	rados_release_write_op(op);
+	if (rc == 0)
+		rc = rados_watch2(e->io, e->lkwoid, &e->lkwcookie, lkw_cb,
+				  lkw_errcb, e);
+	if (rc < 0) {
+		rc = rerr(rc, "watching", e->lkwoid);
+		goto out;
+	}
+	e->lkw = 1;
+	pthread_mutex_lock(&e->mu);
+	e->lkw_lost = 0;
+	pthread_mutex_unlock(&e->mu);
+out:
+	pthread_mutex_unlock(&e->lkmu);
+	kt__buf_free(&b);
+	return rc;
+}
+
+static void lk_alive_note(rad *e, uint64_t inst, uint64_t t)
+{
+	size_t i, old = 0;
+
+	for (i = 0; i < sizeof(e->alive) / sizeof(e->alive[0]); i++) {
+		if (e->alive[i].inst == inst) {
+			old = i;
+			break;
+		}
+		if (e->alive[i].at < e->alive[old].at)
+			old = i;
+	}
+	e->alive[old].inst = inst;
+	e->alive[old].at = t;
+}
+
+/* Does client @p inst answer a notify on T!lkw within the lease?  1, 0,
+ * or KT_EIO. */
+static int lk_alive(rad *e, uint64_t inst)
+{
+	const unsigned char *p;
+	char *reply = NULL;
+	size_t rlen = 0, off, i, n;
+	uint64_t t = now_ms();
+	int rc, found = 0;
+
+	pthread_mutex_lock(&e->mu);
+	for (i = 0; i < sizeof(e->alive) / sizeof(e->alive[0]); i++)
+		if (e->alive[i].inst == inst && t - e->alive[i].at < ALIVE_MS)
+			found = 1;
+	pthread_mutex_unlock(&e->mu);
+	if (found)
+		return 1;
+	rc = rados_notify2(e->io, e->lkwoid, "", 0, e->lease_ms, &reply,
+			   &rlen);
+	if (rc < 0 && rc != -ETIMEDOUT) {
+		if (reply != NULL)
+			rados_buffer_free(reply);
+		return rerr(rc, "asking who lives on", e->lkwoid);
+	}
+	/* The reply: u32 count, then per acknowledgement u64 client id,
+	 * u64 cookie, u32 length and that many bytes; then the ones that
+	 * timed out. */
+	p = (const unsigned char *)reply;
+	t = now_ms();
+	pthread_mutex_lock(&e->mu);
+	if (reply != NULL && rlen >= 4) {
+		n = kt__get32(p);
+		for (i = 0, off = 4; i < n && off + 20 <= rlen; i++) {
+			uint64_t gid = kt__get64(p + off);
+			if (gid == inst)
+				found = 1;
+			lk_alive_note(e, gid, t);
+			off += 20 + kt__get32(p + off + 16);
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+	if (reply != NULL)
+		rados_buffer_free(reply);
+	return found;
+}
+
+/* Fence client @p d->inst (it did not answer): blocklist its address and
+ * wait until this client's OSD map has that. */
+static int lk_fence(rad *e, const kt__lkent *d)
+{
+	char a[KT__SHOWSZ];
+	int rc;
+
+	if (d->addr[0] == '\0')
+		return kt__err(KT_ECORRUPT, "a lock of client %" PRIu64
+			       " keeps no address to fence it by", d->inst);
+	if ((rc = rados_blocklist_add(e->cl, (char *)d->addr, 0)) < 0 ||
+	    (rc = rados_wait_for_latest_osdmap(e->cl)) < 0)
+		return kt__err(KT_EIO, "ceph: fencing client %" PRIu64 " (%s), "
+			       "which holds a lock and does not answer: %s",
+			       d->inst,
+			       kt__show(a, sizeof(a), d->addr, strlen(d->addr)),
+			       strerror(-rc));
+	return 0;
+}
+
+static void lk_ents_free(kt__lkent *v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		kt__lk_free(&v[i]);
+	free(v);
+}
+
+/* Drop every entry of client @p inst from lock object @p oid, read as
+ * @p rd: 0, or a guard failed (read again), or KT_EIO. */
+static int lk_drop_client(rad *e, const char *oid, const oread *rd,
+			  const kt__lkent *v, size_t n, uint64_t inst)
+{
+	rados_write_op_t op = rados_create_write_op();
+	const char **keys = calloc(n ? n : 1, sizeof(*keys));
+	size_t *lens = calloc(n ? n : 1, sizeof(*lens));
+	size_t i, k = 0;
+	int rc;
+
+	if (keys == NULL || lens == NULL) {
+		rados_release_write_op(op);
+		free(keys);
+		free(lens);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+		if (v[i].inst == inst) {
+			keys[k] = rd->keys[i].p;
+			lens[k++] = rd->keys[i].len;
+		}
+	rados_write_op_assert_version(op, rd->ver);
+	if (k == n)
+		rados_write_op_remove(op);
+	else
+		rados_write_op_omap_rm_keys2(op, keys, lens, k);
+	rc = wop_run(e, op, oid);
+	rados_release_write_op(op);
+	free(keys);
+	free(lens);
+	if (rc < 0 && !is_conflict(rc))
+		return rerr(rc, "dropping a fenced client's locks from", oid);
+	return 0;
+}
+
+int kt__rados_lock(kt__rows *r, uint64_t id, kt_lock *lk, unsigned int flags,
+		   int test)
+{
+	rad *e = (rad *)r;
+	int whole = (flags & KT_LOCK_WHOLE) != 0;
+	char name[32], mykey[KT__LKKEY_MAX], a[KT__SHOWSZ];
+	kt__buf oid = {0}, val = {0};
+	kt__lkent *v = NULL, m;
+	oread rd;
+	size_t n = 0, i;
+	int rc, tries, mine;
+
+	memset(&m, 0, sizeof(m));
+	memset(&rd, 0, sizeof(rd));
+	rd.raw = 1;
+	/* Dropping what this handle does not hold: nothing to do. */
+	if (!test && lk->type == KT_LOCK_UNLOCK &&
+	    lk_held(e, id, lk->owner, whole, -1) == 0)
+		return 0;
+	if (!test && (rc = lkw_ready(e)) != 0)
+		return rc;
+	if (test && e->lkwoid == NULL && (rc = lkw_ready(e)) != 0)
+		return rc;
+	snprintf(name, sizeof(name), "!lk.%016" PRIx64, id);
+	if ((rc = name_of(&oid, e, name)) != 0 ||
+	    (rc = kt__buf_addc(&oid, '\0')) != 0)
+		return rc;
+	kt__lk_key(mykey, e->inst, lk->owner, whole);
+	for (tries = 0;; tries++) {
+		const kt__lkrange *c = NULL;
+		oreq q;
+		rados_write_op_t op;
+
+		if (tries == LK_TRIES) {
+			rc = kt__err(KT_EIO, "locks of node %" PRIu64 ": the "
+				     "lock object kept changing (%d reads)",
+				     id, tries);
+			break;
+		}
+		memset(&q, 0, sizeof(q));
+		q.after = "";
+		q.max = PAGE_MAX;
+		if ((rc = oread_once(e, oid.p, &q, &rd)) != 0)
+			break;
+		lk_ents_free(v, n);
+		n = 0;
+		if ((v = calloc(rd.n ? rd.n : 1, sizeof(*v))) == NULL) {
+			rc = kt__err(KT_ENOMEM, "out of memory");
+			break;
+		}
+		mine = -1;
+		for (i = 0; i < rd.n && rc == 0; i++, n++) {
+			rc = kt__lk_dec(&v[i], rd.keys[i].p, rd.keys[i].len,
+					rd.vals[i].p, rd.vals[i].len, oid.p);
+			if (rc == 0 && strlen(mykey) == rd.keys[i].len &&
+			    memcmp(mykey, rd.keys[i].p, rd.keys[i].len) == 0)
+				mine = (int)i;
+		}
+		if (rc != 0)
+			break;
+		for (i = 0; i < n && c == NULL; i++)
+			if ((int)i != mine && v[i].whole == whole)
+				c = kt__lk_conflict(&v[i], lk->type, lk->start,
+						    lk->end);
+		if (c != NULL) {
+			const kt__lkent *d = &v[--i];
+			if (d->inst != e->inst) {
+				int alive = lk_alive(e, d->inst);
+				if (alive < 0) {
+					rc = alive;
+					break;
+				}
+				if (!alive) {
+					if ((rc = lk_fence(e, d)) != 0 ||
+					    (rc = lk_drop_client(e, oid.p, &rd,
+								 v, n,
+								 d->inst)) != 0)
+						break;
+					continue;
+				}
+			}
+			if (test) {
+				lk->type = c->type;
+				lk->start = c->start;
+				lk->end = c->end;
+				lk->owner = d->owner;
+				lk->pid = d->pid;
+				lk->here = d->inst == e->inst;
+				break;
+			}
+			rc = kt__err(KT_ELOCKED, "lock of node %" PRIu64 ": "
+				     "bytes %" PRIu64 " to %" PRIu64 " are "
+				     "locked (%s) by owner %" PRIx64 " of "
+				     "client %" PRIu64 " (%s)", id, c->start,
+				     c->end, c->type == KT_LOCK_EXCL
+					     ? "exclusive" : "shared",
+				     d->owner, d->inst,
+				     kt__show(a, sizeof(a), d->addr,
+					      strlen(d->addr)));
+			break;
+		}
+		if (test) {
+			lk->type = KT_LOCK_UNLOCK;
+			break;
+		}
+		kt__lk_free(&m);
+		if (mine >= 0) {
+			m = v[mine];
+			memset(&v[mine], 0, sizeof(v[mine]));
+		} else {
+			if (lk->type == KT_LOCK_UNLOCK) {
+				rc = lk_held(e, id, lk->owner, whole, 0);
+				rc = rc < 0 ? rc : 0;
+				break;
+			}
+			if (n >= LK_OWNERS_MAX) {
+				rc = kt__err(KT_EIO, "locks of node %" PRIu64
+					     ": %d owners hold locks on it "
+					     "already", id, LK_OWNERS_MAX);
+				break;
+			}
+			m.inst = e->inst;
+			m.owner = lk->owner;
+			m.whole = whole;
+			snprintf(m.addr, sizeof(m.addr), "%s", e->addr);
+		}
+		m.pid = lk->pid;
+		if ((rc = kt__lk_apply(&m, lk->type, lk->start, lk->end)) != 0 ||
+		    (m.n > 0 && (rc = kt__lk_enc(&val, &m)) != 0))
+			break;
+		op = rados_create_write_op();
+		if (!rd.exists)
+			rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+		else
+			rados_write_op_assert_version(op, rd.ver);
+		if (m.n > 0) {
+			const char *kp = mykey, *vp = val.p;
+			size_t kl = strlen(mykey), vl = val.len;
+			rados_write_op_omap_set2(op, &kp, &vp, &kl, &vl, 1);
+		} else if (n == 1) {
+			rados_write_op_remove(op);
+		} else {
+			const char *kp = mykey;
+			size_t kl = strlen(mykey);
+			rados_write_op_omap_rm_keys2(op, &kp, &kl, 1);
+		}
+		rc = wop_run(e, op, oid.p);
+		rados_release_write_op(op);
+		if (rc < 0 && is_conflict(rc))
+			continue;
+		if (rc < 0) {
+			rc = rerr(rc, "writing locks to", oid.p);
+			break;
+		}
+		rc = lk_held(e, id, lk->owner, whole, m.n > 0);
+		rc = rc < 0 ? rc : 0;
+		break;
+	}
+	lk_ents_free(v, n);
+	kt__lk_free(&m);
+	oread_clear(&rd);
+	kt__buf_free(&oid);
+	kt__buf_free(&val);
+	return rc;
+}
+
+/* Drop every lock this handle holds, and stop watching T!lkw
+ * (rad_close). */
+static void lk_close(rad *e)
+{
+	kt_lock u;
+
+	memset(&u, 0, sizeof(u));
+	u.end = UINT64_MAX;
+	for (;;) {
+		lkheld h;
+		pthread_mutex_lock(&e->mu);
+		if (e->nheld == 0) {
+			pthread_mutex_unlock(&e->mu);
+			break;
+		}
+		h = e->held[e->nheld - 1];
+		pthread_mutex_unlock(&e->mu);
+		u.owner = h.owner;
+		if (kt__rados_lock(&e->base, h.id, &u,
+				   h.whole ? KT_LOCK_WHOLE : 0, 0) != 0)
+			(void)lk_held(e, h.id, h.owner, h.whole, 0);
+	}
+	if (e->lkw)
+		(void)rados_unwatch2(e->io, e->lkwcookie);
+	e->lkw = 0;
+	free(e->held);
+	free(e->lkwoid);
+	e->held = NULL;
+	e->lkwoid = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
 /* The rest of the seam */
 
 int kt__rados_layout(kt__rows *r)
@@ -4147,6 +4639,7 @@ static void rad_close(kt__rows *r)
 	if (e == NULL)
 		return;
 	if (e->io != NULL) {
+		lk_close(e);
 		watch_stop(e);
 		sent_reap(e, 1);
 	}
@@ -4158,6 +4651,7 @@ static void rad_close(kt__rows *r)
 	if (e->known_set != NULL)
 		rad_snapshot_free(r, e->known_set);
 	pthread_mutex_destroy(&e->mu);
+	pthread_mutex_destroy(&e->lkmu);
 	pthread_cond_destroy(&e->wcv);
 	free(e->tree);
 	free(e);
@@ -4310,6 +4804,7 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 		return kt__err(KT_ENOMEM, "out of memory");
 	e->base.ops = &rad_ops;
 	pthread_mutex_init(&e->mu, NULL);
+	pthread_mutex_init(&e->lkmu, NULL);
 	pthread_cond_init(&e->wcv, NULL);
 	e->heard_end = &e->heard;
 	if ((rc = cluster_open(o, &e->cl, &e->io)) != 0) {
