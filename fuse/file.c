@@ -282,7 +282,10 @@ void ktfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ktfs_file *f = file_of(fi);
 	int rc = f->error, drop;
 
-	(void)ino;
+	/* The last descriptor of the open file description: its flock
+	 * goes. */
+	if (fi->flock_release)
+		(void)ktfs_locks_drop(fs, ino, fi->lock_owner, 1);
 	drop = ktfs_open_put(fs, f->open);
 	free(f);
 	ktfs_reply_err(req, rc ? rc : drop);
@@ -363,8 +366,13 @@ void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
  * a write on this handle that failed, once. */
 void ktfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	ktfs_reply_err(req, file_take_error(ktfs_of(req), file_of(fi)));
+	struct ktfs *fs = ktfs_of(req);
+	int rc = file_take_error(fs, file_of(fi));
+	/* A close drops the closing process's record locks on the file
+	 * (POSIX), which the kernel leaves to us when we keep them. */
+	int lk = ktfs_locks_drop(fs, ino, fi->lock_owner, 0);
+
+	ktfs_reply_err(req, rc ? rc : lk);
 }
 
 /* fsync(2): a failed write on this handle, else make every write so far

@@ -99,6 +99,7 @@ struct ktfs {
 	double entry_timeout;      /**< kernel cache timeouts, seconds */
 	double attr_timeout;
 	double negative_timeout;
+	int locks;                 /**< the store keeps locks (lock.c) */
 
 	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
@@ -312,6 +313,18 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		size_t size, off_t off, struct fuse_file_info *fi);
 void ktfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/** Locks kept in the store (lock.c), for every host: set when
+ * ktfs.locks. */
+void ktfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		struct flock *fl);
+void ktfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		struct flock *fl, int sleep);
+void ktfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		int op);
+/** Drop @p owner's record locks (@p whole: its flock) on @p ino: 0 or a
+ * negative errno; nothing when the store keeps no locks. */
+int ktfs_locks_drop(struct ktfs *fs, fuse_ino_t ino, uint64_t owner,
+		    int whole);
 void ktfs_release(fuse_req_t req, fuse_ino_t ino,
 		  struct fuse_file_info *fi);
 void ktfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,

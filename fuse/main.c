@@ -233,8 +233,15 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	/* kt_open drops the orphans (files unlinked while open) that a
 	 * daemon which died left behind. */
 	rc = kt_open(&fs->store, fs->store_dir, &ko);
-	if (rc == 0)
+	if (rc == 0) {
+		/* Does the store keep locks for every client (lock.c)?
+		 * Dropping a lock nobody holds costs nothing and says. */
+		kt_lock none;
+		memset(&none, 0, sizeof(none));
+		none.end = UINT64_MAX;
+		fs->locks = kt_lock_set(fs->store, FUSE_ROOT_ID, &none, 0) == 0;
 		return 0;
+	}
 	switch (rc) {
 	case KT_EBUSY:
 		/* The library's message names the holder when it can. */

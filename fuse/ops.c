@@ -12,7 +12,8 @@
 
 static void ktfs_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	struct ktfs *fs = userdata;
+
 	/* Listings carry full attributes (readdirplus), and always: with
 	 * readdirplus_auto the kernel would switch to plain READDIR plus a
 	 * LOOKUP per entry after the first pass. */
@@ -24,11 +25,18 @@ static void ktfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* open() honours O_TRUNC itself (file.c). */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-	/* POSIX locks stay local to the kernel; no writeback cache: every
-	 * write reaches the store before it is acknowledged. */
+	/* Locks: the store's when it keeps them for every client (a RADOS
+	 * tree, which other hosts mount too: lock.c), else the kernel's.
+	 * No writeback cache: every write reaches the store before it is
+	 * acknowledged. */
 	conn->want &= ~(unsigned int)(FUSE_CAP_POSIX_LOCKS |
 				      FUSE_CAP_FLOCK_LOCKS |
 				      FUSE_CAP_WRITEBACK_CACHE);
+	if (fs->locks && (conn->capable & FUSE_CAP_POSIX_LOCKS) &&
+	    (conn->capable & FUSE_CAP_FLOCK_LOCKS))
+		conn->want |= FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS;
+	else
+		fs->locks = 0;
 	/* The kernel clears set-user-ID and set-group-ID bits on write,
 	 * truncate and chown by sending the mode change itself; with
 	 * HANDLE_KILLPRIV (which libfuse asks for by default) it would
@@ -83,4 +91,7 @@ const struct fuse_lowlevel_ops ktfs_ops = {
 	.listxattr = ktfs_listxattr,
 	.removexattr = ktfs_removexattr,
 	.create = ktfs_create,
+	.getlk = ktfs_getlk,
+	.setlk = ktfs_setlk,
+	.flock = ktfs_flock,
 };
