@@ -13,7 +13,8 @@
  * drops its flock.  A lock is on the inode: every path of the file shares
  * it.  F_SETLKW and blocking flock wait here, asking again at growing
  * intervals up to WAIT_MAX_US, until the lock is free or the call is
- * interrupted (EINTR).  No deadlock is detected across hosts: two owners
+ * interrupted (EINTR).  Taking a lock drops the file's pages and
+ * attributes from the kernel's cache (lock_set).  No deadlock is detected across hosts: two owners
  * that wait for each other wait until one is interrupted.
  */
 
@@ -50,6 +51,8 @@ static int lock_set(fuse_req_t req, fuse_ino_t ino, kt_lock *l,
 	useconds_t delay = WAIT_MIN_US;
 	int rc;
 
+	struct fuse_session *se;
+
 	while ((rc = kt_lock_set(fs->store, ino, l, flags)) == KT_ELOCKED &&
 	       wait) {
 		if (fuse_req_interrupted(req))
@@ -58,6 +61,15 @@ static int lock_set(fuse_req_t req, fuse_ino_t ino, kt_lock *l,
 		if (delay < WAIT_MAX_US)
 			delay *= 2;
 	}
+	/* Taking a lock is when a program trusts what it reads next (a
+	 * database that another host wrote under the lock a moment ago):
+	 * drop this file's cached pages and attributes now rather than
+	 * when the writer's notify arrives (watch.c), as NFS clients
+	 * revalidate on lock.  The kernel holds no page or inode lock of
+	 * the file while it waits for this reply. */
+	se = __atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
+	if (rc == 0 && l->type != KT_LOCK_UNLOCK && se != NULL)
+		fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
 	return ktfs_errno(rc);
 }
 
