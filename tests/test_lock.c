@@ -194,6 +194,7 @@ static void test_lock__ranges_match_model(void **state)
 			    d.whole == e[o].whole && d.pid == 77);
 		assert_string_equal(d.addr, e[o].addr);
 		check_against(&d, m[o]);
+		kt__lk_free(&d);
 		/* A cut value does not decode, and says where it was. */
 		assert_int_equal(kt__lk_dec(&d, key, strlen(key), v.p,
 					    v.len - 1, "T!lk.x"),
