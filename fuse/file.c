@@ -89,6 +89,39 @@ static int truncate_on_open(struct ktfs *fs, uint64_t id)
 	return ktfs_errno(rc);
 }
 
+/*
+ * Close-to-open, as NFS promises it: an open() that begins after a close()
+ * on another host returns, reads what was written before that close.
+ * Every write is in the store before it is acknowledged, and the writer's
+ * notify makes this kernel drop the file's cache (watch.c), but the notify
+ * may still be on the way when the open comes.  So an open compares the
+ * file's version (kt_statbuf.version, which every write changes) with the
+ * version the kernel's cache is known to hold (recorded at the last open
+ * here, and at the close of a handle that wrote through this mount), and
+ * when they differ drops the file's pages and attributes before the open
+ * returns.  A file only this mount writes keeps its cache across opens.
+ */
+static int seen_slot(uint64_t ino)
+{
+	return (int)((ino * 0x9e3779b97f4a7c15ULL) >> 52) &
+	       (KTFS_SEEN_SLOTS - 1);
+}
+
+/* Record that the kernel's cache of @p ino holds @p version; with
+ * @p check, first say whether it was known to hold that already. */
+static int seen_note(struct ktfs *fs, uint64_t ino, uint64_t version,
+		     int check)
+{
+	int i = seen_slot(ino), same;
+
+	ktfs_open_lock(fs);
+	same = fs->seen[i].ino == ino && fs->seen[i].version == version;
+	fs->seen[i].ino = ino;
+	fs->seen[i].version = version;
+	ktfs_open_unlock(fs);
+	return !check || same;
+}
+
 void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_of(req);
@@ -100,6 +133,12 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = -EISDIR;
 	if (rc == 0)
 		rc = file_open(fs, fi, ino, n.orphan);
+	if (rc == 0 && !n.orphan && !seen_note(fs, ino, n.st.version, 1)) {
+		struct fuse_session *se =
+			__atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
+		if (se != NULL)
+			fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+	}
 	/* Linux truncates on O_TRUNC whatever the access mode (it has
 	 * checked write permission), and with atomic O_TRUNC it counts on
 	 * the OPEN to have done it. */
@@ -113,6 +152,8 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (rc < 0) {
 			ktfs_open_put(fs, file_of(fi)->open);
 			free(file_of(fi));
+		} else {
+			file_of(fi)->wrote = 1;
 		}
 	}
 	ktfs_node_free(&n);
@@ -355,10 +396,12 @@ void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	/* A value file whose directory lost its value is gone. */
 	rc = rc == KT_EISDIR ? -ENOENT : ktfs_errno(rc);
-	if (rc < 0)
+	if (rc < 0) {
 		ktfs_reply_err(req, ktfs_file_error(fs, f, rc));
-	else
+	} else {
+		__atomic_store_n(&f->wrote, 1, __ATOMIC_RELAXED);
 		fuse_reply_write(req, size);
+	}
 }
 
 /* close(2): every write is committed to the store before it is
@@ -367,7 +410,15 @@ void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 void ktfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_of(req);
-	int rc = file_take_error(fs, file_of(fi));
+	struct ktfs_file *f = file_of(fi);
+	int rc = file_take_error(fs, f);
+	kt_statbuf ks;
+
+	/* What this mount wrote, its kernel holds: the next open here need
+	 * not drop it (close-to-open, above). */
+	if (f != NULL && __atomic_exchange_n(&f->wrote, 0, __ATOMIC_RELAXED) &&
+	    kt_id_lstat(&ks, NULL, NULL, fs->store, ino & ~KTFS_VALUE_BIT) == 0)
+		(void)seen_note(fs, ino, ks.version, 0);
 	/* A close drops the closing process's record locks on the file
 	 * (POSIX), which the kernel leaves to us when we keep them. */
 	int lk = ktfs_locks_drop(fs, ino, fi->lock_owner, 0);

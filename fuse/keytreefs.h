@@ -84,7 +84,11 @@ struct ktfs_file {
 	struct ktfs_open *open; /**< its inode's open-table entry */
 	int append;             /**< opened with O_APPEND */
 	int error;              /**< a write error not reported yet (lock) */
+	int wrote;              /**< written through this handle (atomic) */
 };
+
+/** Slots of struct ktfs.seen (a power of two). */
+#define KTFS_SEEN_SLOTS 4096
 
 /** The state of one mount, the userdata of every request. */
 struct ktfs {
@@ -103,6 +107,12 @@ struct ktfs {
 
 	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
+	/** Close-to-open (file.c): the version of a file that this
+	 * kernel's cache is known to hold, by inode, direct-mapped (a
+	 * slot lost to another inode costs one needless invalidation). */
+	struct {
+		uint64_t ino, version;
+	} seen[KTFS_SEEN_SLOTS];
 
 	/** The session, while other processes' changes are watched
 	 * (watch.c); atomic. */
