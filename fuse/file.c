@@ -98,8 +98,13 @@ static int truncate_on_open(struct ktfs *fs, uint64_t id)
  * file's version (kt_statbuf.version, which every write changes) with the
  * version the kernel's cache is known to hold (recorded at the last open
  * here, and at the close of a handle that wrote through this mount), and
- * when they differ drops the file's pages and attributes before the open
- * returns.  A file only this mount writes keeps its cache across opens.
+ * when they differ drops the file's attributes before the open returns:
+ * the kernel reads them again at the first read, sees the new mtime and
+ * size, and drops the pages itself (auto_inval_data, ops.c).  Dropping
+ * the pages from here could deadlock: the kernel would wait for pages
+ * that a read in flight keeps locked, and that read waits for a worker
+ * (all of them, with -s).  A file only this mount writes keeps its cache
+ * across opens.
  */
 static int seen_slot(uint64_t ino)
 {
@@ -137,7 +142,7 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		struct fuse_session *se =
 			__atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
 		if (se != NULL)
-			fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+			fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
 	}
 	/* Linux truncates on O_TRUNC whatever the access mode (it has
 	 * checked write permission), and with atomic O_TRUNC it counts on

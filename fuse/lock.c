@@ -13,8 +13,8 @@
  * drops its flock.  A lock is on the inode: every path of the file shares
  * it.  F_SETLKW and blocking flock wait here, asking again at growing
  * intervals up to WAIT_MAX_US, until the lock is free or the call is
- * interrupted (EINTR).  Taking a lock drops the file's pages and
- * attributes from the kernel's cache (lock_set).  No deadlock is detected across hosts: two owners
+ * interrupted (EINTR).  Taking a lock makes the kernel read the file
+ * afresh (lock_set).  No deadlock is detected across hosts: two owners
  * that wait for each other wait until one is interrupted.
  */
 
@@ -63,13 +63,13 @@ static int lock_set(fuse_req_t req, fuse_ino_t ino, kt_lock *l,
 	}
 	/* Taking a lock is when a program trusts what it reads next (a
 	 * database that another host wrote under the lock a moment ago):
-	 * drop this file's cached pages and attributes now rather than
-	 * when the writer's notify arrives (watch.c), as NFS clients
-	 * revalidate on lock.  The kernel holds no page or inode lock of
-	 * the file while it waits for this reply. */
+	 * drop this file's cached attributes now rather than when the
+	 * writer's notify arrives (watch.c), as NFS clients revalidate on
+	 * lock; the next read fetches them and, seeing a new mtime, drops
+	 * the pages (auto_inval_data; file.c says why not from here). */
 	se = __atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
 	if (rc == 0 && l->type != KT_LOCK_UNLOCK && se != NULL)
-		fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
+		fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
 	return ktfs_errno(rc);
 }
 

@@ -22,6 +22,11 @@ static void ktfs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
 	/* Requests are read through io.c (O_TMPFILE), not spliced. */
 	conn->want &= ~(unsigned int)FUSE_CAP_SPLICE_READ;
+	/* A file's attributes read afresh with a new mtime or size drop
+	 * its cached pages: what lets open and lock drop only the
+	 * attributes (file.c, lock.c), safe from inside a request. */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	/* open() honours O_TRUNC itself (file.c). */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
