@@ -4588,8 +4588,11 @@ static void lk_close(rad *e)
 				   h.whole ? KT_LOCK_WHOLE : 0, 0) != 0)
 			(void)lk_held(e, h.id, h.owner, h.whole, 0);
 	}
-	if (e->lkw)
+	if (e->lkw) {
 		(void)rados_unwatch2(e->io, e->lkwcookie);
+		/* No callback may still run on lkwoid. */
+		(void)rados_watch_flush(e->cl);
+	}
 	e->lkw = 0;
 	free(e->held);
 	free(e->lkwoid);
