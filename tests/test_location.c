@@ -318,7 +318,7 @@ static void test_location__options_version(void **state)
 	kt_store *st = NULL;
 
 	(void)state;
-	assert_int_equal(KT_OPTIONS_VERSION, 2);
+	assert_int_equal(KT_OPTIONS_VERSION, 3);
 	assert_int_equal(sizeof(v1), offsetof(kt_options, ceph_conf));
 	assert_int_equal(kt_open(&st, "s", (const kt_options *)(void *)&v1),
 			 0);
@@ -335,10 +335,17 @@ static void test_location__options_version(void **state)
 	assert_int_equal(kt_open(&st, "s", &o), 0);
 	kt_close(st);
 	st = NULL;
-	o.version = 3;
+	/* Version 2, without typed_names: read up to ceph_client. */
+	o.version = 2;
+	o.typed_names = 77;
+	assert_int_equal(kt_open(&st, "s", &o), 0);
+	kt_close(st);
+	st = NULL;
+	o.typed_names = 0;
+	o.version = 4;
 	assert_int_equal(kt_open(&st, "s", &o), KT_EINVAL);
 	assert_null(st);
-	assert_non_null(strstr(kt_errmsg(), "options version 3"));
+	assert_non_null(strstr(kt_errmsg(), "options version 4"));
 	o.version = 0;
 	assert_int_equal(kt_open(&st, "s", &o), KT_EINVAL);
 	assert_non_null(strstr(kt_errmsg(), "options version 0"));

@@ -145,8 +145,10 @@ extern "C" {
 #define KT_VERSION_PATCH 0
 #define KT_VERSION_STRING "0.1.0"
 
-/** On-disk format version written by this library. */
-#define KT_FORMAT_VERSION 4
+/** The newest on-disk format this library reads and writes.  A store with
+ * plain names is written in format 4, which older libraries read too; a
+ * store with typed names (kt_options.typed_names) needs format 5. */
+#define KT_FORMAT_VERSION 5
 
 /** @name Limits
  * Enforced by every function; exceeding one fails with a message naming the
@@ -262,7 +264,7 @@ KT_EXTERN const char *kt_version(void);
  * (from a program built against an older keytree.h, or one that sets the
  * number itself): it ends before ceph_conf, and those fields count as
  * NULL.  Any other version is refused with KT_EINVAL. */
-#define KT_OPTIONS_VERSION 2
+#define KT_OPTIONS_VERSION 3
 
 /** Options for kt_open().  Zero in a field means its default; fields are
  * only ever appended.  Initialise with KT_OPTIONS_INIT. */
@@ -290,9 +292,21 @@ typedef struct kt_options {
 	 * when set and not empty, else Ceph's default (client.admin).  Not
 	 * used by a directory store. */
 	const char *ceph_client;
+	/** (version 3) Used when creating: the store's names are typed
+	 * (format 5).  A name that is a canonical unsigned decimal number
+	 * ("0", or digits without a leading zero, at most 2^64 - 1) sorts
+	 * by its value, a canonical UUID (lower-case 8-4-4-4-12 hex) is
+	 * kept in 16 bytes, and the other names sort as bytes: in every
+	 * directory, numbers come first in numeric order, then UUIDs (in
+	 * the order of their bytes, which is that of their text), then
+	 * the other names in byte order.  "007", "+7" or an upper-case UUID
+	 * are other names, not errors.  Opening an existing store with it
+	 * set fails with KT_EINVAL unless the store has typed names;
+	 * kt_statbuf.order tells which a store has. */
+	int typed_names;
 } kt_options;
 
-#define KT_OPTIONS_INIT {KT_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, NULL, NULL}
+#define KT_OPTIONS_INIT {KT_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, NULL, NULL, 0}
 
 /** The default delimiter, U+00A6 BROKEN BAR in UTF-8. */
 #define KT_DEFAULT_DELIMITER "\xc2\xa6"
@@ -556,7 +570,18 @@ typedef struct kt_statbuf {
 	uint32_t nlink;    /**< paths of the node: 1, or more for a node
 			      given further paths with kt_link() (a hard
 			      link count); always 1 for a directory */
+	unsigned int order; /**< a directory's: how its children sort
+			       (KT_ORDER_*), chosen for the whole store at
+			       creation (kt_options.typed_names); 0 for
+			       every other node */
 } kt_statbuf;
+
+/** @name How a directory orders its children (kt_statbuf.order) */
+/**@{*/
+#define KT_ORDER_BYTES 1 /**< by the bytes of their names */
+#define KT_ORDER_TYPED 2 /**< typed names: numbers by value, then UUIDs,
+			    then the other names by their bytes */
+/**@}*/
 
 /** Metadata of the node at @p path, following a link in the last
  * component.  Returns 0, KT_ENOTFOUND, KT_ENOTDIR, KT_ELOOP or a path

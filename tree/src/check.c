@@ -395,6 +395,7 @@ static void data_orphans(checker *c, const struct dlist *l, const char *what)
  * check_node surely reads, so that nothing sent ahead is left unread. */
 static void node_prefetch(checker *c, const kt__buf *path, const kt__node *n)
 {
+	size_t at = 0;
 	kt_store *st = c->st;
 	kt__buf pp = {0};
 	unsigned char k[8];
@@ -406,10 +407,10 @@ static void node_prefetch(checker *c, const kt__buf *path, const kt__node *n)
 				 plen ? plen : 1) == 0)
 			kt__rd_prefetch(&c->rd, kt__slb(&pp), kt__sl("", 0));
 		pp.len = 0;
-		if (kt__enc_index(&pp, &st->delim, path->p, plen) == 0)
-			kt__rd_prefetch(&c->rd, kt__slb(&pp),
-					kt__sl(path->p + plen + 1,
-					       path->len - plen - 1));
+		if (kt__enc_entry(&pp, &at, &st->delim, path->p,
+				  path->len) == 0)
+			kt__rd_prefetch(&c->rd, kt__sl(pp.p, at),
+					kt__sl(pp.p + at, pp.len - at));
 	}
 	if (n->nlink <= 1 && st->format >= 2) {
 		kt__put64be(k, n->id);
@@ -425,6 +426,7 @@ static void node_prefetch(checker *c, const kt__buf *path, const kt__node *n)
 
 static int check_node(checker *c, kt__slice part, kt__slice val)
 {
+	size_t at = 0;
 	kt_store *st = c->st;
 	kt__buf path = {0}, ipart = {0}, iv = {0}, pv = {0};
 	char a[KT__SHOWSZ];
@@ -441,6 +443,21 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 		violation(c, "node row with a malformed partition key of %zu "
 			  "bytes", part.len);
 		goto out;
+	}
+	/* One path, one key: the key is the path's own encoding (with
+	 * typed names, each name in its one row form: path.c). */
+	if (st->delim.typed) {
+		rc = kt__enc_node(&ipart, &st->delim, path.p, path.len);
+		if (rc != 0)
+			goto out;
+		if (ipart.len != part.len ||
+		    memcmp(ipart.p, part.p, part.len) != 0) {
+			violation(c, "node '%s': its key is not the row form "
+				  "of its path", showp(a, sizeof(a), &path));
+			rc = 0;
+			goto out;
+		}
+		ipart.len = 0;
 	}
 	if (kt__node_decode(&n, val.p, val.len) != 0) {
 		violation(c, "node '%s': row does not decode: %s",
@@ -494,11 +511,10 @@ static int check_node(checker *c, kt__slice part, kt__slice val)
 		else if (rc != 0)
 			goto out;
 		/* The index row in the parent's partition matches. */
-		rc = kt__enc_index(&ipart, &st->delim, path.p, plen);
+		rc = kt__enc_entry(&ipart, &at, &st->delim, path.p, path.len);
 		if (rc == 0)
-			rc = kt__rd_get(&c->rd, kt__slb(&ipart),
-					kt__sl(path.p + plen + 1,
-					       path.len - plen - 1),
+			rc = kt__rd_get(&c->rd, kt__sl(ipart.p, at),
+					kt__sl(ipart.p + at, ipart.len - at),
 					&iv);
 		if (rc == KT_ENOTFOUND)
 			violation(c, "node '%s': no index row in its parent "

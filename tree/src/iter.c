@@ -158,9 +158,13 @@ int kt_iter_new(kt_iter **out, kt_store *st, const char *path,
 		it->limit = opts->limit;
 		if (opts->reverse)
 			how.flags |= KT__SCAN_REVERSE;
-		if (opts->after != NULL) {
+		/* Pages resume after a name in its row form (typed names:
+		 * path.c); no name need exist there. */
+		if (opts->after != NULL && rc == 0) {
 			how.flags |= KT__SCAN_AFTER;
-			how.after = kt__sl(opts->after, opts->after_len);
+			rc = kt__name_enc(&it->tok, &st->delim, opts->after,
+					  opts->after_len);
+			how.after = kt__slb(&it->tok);
 		}
 	}
 	if (rc == 0)
@@ -253,9 +257,13 @@ int kt_find_opts_new(kt_iter **out, kt_store *st, const char *prefix,
 				rc = kt__enc_index(&it->pre, &st->delim,
 						   r.path.p, r.path.len);
 			it->name_off = it->pre.len;
+			/* The last component in its row form: with typed
+			 * names a number or a UUID matches itself only,
+			 * any other prefix the other names it begins. */
 			if (rc == 0)
-				rc = kt__buf_add(&it->pre, prefix + plen + 1,
-						 len - plen - 1);
+				rc = kt__name_enc(&it->pre, &st->delim,
+						  prefix + plen + 1,
+						  len - plen - 1);
 			if (rc == 0 && (flags & KT_FIND_SUBTREE)) {
 				/* The node itself, then below it. */
 				rc = kt__buf_set(&it->self, it->pre.p,
@@ -479,7 +487,9 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 		kt__node_free(&n);
 		if (rc != 0)
 			break;
-		if ((rc = kt__buf_set(&it->name, a->name.p, a->name.len)) != 0)
+		it->name.len = 0;
+		if ((rc = kt__name_dec(&it->name, &it->st->delim, a->name.p,
+				       a->name.len)) != 0)
 			break;
 		/* The node row is the later read: where the two disagree
 		 * (replaced in between, on an engine without one snapshot),
@@ -546,8 +556,9 @@ int kt_iter_next(const kt_entry **entry, kt_iter *it)
 					      row.value.len);
 			if (rc != 0)
 				return rc;
-			if ((rc = kt__buf_set(&it->name, row.sort.p,
-					      row.sort.len)) != 0)
+			it->name.len = 0;
+			if ((rc = kt__name_dec(&it->name, &it->st->delim,
+					       row.sort.p, row.sort.len)) != 0)
 				return rc;
 			it->e.name = it->name.p;
 			it->e.name_len = it->name.len;

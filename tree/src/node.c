@@ -277,6 +277,8 @@ void kt__node_fill_stat(kt_statbuf *sb, const kt_store *st,
 	else
 		sb->stored = (uint64_t)n->nblocks * st->block;
 	sb->type = kt__node_type(n, &sb->rdev);
+	if (n->kind & KT_KIND_DIR)
+		sb->order = st->delim.typed ? KT_ORDER_TYPED : KT_ORDER_BYTES;
 }
 
 size_t kt__index_encode(unsigned char out[KT__INDEX_MAX], const kt__node *n)
@@ -422,16 +424,17 @@ int kt__node_put(kt__tx *tx, const char *p, size_t len, kt__node *n)
 
 int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n)
 {
+	size_t at = 0;
 	unsigned char v[KT__INDEX_MAX];
-	size_t plen = kt__parent_len(p, len), vlen;
+	size_t vlen;
 	kt__buf part = {0};
 	int rc;
 
 	vlen = kt__index_encode(v, n);
-	rc = kt__enc_index(&part, &tx->st->delim, p, plen);
+	rc = kt__enc_entry(&part, &at, &tx->st->delim, p, len);
 	if (rc == 0)
-		rc = kt__tx_put(tx, kt__slb(&part),
-				kt__sl(p + plen + 1, len - plen - 1),
+		rc = kt__tx_put(tx, kt__sl(part.p, at),
+				kt__sl(part.p + at, part.len - at),
 				kt__sl(v, vlen));
 	kt__buf_free(&part);
 	return rc;

@@ -159,14 +159,14 @@ static int has_children(kt__tx *tx, const char *p, size_t len)
 
 static int index_del(kt__tx *tx, const char *p, size_t len)
 {
-	size_t plen = kt__parent_len(p, len);
+	size_t at = 0;
 	kt__buf part = {0};
 	int rc;
 
-	rc = kt__enc_index(&part, &tx->st->delim, p, plen);
+	rc = kt__enc_entry(&part, &at, &tx->st->delim, p, len);
 	if (rc == 0)
-		rc = kt__tx_del(tx, kt__slb(&part),
-				kt__sl(p + plen + 1, len - plen - 1));
+		rc = kt__tx_del(tx, kt__sl(part.p, at),
+				kt__sl(part.p + at, part.len - at));
 	kt__buf_free(&part);
 	return rc;
 }

@@ -80,6 +80,7 @@ typedef struct detach_args {
 /* Take the item at a->path out of the tree, into the orphans. */
 static int detach_fn(kt__tx *tx, void *arg)
 {
+	size_t eat = 0;
 	detach_args *a = arg;
 	kt_store *st = tx->st;
 	kt__rd rd = {st, tx, NULL};
@@ -87,7 +88,6 @@ static int detach_fn(kt__tx *tx, void *arg)
 	kt__buf part = {0}, at = {0};
 	const char *path = a->path;
 	char s[KT__SHOWSZ];
-	size_t pl;
 	int rc;
 
 	a->id = 0;
@@ -124,12 +124,10 @@ static int detach_fn(kt__tx *tx, void *arg)
 	if (rc != 0)
 		goto out;
 	/* Out of the tree (index row first), into the orphans. */
-	pl = kt__parent_len(r.path.p, r.path.len);
-	rc = kt__enc_index(&part, &st->delim, r.path.p, pl);
+	rc = kt__enc_entry(&part, &eat, &st->delim, r.path.p, r.path.len);
 	if (rc == 0)
-		rc = kt__tx_del(tx, kt__slb(&part),
-				kt__sl(r.path.p + pl + 1,
-				       r.path.len - pl - 1));
+		rc = kt__tx_del(tx, kt__sl(part.p, eat),
+				kt__sl(part.p + eat, part.len - eat));
 	part.len = 0;
 	if (rc == 0)
 		rc = kt__enc_node(&part, &st->delim, r.path.p, r.path.len);

@@ -167,6 +167,203 @@ size_t kt__depth(const char *p, size_t len)
 	return n;
 }
 
+/*
+ * Typed names (format 5).  In a store made with typed names every name
+ * takes in rows (node partitions, index sort keys) the form T(name):
+ *
+ *   a canonical unsigned decimal ("0", or 1 to 20 digits without a
+ *   leading zero, at most 2^64 - 1):  01, 01 + L, X(the value's L bytes,
+ *                                      big-endian, no leading zero byte)
+ *   a canonical UUID (36 characters,
+ *   8-4-4-4-12 lower-case hex):       02, X(its 16 bytes)
+ *   any other name:                   03, the name's bytes
+ *
+ * X escapes the bytes that may not appear: 00 -> 01 01, 01 -> 01 02, and
+ * with d0 the delimiter's first byte, (d0 - 1) -> (d0 - 1) 01 and
+ * d0 -> (d0 - 1) 02.  It keeps byte order and is prefix-free, so T keeps
+ * numbers in numeric order (shorter first, then by bytes) and all of it
+ * is one-to-one; d0 is at least 0x20 (kt__typed_check), so no tag, length
+ * or escape byte is ever d0, and the delimiter still separates
+ * components unambiguously.
+ */
+int kt__typed_check(const kt__delim *d)
+{
+	if ((unsigned char)d->s[0] < 0x20)
+		return kt__err(KT_EINVAL, "typed names need a delimiter that "
+			       "does not start with a control byte (0x%02x)",
+			       (unsigned char)d->s[0]);
+	return 0;
+}
+
+#define T_NUM 1
+#define T_UUID 2
+#define T_TEXT 3
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Which type is name[0..len)?  T_NUM with *num, T_UUID with u, or
+ * T_TEXT. */
+static int name_type(const char *s, size_t len, uint64_t *num,
+		     unsigned char u[16])
+{
+	size_t i, j;
+
+	if (len >= 1 && len <= 20 && (len == 1 || s[0] != '0')) {
+		uint64_t v = 0;
+		for (i = 0; i < len; i++) {
+			unsigned int c = (unsigned char)s[i] - '0';
+			if (c > 9 || v > (UINT64_MAX - c) / 10)
+				break;
+			v = v * 10 + c;
+		}
+		if (i == len) {
+			*num = v;
+			return T_NUM;
+		}
+	}
+	if (len == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' &&
+	    s[23] == '-') {
+		for (i = 0, j = 0; i < 36; i++) {
+			int h, l;
+			if (i == 8 || i == 13 || i == 18 || i == 23)
+				continue;
+			if ((h = hexval(s[i])) < 0 || (l = hexval(s[i + 1])) < 0)
+				return T_TEXT;
+			u[j++] = (unsigned char)(h << 4 | l);
+			i++;
+		}
+		return T_UUID;
+	}
+	return T_TEXT;
+}
+
+static int x_add(kt__buf *out, const kt__delim *d, const unsigned char *b,
+		 size_t n)
+{
+	unsigned char d0 = (unsigned char)d->s[0], q = (unsigned char)(d0 - 1);
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		char e[2];
+		if (b[i] <= 1) {
+			e[0] = 1;
+			e[1] = (char)(b[i] + 1);
+		} else if (b[i] == q || b[i] == d0) {
+			e[0] = (char)q;
+			e[1] = b[i] == q ? 1 : 2;
+		} else {
+			rc = kt__buf_addc(out, (char)b[i]);
+			continue;
+		}
+		rc = kt__buf_add(out, e, 2);
+	}
+	return rc;
+}
+
+/* Undo x_add for exactly @p n bytes from enc[0..len), into b; how many
+ * bytes of enc that took, or 0 when they do not decode. */
+static size_t x_take(const kt__delim *d, const unsigned char *enc,
+		     size_t len, unsigned char *b, size_t n)
+{
+	unsigned char d0 = (unsigned char)d->s[0], q = (unsigned char)(d0 - 1);
+	size_t i = 0, k;
+
+	for (k = 0; k < n; k++) {
+		if (i >= len || enc[i] == 0 || enc[i] == d0)
+			return 0;
+		if (enc[i] == 1 || enc[i] == q) {
+			if (i + 1 >= len || (enc[i + 1] != 1 && enc[i + 1] != 2))
+				return 0;
+			b[k] = enc[i] == 1 ? (unsigned char)(enc[i + 1] - 1)
+					   : enc[i + 1] == 1 ? q : d0;
+			i += 2;
+		} else {
+			b[k] = enc[i++];
+		}
+	}
+	return i;
+}
+
+int kt__name_enc(kt__buf *out, const kt__delim *d, const char *name,
+		 size_t len)
+{
+	unsigned char u[16], be[8];
+	uint64_t v = 0;
+	int rc, i, lead;
+
+	if (!d->typed)
+		return kt__buf_add(out, name, len);
+	switch (name_type(name, len, &v, u)) {
+	case T_NUM:
+		for (i = 0; i < 8; i++)
+			be[i] = (unsigned char)(v >> (56 - 8 * i));
+		for (lead = 0; lead < 7 && be[lead] == 0; lead++)
+			;
+		if ((rc = kt__buf_addc(out, T_NUM)) != 0 ||
+		    (rc = kt__buf_addc(out, (char)(1 + 8 - lead))) != 0)
+			return rc;
+		return x_add(out, d, be + lead, (size_t)(8 - lead));
+	case T_UUID:
+		if ((rc = kt__buf_addc(out, T_UUID)) != 0)
+			return rc;
+		return x_add(out, d, u, 16);
+	default:
+		if ((rc = kt__buf_addc(out, T_TEXT)) != 0)
+			return rc;
+		return kt__buf_add(out, name, len);
+	}
+}
+
+int kt__name_dec(kt__buf *out, const kt__delim *d, const char *enc,
+		 size_t len)
+{
+	const unsigned char *e = (const unsigned char *)enc;
+	unsigned char b[16];
+	char text[40];
+	uint64_t v = 0;
+	size_t n, used, i;
+
+	if (!d->typed)
+		return kt__buf_add(out, enc, len);
+	if (len >= 1 && e[0] == T_TEXT && len > 1)
+		return kt__buf_add(out, enc + 1, len - 1);
+	if (len >= 2 && e[0] == T_NUM && e[1] >= 2 && e[1] <= 9) {
+		n = (size_t)e[1] - 1;
+		used = x_take(d, e + 2, len - 2, b, n);
+		/* The shortest form only: one number, one encoding. */
+		if (used == 0 || used != len - 2 || (n > 1 && b[0] == 0))
+			goto bad;
+		for (i = 0; i < n; i++)
+			v = v << 8 | b[i];
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
+		return kt__buf_add(out, text, strlen(text));
+	}
+	if (len >= 1 && e[0] == T_UUID) {
+		static const char hx[] = "0123456789abcdef";
+		size_t k = 0;
+		used = x_take(d, e + 1, len - 1, b, 16);
+		if (used == 0 || used != len - 1)
+			goto bad;
+		for (i = 0; i < 16; i++) {
+			if (i == 4 || i == 6 || i == 8 || i == 10)
+				text[k++] = '-';
+			text[k++] = hx[b[i] >> 4];
+			text[k++] = hx[b[i] & 15];
+		}
+		return kt__buf_add(out, text, 36);
+	}
+bad:
+	return kt__err(KT_ECORRUPT, "a typed name does not decode");
+}
+
 int kt__enc_node(kt__buf *out, const kt__delim *d, const char *p, size_t len)
 {
 	size_t i, start;
@@ -178,11 +375,13 @@ int kt__enc_node(kt__buf *out, const kt__delim *d, const char *p, size_t len)
 		return rc;
 	for (i = 0; i < len; i = start) {
 		/* p[i] == '/' */
-		kt__buf_add(out, d->s, d->len);
+		if ((rc = kt__buf_add(out, d->s, d->len)) != 0)
+			return rc;
 		start = i + 1;
 		while (start < len && p[start] != '/')
 			start++;
-		kt__buf_add(out, p + i + 1, start - i - 1);
+		if ((rc = kt__name_enc(out, d, p + i + 1, start - i - 1)) != 0)
+			return rc;
 	}
 	return 0;
 }
@@ -192,6 +391,16 @@ int kt__enc_index(kt__buf *out, const kt__delim *d, const char *p, size_t len)
 	int rc = kt__enc_node(out, d, p, len);
 
 	return rc ? rc : kt__buf_add(out, d->s, d->len);
+}
+
+int kt__enc_entry(kt__buf *out, size_t *at, const kt__delim *d,
+		  const char *p, size_t len)
+{
+	size_t plen = kt__parent_len(p, len);
+	int rc = kt__enc_index(out, d, p, plen);
+
+	*at = out->len;
+	return rc ? rc : kt__name_enc(out, d, p + plen + 1, len - plen - 1);
 }
 
 int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
@@ -212,7 +421,7 @@ int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
 		if (hit == NULL)
 			hit = end;
 		if ((rc = kt__buf_addc(out, '/')) != 0 ||
-		    (rc = kt__buf_add(out, part, (size_t)(hit - part))) != 0)
+		    (rc = kt__name_dec(out, d, part, (size_t)(hit - part))) != 0)
 			return rc;
 		part = hit;
 	}

@@ -11,6 +11,7 @@
 typedef struct kt__delim {
 	char s[8];
 	size_t len;
+	int typed;  /* names are typed (format 5): kt__name_enc */
 } kt__delim;
 
 /* Is @p d (NUL-terminated) an acceptable delimiter?  0 or KT_EINVAL with a
@@ -42,8 +43,29 @@ int kt__enc_node(kt__buf *out, const kt__delim *d, const char *p, size_t len);
 /* Append the index partition of directory p: E(p) || delimiter. */
 int kt__enc_index(kt__buf *out, const kt__delim *d, const char *p, size_t len);
 
+/* Append E(p) of canonical path p[0..len), not the root, and set *at to
+ * where its last component's T() begins: out[0..*at) is the index
+ * partition of p's parent, out[*at..) the sort key of p's index row. */
+int kt__enc_entry(kt__buf *out, size_t *at, const kt__delim *d,
+		  const char *p, size_t len);
+
 /* Decode a node partition back into a canonical path ("" -> "/"). */
 int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
+		 size_t len);
+
+/* Can a store with delimiter @p d type its names?  0 or KT_EINVAL. */
+int kt__typed_check(const kt__delim *d);
+
+/* Append T(name), the form name[0..len) takes in rows: the name itself
+ * in a plain store; in a typed one a tag and the name's typed form
+ * (docs/FORMAT.md §3a), which sorts numbers by value, then UUIDs, then
+ * the other names by their bytes.  Never contains NUL or the delimiter. */
+int kt__name_enc(kt__buf *out, const kt__delim *d, const char *name,
+		 size_t len);
+
+/* Append the name whose T() is enc[0..len): KT_ECORRUPT when no name
+ * has that form. */
+int kt__name_dec(kt__buf *out, const kt__delim *d, const char *enc,
 		 size_t len);
 
 /* Number of components of a canonical path. */

@@ -219,6 +219,7 @@ static int fix_stray_ids(fixer *f, const rows *r)
 
 static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 {
+	size_t at = 0;
 	kt_store *st = f->tx->st;
 	kt__buf path = {0}, ip = {0}, iv = {0};
 	kt__node n = {0}, parent = {0};
@@ -257,11 +258,10 @@ static int fix_node(fixer *f, const kt__buf *part, const kt__buf *val)
 	}
 	if (rc != 0)
 		goto out;
-	rc = kt__enc_index(&ip, &st->delim, path.p, pl);
+	rc = kt__enc_entry(&ip, &at, &st->delim, path.p, path.len);
 	if (rc == 0)
-		rc = kt__rd_get(&f->rd, kt__slb(&ip),
-				kt__sl(path.p + pl + 1, path.len - pl - 1),
-				&iv);
+		rc = kt__rd_get(&f->rd, kt__sl(ip.p, at),
+				kt__sl(ip.p + at, ip.len - at), &iv);
 	if (rc == KT_ENOTFOUND ||
 	    (rc == 0 &&
 	     (kt__index_decode(&kind, &id, &type, iv.p, iv.len) != 0 ||

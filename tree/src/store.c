@@ -67,20 +67,31 @@ static int probe_dir(const char *dir)
 	return 0;
 }
 
+/* Formats this library writes: plain names keep format 4 (older
+ * libraries read it); typed names need 5, whose header ends with a flags
+ * byte.  KT_FORMAT_VERSION is the newest it reads. */
+#define FORMAT_PLAIN 4
+#define FORMAT_TYPED 5
+#define HF_TYPED 0x01
+
 /* Add the header row, for this library's format version, to @p tx. */
 static int header_put(kt__tx *tx)
 {
 	kt_store *st = tx->st;
 	unsigned char h[HEADER_LEN + 8];
 
+	/* A plain store stays at format 4, which older libraries read;
+	 * typed names (format 5) add a flags byte after the delimiter. */
 	memcpy(h, MAGIC, MAGIC_LEN);
-	kt__put32(h + 8, KT_FORMAT_VERSION);
+	kt__put32(h + 8, st->delim.typed ? FORMAT_TYPED : FORMAT_PLAIN);
 	kt__put32(h + 12, st->block);
 	kt__put32(h + 16, st->inline_max);
 	h[20] = (unsigned char)st->delim.len;
 	memcpy(h + 21, st->delim.s, st->delim.len);
+	h[21 + st->delim.len] = HF_TYPED;
 	return kt__tx_put(tx, meta_part(), kt__sl("header", 6),
-			  kt__sl(h, HEADER_LEN + st->delim.len));
+			  kt__sl(h, HEADER_LEN + st->delim.len +
+					    (st->delim.typed ? 1 : 0)));
 }
 
 static int write_initial_once(kt_store *st)
@@ -91,7 +102,7 @@ static int write_initial_once(kt_store *st)
 	unsigned char alloc[16];
 	int rc;
 
-	st->format = KT_FORMAT_VERSION;
+	st->format = st->delim.typed ? FORMAT_TYPED : FORMAT_PLAIN;
 	kt__tx_init(&tx, st);
 	own.uid = st->euid;
 	own.gid = st->egid;
@@ -175,14 +186,25 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 	st->inline_max = kt__get32(u + 16);
 	st->delim.len = u[20];
 	if (st->delim.len == 0 || st->delim.len > 4 ||
-	    v.len != HEADER_LEN + st->delim.len || st->block == 0 ||
-	    st->inline_max > st->block || st->block > (1u << 24)) {
+	    v.len != HEADER_LEN + st->delim.len +
+			     (fmt >= FORMAT_TYPED ? 1 : 0) ||
+	    st->block == 0 || st->inline_max > st->block ||
+	    st->block > (1u << 24) ||
+	    (fmt >= FORMAT_TYPED && (u[21 + st->delim.len] & ~HF_TYPED))) {
 		kt__buf_free(&v);
 		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
 			       "damaged", dir);
 	}
 	memcpy(st->delim.s, u + 21, st->delim.len);
 	st->delim.s[st->delim.len] = '\0';
+	st->delim.typed = fmt >= FORMAT_TYPED &&
+			  (u[21 + st->delim.len] & HF_TYPED) != 0;
+	if (st->delim.typed && kt__typed_check(&st->delim) != 0) {
+		kt__buf_free(&v);
+		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
+			       "damaged (typed names with a control-byte "
+			       "delimiter)", dir);
+	}
 	kt__buf_free(&v);
 	if (want != NULL && strcmp(want, st->delim.s) != 0)
 		return kt__err(KT_EINVAL, "open '%s': the store's delimiter is"
@@ -232,7 +254,7 @@ static int upgrade(kt_store *st, const char *dir)
 	}
 	rc = kt__tx_run(st, header_put_fn, NULL);
 	if (rc == 0)
-		st->format = KT_FORMAT_VERSION;
+		st->format = FORMAT_PLAIN;
 	return rc;
 }
 
@@ -528,11 +550,13 @@ static int options_take(kt_options *o, const char *loc,
 		return 0;
 	if (opts->version == 1)
 		memcpy(o, opts, offsetof(kt_options, ceph_conf));
+	else if (opts->version == 2)
+		memcpy(o, opts, offsetof(kt_options, typed_names));
 	else if (opts->version == KT_OPTIONS_VERSION)
 		*o = *opts;
 	else
 		return kt__err(KT_EINVAL, "open '%s': options version %u, "
-			       "expected %d (or 1)", loc, opts->version,
+			       "expected %d (or 1 or 2)", loc, opts->version,
 			       KT_OPTIONS_VERSION);
 	o->version = KT_OPTIONS_VERSION;
 	if (o->read_only && o->create_if_missing)
@@ -541,6 +565,18 @@ static int options_take(kt_options *o, const char *loc,
 	if (o->delimiter != NULL && (rc = kt__delim_check(o->delimiter)) != 0) {
 		kt__err_prefix("open '%s'", loc);
 		return rc;
+	}
+	if (o->typed_names) {
+		kt__delim d;
+		const char *ds = o->delimiter ? o->delimiter
+					      : KT_DEFAULT_DELIMITER;
+		memset(&d, 0, sizeof(d));
+		d.s[0] = ds[0];
+		d.len = strlen(ds);
+		if ((rc = kt__typed_check(&d)) != 0) {
+			kt__err_prefix("open '%s'", loc);
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -561,6 +597,7 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 		if (rc == 1) {
 			st->delim.len = strlen(d);
 			memcpy(st->delim.s, d, st->delim.len + 1);
+			st->delim.typed = o->typed_names != 0;
 			st->block = KT__BLOCK;
 			st->inline_max = KT__INLINE_MAX;
 			rc = write_initial(st);
@@ -570,8 +607,12 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 	}
 	if (rc == 0)
 		rc = read_header(st, loc, o->delimiter);
-	if (rc == 0 && !o->read_only && st->format < KT_FORMAT_VERSION)
+	if (rc == 0 && !o->read_only && st->format < FORMAT_PLAIN)
 		rc = upgrade(st, loc);
+	if (rc == 0 && !creating && o->typed_names && !st->delim.typed)
+		rc = kt__err(KT_EINVAL, "open '%s': typed names are chosen "
+			     "when a store is made; this one has plain names",
+			     loc);
 	/* Orphans belonged to open files of a process that is gone; but a
 	 * client is not alone with the store, so only the holder drops
 	 * them.  A RADOS store has no holder, and the other clients' open

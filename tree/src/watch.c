@@ -176,7 +176,19 @@ static int row_changes(collect *c, const kt__write *w)
 		return rc;
 	if (kt__dec_node(&c->tmp, d, w->part.p, w->part.len - d->len) != 0)
 		return 0;
-	return add_name(c, c->tmp.p, c->tmp.len, w->sort.p, w->sort.len);
+	if (!d->typed)
+		return add_name(c, c->tmp.p, c->tmp.len, w->sort.p,
+				w->sort.len);
+	{
+		/* Typed names: the sort key is the name's row form. */
+		kt__buf name = {0};
+		rc = kt__name_dec(&name, d, w->sort.p, w->sort.len);
+		if (rc == 0)
+			rc = add_name(c, c->tmp.p, c->tmp.len, name.p,
+				      name.len);
+		kt__buf_free(&name);
+		return rc == KT_ECORRUPT ? 0 : rc;
+	}
 }
 
 static const char *sort_arena;
