@@ -137,6 +137,12 @@ static int ls_dir(kt_store *st, const ls_opts *o, const char *path, int header)
 		cli_put_name(stdout, path, strlen(path));
 		fputs(":\n", stdout);
 	}
+	/* How the children come: said when it is not byte order. */
+	if (o->lng && !o->json) {
+		kt_statbuf ds;
+		if (kt_stat(&ds, st, path) == 0 && ds.order == KT_ORDER_TYPED)
+			puts("order: typed");
+	}
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		child = cli_join(path, e->name, e->name_len);
 		if (ls_entry(st, o, child, e->name, e->name_len, e->stat) != 0)

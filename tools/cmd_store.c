@@ -20,7 +20,8 @@
 int cmd_init(int argc, char **argv)
 {
 	static const struct option o[] = {
-		{"delimiter", required_argument, NULL, 'd'}, OPT_HELP, OPT_END};
+		{"delimiter", required_argument, NULL, 'd'},
+		{"typed", no_argument, NULL, 't'}, OPT_HELP, OPT_END};
 	kt_options opts = KT_OPTIONS_INIT;
 	kt_store *st = NULL;
 	const char *dir;
@@ -29,6 +30,8 @@ int cmd_init(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
 		if (c == 'd')
 			opts.delimiter = optarg;
+		else if (c == 't')
+			opts.typed_names = 1;
 		else if ((rc = cli_common_opt(c, argv[0], argv)) >= 0)
 			return rc;
 	}

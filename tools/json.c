@@ -211,8 +211,15 @@ int cmd_dump(int argc, char **argv)
 		rc = cli_fail(path, rc);
 		goto out;
 	}
-	cli_json_print(json_pack("{s:s,s:i}", "keytree", "dump", "format",
-				 DUMP_FORMAT));
+	{
+		/* A typed store says so: its order is in the dump's. */
+		kt_statbuf rs;
+		json_t *h = json_pack("{s:s,s:i}", "keytree", "dump", "format",
+				      DUMP_FORMAT);
+		if (kt_stat(&rs, st, "/") == 0 && rs.order == KT_ORDER_TYPED)
+			json_object_set_new(h, "names", json_string("typed"));
+		cli_json_print(h);
+	}
 	if (root && (rc = dump_node(st, firsts, "/", 1)) < 0) {
 		rc = cli_fail("/", rc);
 		goto out;
@@ -696,8 +703,15 @@ static int record_meta(loader *l, char *err, size_t *line)
 static int header_ok(const json_t *h)
 {
 	const json_t *f = json_object_get(h, "format");
+	const json_t *names = json_object_get(h, "names");
 
-	return json_is_object(h) && json_object_size(h) == 2 &&
+	/* "names":"typed", from a store with typed names, is the one
+	 * optional key. */
+	if (names != NULL && (!json_is_string(names) ||
+			      strcmp(json_string_value(names), "typed") != 0))
+		return 0;
+	return json_is_object(h) &&
+	       json_object_size(h) == (names != NULL ? 3u : 2u) &&
 	       json_is_string(json_object_get(h, "keytree")) &&
 	       strcmp(json_string_value(json_object_get(h, "keytree")),
 		      "dump") == 0 &&
@@ -738,11 +752,20 @@ static int load_lines(loader *l, char *buf, size_t len)
 				 jerr.text);
 			rc = bad_line(line, msg);
 		} else if (line == 1) {
+			kt_statbuf rs;
 			if (!header_ok(rec))
 				rc = bad_line(line, "not a keytree dump "
 						    "(expected the header "
 						    "{\"keytree\":\"dump\","
 						    "\"format\":1})");
+			else if (json_object_get(rec, "names") != NULL &&
+				 kt_stat(&rs, l->st, "/") == 0 &&
+				 rs.order != KT_ORDER_TYPED)
+				fprintf(stderr, "keytree: load: the dump comes "
+					"from a store with typed names and this "
+					"one has plain names: its listings sort "
+					"by bytes ('keytree init --typed' makes "
+					"a typed store)\n");
 			json_decref(rec);
 		} else if (!json_is_object(rec)) {
 			rc = bad_line(line, "not a JSON object");

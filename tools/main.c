@@ -21,11 +21,17 @@ typedef struct cli_command {
 } cli_command;
 
 static const cli_command commands[] = {
-	{"init", cmd_init, "init [--delimiter C]",
+	{"init", cmd_init, "init [--delimiter C] [--typed]",
 	 "Create a new, empty store at STORE; fails if one exists.\n"
 	 "\n"
 	 "  --delimiter C  the reserved delimiter character (default "
-	 "'\xc2\xa6')\n"},
+	 "'\xc2\xa6')\n"
+	 "  --typed        typed names: in every directory, names that are\n"
+	 "                 numbers (0, or digits without a leading zero, up\n"
+	 "                 to 2^64-1) come first in numeric order, then UUIDs\n"
+	 "                 (lower-case, kept in 16 bytes), then the other\n"
+	 "                 names in byte order ('007' and '+7' are other\n"
+	 "                 names).  Chosen here, for good.\n"},
 	{"destroy", cmd_destroy, "destroy --yes",
 	 "Remove the store at STORE and everything in it, for good: a\n"
 	 "directory store's files (refused while a process has it open), or\n"
@@ -45,10 +51,12 @@ static const cli_command commands[] = {
 	 "[--json] [PATH]",
 	 "List the children of the directory at PATH (default /), one per "
 	 "line,\n"
-	 "in byte order of name.\n"
+	 "in byte order of name (in a store made with 'init --typed': numbers\n"
+	 "by value, then UUIDs, then other names by bytes).\n"
 	 "\n"
 	 "  -l, --long     kind and mode, link count, size, mtime; links as\n"
-	 "                 'name -> target'\n"
+	 "                 'name -> target'; in a typed store a first line\n"
+	 "                 'order: typed'\n"
 	 "  -R, --recursive  list every directory below PATH too\n"
 	 "  --after NAME   start after this name (paging)\n"
 	 "  --limit N      at most N entries (per directory with -R)\n"

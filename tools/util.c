@@ -631,6 +631,8 @@ void cli_json_stat(json_t *o, const kt_statbuf *st)
 	json_object_set_new(o, "nsubdirs",
 			    json_integer((json_int_t)st->nsubdirs));
 	json_object_set_new(o, "nattrs", json_integer((json_int_t)st->nattrs));
+	if (st->order == KT_ORDER_TYPED)
+		json_object_set_new(o, "order", json_string("typed"));
 	if (st->kind == KT_KIND_SPECIAL) {
 		json_object_set_new(o, "type",
 				    json_string(cli_type_name(st->type)));

@@ -165,4 +165,55 @@ t_find_json() {
 		sed 's/.*"id":\([0-9]*\).*/\1/')"'}'
 }
 
+# A store made with typed names: numbers by value, then UUIDs, then other
+# names by bytes, in ls, its pages both ways, find and dump; ls -l says
+# so; a dump of it warns when loaded into a plain store.
+t_typed_names() {
+	kt init --typed
+	for n in abc 100 9 007 10 123e4567-e89b-12d3-a456-426614174000 0; do
+		kt put "/o/$n" "$n"
+	done
+	run 0 kt ls /o
+	out_is $'0\n9\n10\n100\n123e4567-e89b-12d3-a456-426614174000\n007\nabc'
+	run 0 kt ls --after 9 --limit 1 /o
+	out_is 10
+	run 0 kt ls --reverse --after 100 /o
+	out_is $'10\n9\n0'
+	run 0 kt ls -l /o
+	[ "$(head -n 1 "$OUT")" = "order: typed" ] || fail "ls -l: no order line"
+	run 0 kt ls --json /
+	out_has '"order":"typed"'
+	run 0 kt find /o
+	out_is $'/o/0\n/o/9\n/o/10\n/o/100\n/o/123e4567-e89b-12d3-a456-426614174000\n/o/007\n/o/abc'
+	run 0 kt get /o/007
+	out_is 007
+	run 0 kt check
+	run 0 kt dump
+	[ "$(head -n 1 "$OUT")" = '{"keytree":"dump","format":1,"names":"typed"}' ] ||
+		fail "dump header: $(head -n 1 "$OUT")"
+	cp "$OUT" "$TMP/typed.dump"
+	# Into a plain store: loaded, with a warning; listed by bytes.
+	KEYTREE_STORE=$(store_at plain)
+	export KEYTREE_STORE
+	kt init
+	run 0 kt load <"$TMP/typed.dump"
+	err_has "the dump comes from a store with typed names"
+	run 0 kt ls /o
+	out_is $'0\n007\n10\n100\n123e4567-e89b-12d3-a456-426614174000\n9\nabc'
+	run 0 kt ls -l /o
+	if grep -q '^order:' "$OUT"; then fail "a plain store says typed"; fi
+	# Into a typed one: the same order as the source.
+	KEYTREE_STORE=$(store_at typed2)
+	kt init --typed
+	run 0 kt load <"$TMP/typed.dump"
+	err_empty
+	run 0 kt ls /o
+	out_is $'0\n9\n10\n100\n123e4567-e89b-12d3-a456-426614174000\n007\nabc'
+	# Typed is chosen at init, for good: init with a control-byte
+	# delimiter cannot type names.
+	KEYTREE_STORE=$(store_at ctl)
+	run 1 kt init --typed --delimiter $'\x05'
+	err_has "typed names need a delimiter"
+}
+
 run_case "$@"
