@@ -217,3 +217,31 @@ wait_store_free "$KTFS_TMP/after.dump"
 ! grep -q '^/w/fresh ' "$KTFS_TMP/after.dump" ||
 	fail "removal through the fstab mount not in the store"
 ok "an fstab line (PROGRAM#STORE MNT fuse ...) mounted with mount -T"
+
+# A store with typed names (keytree init --typed): the mount lists a
+# directory in the store's order, numbers by value first, over many
+# readdir replies (each resumes after a name), and ls sorts as ever.
+if [ -n "$KTFS_CLI" ]; then
+	if [ "$KTFS_ENGINE" = rados ]; then
+		ktfs_tree "f-$$-typed-$RANDOM"
+	else
+		STORE=$KTFS_TMP/typed
+	fi
+	"$KTFS_CLI" -s "$STORE" init --typed || fail "keytree init --typed"
+	ktfs_mount
+	mkdir "$MNT/o"
+	for i in $(seq 300 -1 0) abc 007 123e4567-e89b-12d3-a456-426614174000; do
+		: >"$MNT/o/$i"
+	done
+	{
+		seq 0 300
+		printf '%s\n' 123e4567-e89b-12d3-a456-426614174000 007 abc
+	} >"$KTFS_TMP/typed.want"
+	ls -f "$MNT/o" | grep -v '^\.\.\?$' >"$KTFS_TMP/typed.got"
+	diff "$KTFS_TMP/typed.want" "$KTFS_TMP/typed.got" >"$KTFS_TMP/typed.diff" ||
+		fail "readdir of a typed directory: $(head "$KTFS_TMP/typed.diff")"
+	expect_eq "ls sorts names itself" "$(ls "$MNT/o" | head -n 3 | tr '\n' ' ')" \
+		"0 007 1 "
+	ktfs_umount
+	ok "a store with typed names: readdir gives 0..300 by value, then the UUID, then other names"
+fi
