@@ -1241,7 +1241,9 @@ typedef struct kt_list_options {
 
 /**
  * Iterate over the direct children of the directory at @p path (following
- * links in every component), in byte order of name, over a snapshot taken
+ * links in every component), in the store's order of names (byte order;
+ * with typed names, kt_options.typed_names: numbers by value, then UUIDs,
+ * then the other names by bytes; kt_statbuf.order), over a snapshot taken
  * now (on RADOS, a page of the directory at a time: Engines at the top).
  * Pages resume with kt_list_options.after set to the last name seen,
  * which stays correct while others insert and delete.
@@ -1271,8 +1273,12 @@ KT_EXTERN void kt_iter_free(kt_iter *iter);
  * KT_FIND_SUBTREE, @p prefix names a node, and it and its descendants are
  * found.  "/" finds every node but the root.  The last component of
  * @p prefix need not exist; its parent is resolved following links, and
- * entries carry full paths below the resolved parent.  Entries come in the
- * byte order of their rows (see docs/FORMAT.md); a parent precedes its
+ * entries carry full paths below the resolved parent.  With typed names
+ * (kt_options.typed_names) a last component of @p prefix that is itself
+ * a number or a UUID matches that name only; any other matches the other
+ * names it begins.  Entries come in the
+ * byte order of their rows (see docs/FORMAT.md; with typed names, siblings
+ * in the typed order); a parent precedes its
  * descendants.
  * @return 0, KT_ENOTFOUND (no parent of @p prefix; with KT_FIND_SUBTREE,
  *   no node at it), KT_ENOTDIR, KT_EINVAL (unknown flags), KT_ELOOP, a
