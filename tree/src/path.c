@@ -343,8 +343,13 @@ int kt__name_dec(kt__buf *out, const kt__delim *d, const char *enc,
 			goto bad;
 		for (i = 0; i < n; i++)
 			v = v << 8 | b[i];
-		snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
-		return kt__buf_add(out, text, strlen(text));
+		/* Its digits, last first (listings decode every name). */
+		i = sizeof(text);
+		do {
+			text[--i] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v != 0);
+		return kt__buf_add(out, text + i, sizeof(text) - i);
 	}
 	if (len >= 1 && e[0] == T_UUID) {
 		static const char hx[] = "0123456789abcdef";
