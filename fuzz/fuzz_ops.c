@@ -15,7 +15,10 @@
  *  - the name alphabet also holds the default delimiter's halves (C2, A6,
  *    "a" C2), so that names meet the delimiter where keys are joined;
  *  - each input starts from a new, empty store on tmpfs, and a choice now
- *    and then closes and reopens it (the visible state must be unchanged).
+ *    and then closes and reopens it (the visible state must be unchanged);
+ *  - an input of odd length gets a store made with typed names (FORMAT.md
+ *    §3a) and the model's typed alphabet (numbers, "007", a UUID) and
+ *    order, so the fuzzer reaches both kinds of store.
  * Any difference aborts with the step, the call and expected versus
  * actual; KT_FUZZ_VERBOSE=1 prints every step when replaying an input.
  *
@@ -70,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fz_rmtree(store_path);
 	o.create_if_missing = 1;
+	o.typed_names = (int)(size & 1);
 	if ((rc = kt_open(&store, store_path, &o)) != 0)
 		fz_fail("kt_open: %d (%s)", rc, kt_errmsg());
 	cfg.store = &store;
@@ -77,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.digest = digest;
 	cfg.fail = model_fail;
 	cfg.delimiter_names = 1;
+	cfg.typed_names = o.typed_names;
 	cfg.log = log_to;
 	cfg.reopen_chance = 64;
 	if ((c = model_new(&cfg)) == NULL)

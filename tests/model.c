@@ -633,6 +633,73 @@ static const char *const names[] = {
 #define NNAMES_PLAIN 6
 #define NNAMES_ALL   (sizeof(names) / sizeof(names[0]))
 
+/* With typed names: numbers ("9" before "10" before "100"), one that is
+ * not canonical ("007", a plain name), a UUID, plain names ("a" a prefix
+ * of "ab"), then the delimiter's halves. */
+#define MODEL_UUID "123e4567-e89b-12d3-a456-426614174000"
+static const char *const tnames[] = {
+	"a", "ab", "0", "9", "10", "100", "007", MODEL_UUID,
+	"\xc2", "\xa6", "a\xc2"};
+#define TNAMES_PLAIN 8
+#define TNAMES_ALL (sizeof(tnames) / sizeof(tnames[0]))
+
+/* How a name sorts with typed names, from keytree.h (kt_options), not
+ * from the library's code: 0 a canonical number, 1 a canonical UUID, 2
+ * any other name. */
+static int tclass(const char *s, size_t n, unsigned long long *v)
+{
+	size_t i;
+
+	if (n >= 1 && n <= 20 && (n == 1 || s[0] != '0')) {
+		for (i = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+			;
+		if (i == n && (n < 20 ||
+			       memcmp(s, "18446744073709551615", 20) <= 0)) {
+			*v = strtoull(s, NULL, 10);
+			return 0;
+		}
+	}
+	if (n == 36) {
+		for (i = 0; i < 36; i++) {
+			int dash = i == 8 || i == 13 || i == 18 || i == 23;
+			if (dash ? s[i] != '-'
+				 : !((s[i] >= '0' && s[i] <= '9') ||
+				     (s[i] >= 'a' && s[i] <= 'f')))
+				break;
+		}
+		if (i == 36)
+			return 1;
+	}
+	return 2;
+}
+
+/* Compare two names as the store orders them. */
+static int name_cmp(const mctx *c, const char *a, const char *b)
+{
+	unsigned long long x = 0, y = 0;
+	int ca, cb;
+
+	if (!c->cfg.typed_names)
+		return strcmp(a, b);
+	ca = tclass(a, strlen(a), &x);
+	cb = tclass(b, strlen(b), &y);
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	if (ca == 0)
+		return x < y ? -1 : x > y;
+	return strcmp(a, b);
+}
+
+static const mctx *sort_ctx;
+
+static int child_cmp(const void *a, const void *b)
+{
+	const mnode *x = *(mnode *const *)a, *y = *(mnode *const *)b;
+
+	return name_cmp(sort_ctx, strrchr(x->path, '/') + 1,
+			strrchr(y->path, '/') + 1);
+}
+
 /* The last one starts with the delimiter and is only used now and then. */
 static const char *const anames[] = {"x",
 				     "y",
@@ -650,7 +717,7 @@ static void rand_rel(mctx *c, char *buf, unsigned int depth)
 	for (i = 0; i < depth; i++) {
 		if (i > 0)
 			strcat(buf, "/");
-		strcat(buf, names[rn(c, c->nnames)]);
+		strcat(buf, c->names[rn(c, c->nnames)]);
 	}
 }
 
@@ -717,7 +784,7 @@ static void pick_path(mctx *c, char *buf)
 			strcpy(buf, p);
 			if (rn(c, 4) == 0) {
 				strcat(buf, "/");
-				strcat(buf, names[rn(c, c->nnames)]);
+				strcat(buf, c->names[rn(c, c->nnames)]);
 			}
 			return;
 		}
@@ -808,12 +875,12 @@ static void gen_link(mctx *c, model_op *o)
 	} else if (r < 75) {
 		pick_path(c, o->p2);
 	} else if (r < 85 && strlen(o->p1) + 16 < PBUF) {
-		join(o->p2, o->p1, names[rn(c, c->nnames)]);
+		join(o->p2, o->p1, c->names[rn(c, c->nnames)]);
 	} else if (n != NULL) {
 		n = pick_where(c, PW_OBJ, n->b);
 		parent_of(o->p2, n->path);
 		if (strlen(o->p2) + 16 < PBUF)
-			join(o->p2, o->p2, names[rn(c, c->nnames)]);
+			join(o->p2, o->p2, c->names[rn(c, c->nnames)]);
 		else
 			rand_path(c, o->p2);
 	} else {
@@ -2050,7 +2117,7 @@ static void cmp_page(mctx *c, const char *path, mnode **ch, size_t n)
 	lo.limit = rn(c, 4);
 	lo.reverse = (int)rn(c, 2);
 	if (rn(c, 3)) {
-		lo.after = names[rn(c, c->nnames)];
+		lo.after = c->names[rn(c, c->nnames)];
 		lo.after_len = strlen(lo.after);
 	}
 	must_nn(want);
@@ -2058,8 +2125,8 @@ static void cmp_page(mctx *c, const char *path, mnode **ch, size_t n)
 		const char *nm;
 		i = lo.reverse ? n - 1 - k : k;
 		nm = strrchr(ch[i]->path, '/') + 1;
-		if (lo.after && (lo.reverse ? strcmp(nm, lo.after) >= 0
-					    : strcmp(nm, lo.after) <= 0))
+		if (lo.after && (lo.reverse ? name_cmp(c, nm, lo.after) >= 0
+					    : name_cmp(c, nm, lo.after) <= 0))
 			continue;
 		if (lo.limit && nwant == lo.limit)
 			break;
@@ -2107,6 +2174,11 @@ static void cmp_listing(mctx *c, const char *path, mnode *dir)
 	int rc;
 	char msg[PBUF + 512] = "";
 
+	/* The model keeps paths in byte order; the store lists in its own. */
+	if (c->cfg.typed_names) {
+		sort_ctx = c;
+		qsort(ch, n, sizeof(*ch), child_cmp);
+	}
 	rc = kt_iter_new(&it, *c->store, path, NULL);
 	if (rc != 0) {
 		free(ch);
@@ -2292,6 +2364,32 @@ static void check_path(mctx *c, const char *path)
 	}
 }
 
+/* Does kt_find_new(@p prefix) without KT_FIND_SUBTREE find @p path?  Its
+ * path starts with the prefix at a component start.  With typed names a
+ * last component of the prefix that is a number or a UUID matches that
+ * name only, and any other matches only other names. */
+static int find_in(const mctx *c, const char *path, const char *prefix,
+		   size_t pl)
+{
+	const char *last = strrchr(prefix, '/') + 1, *comp, *end;
+	unsigned long long v;
+	int pc;
+
+	if (strncmp(path, prefix, pl) != 0 || strcmp(path, "/") == 0)
+		return 0;
+	if (!c->cfg.typed_names || *last == '\0')
+		return 1;
+	/* The component of path that the prefix's last one begins. */
+	comp = path + (last - prefix);
+	end = strchr(comp, '/');
+	if (end == NULL)
+		end = comp + strlen(comp);
+	pc = tclass(last, strlen(last), &v);
+	if (pc != 2)
+		return (size_t)(end - comp) == strlen(last);
+	return tclass(comp, (size_t)(end - comp), &v) == 2;
+}
+
 /* kt_find_new(@p prefix, @p flags) against the model: the same set of
  * nodes (real paths), kinds and ids, each parent before its descendants.
  * @p prefix is a real path whose parent is a directory.  Two finds in
@@ -2367,8 +2465,7 @@ page:
 			in = strcmp(mn->path, prefix) == 0 ||
 			     is_under(mn->path, prefix);
 		else
-			in = strncmp(mn->path, prefix, pl) == 0 &&
-			     strcmp(mn->path, "/") != 0;
+			in = find_in(c, mn->path, prefix, pl);
 		if ((flags & KT_FIND_ITEMS) && !(mn->b->kind & KT_KIND_ITEM))
 			in = 0;
 		if (in != (mn->mark == c->epoch))
@@ -2584,7 +2681,7 @@ static void check_all(mctx *c)
 			cmp_find(c, d->path,
 				 i % 2 ? KT_FIND_ITEMS | KT_FIND_SUBTREE
 				       : KT_FIND_SUBTREE);
-		join(p, d->path, names[rn(c, c->nnames)]);
+		join(p, d->path, c->names[rn(c, c->nnames)]);
 		cmp_find(c, p, i % 2 ? KT_FIND_ITEMS : 0);
 	}
 
@@ -2898,7 +2995,7 @@ static void gen_batch(mctx *c)
 				       : b->p1);
 			if (rn(c, 3) == 0 && strlen(p) + 16 < PBUF) {
 				strcat(p, "/");
-				strcat(p, names[rn(c, c->nnames)]);
+				strcat(p, c->names[rn(c, c->nnames)]);
 			}
 			strcpy(to, p);
 		}
@@ -2982,6 +3079,17 @@ void model_run(mctx *c, unsigned long nsteps)
 	check_all(c);
 }
 
+void model_retune(mctx *c)
+{
+	if (c->cfg.typed_names) {
+		c->names = tnames;
+		c->nnames = c->cfg.delimiter_names ? TNAMES_ALL : TNAMES_PLAIN;
+	} else {
+		c->names = names;
+		c->nnames = c->cfg.delimiter_names ? NNAMES_ALL : NNAMES_PLAIN;
+	}
+}
+
 mctx *model_new(const model_config *cfg)
 {
 	mctx *c = calloc(1, sizeof(*c));
@@ -2992,7 +3100,7 @@ mctx *model_new(const model_config *cfg)
 		return NULL;
 	c->cfg = *cfg;
 	c->store = cfg->store;
-	c->nnames = cfg->delimiter_names ? NNAMES_ALL : NNAMES_PLAIN;
+	model_retune(c);
 	model_use_prng(c, cfg->seed);
 	c->o.val = malloc(BIGVAL);
 	must_nn(c->o.val);

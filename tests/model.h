@@ -159,6 +159,12 @@ typedef struct model_config {
 	 * alphabet, so that names meet the delimiter where keys are
 	 * joined. */
 	int delimiter_names;
+	/* The store was made with typed names (kt_options.typed_names): the
+	 * alphabet holds numbers, a non-canonical number and a UUID, and
+	 * listings are expected in the typed order (numbers by value, then
+	 * UUIDs, then other names by bytes), finds by the typed prefix rule
+	 * (keytree.h, kt_find_new). */
+	int typed_names;
 	/* Where every step is printed; NULL: quiet. */
 	FILE *log;
 	/* model_run(): compare the whole tree after every check_every steps;
@@ -185,6 +191,7 @@ struct mctx {
 	int from_bytes;
 	int exhausted; /* a choice ran past the end of the bytes */
 	unsigned int nnames; /* names of the alphabet in use */
+	const char *const *names; /* the alphabet (cfg.typed_names) */
 
 	unsigned long step;
 	char desc[MODEL_PBUF * 2 + 256]; /* the current step, for messages */
@@ -213,6 +220,10 @@ extern const char *const model_op_names[OP__COUNT];
  * with it at once.  Choices come from a PRNG seeded with cfg->seed.
  * Returns NULL when out of memory. */
 mctx *model_new(const model_config *cfg);
+
+/* Choose the alphabet again after c->cfg.typed_names or
+ * c->cfg.delimiter_names changed (before the first step). */
+void model_retune(mctx *c);
 
 /* Release @p c (NULL is fine); the store stays open. */
 void model_free(mctx *c);

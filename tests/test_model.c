@@ -308,6 +308,43 @@ static void test_model__random_ops(void **state)
 	ctx_free(c);
 }
 
+/* The same on a store made with typed names (FORMAT.md §3a): an alphabet
+ * with numbers, "007" and a UUID, listings and their pages in the typed
+ * order, finds by the typed prefix rule; a quarter of the steps. */
+static void test_model__typed_names(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_options o = KT_OPTIONS_INIT;
+	mctx *c;
+	unsigned long nops;
+	int rc;
+
+	kt_close(f->store);
+	f->store = NULL;
+	assert_int_equal(kt_destroy(f->path, NULL), 0);
+	o.create_if_missing = 1;
+	o.typed_names = 1;
+	if ((rc = kt_open(&f->store, f->path, &o)) != 0)
+		fail_msg("kt_open typed: %s", kt_errmsg());
+	c = ctx_new(f);
+	c->cfg.typed_names = 1;
+	c->cfg.delimiter_names = 1;
+	model_retune(c);
+	nops = (unsigned long)env_num("KT_MODEL_OPS", DEFAULT_OPS) / 4;
+	if (nops == 0)
+		nops = 1;
+	model_use_prng(c, env_num("KT_MODEL_SEED", DEFAULT_SEED));
+	if (getenv("KT_MODEL_VERBOSE") != NULL)
+		c->cfg.log = stdout;
+	c->cfg.reopen_every = nops / 4 < 5000 ? nops / 4 : 5000;
+	printf("model (typed names): KT_MODEL_SEED=%llu KT_MODEL_OPS=%lu\n",
+	       (unsigned long long)c->seed, nops);
+	fflush(stdout);
+	model_run(c, nops);
+	print_stats(c);
+	ctx_free(c);
+}
+
 static int set_op(mctx *c, int type, const char *p1, const char *p2,
 		  unsigned int flags)
 {
@@ -529,6 +566,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_model__link_max,
 						kt_test_setup, model_teardown),
 		cmocka_unit_test_setup_teardown(test_model__random_ops,
+						kt_test_setup, model_teardown),
+		cmocka_unit_test_setup_teardown(test_model__typed_names,
 						kt_test_setup, model_teardown),
 	};
 

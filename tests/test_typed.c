@@ -328,6 +328,31 @@ static void test_typed__ops_and_check(void **state)
 	assert_int_equal(nv, 0);
 }
 
+/* Row forms longer or shorter than the names: a deep path of "0"s (each
+ * 1 byte of text, 4 in its row form) is read and listed; a directory
+ * named by a UUID (18 bytes in rows, 36 as text) moves with its subtree
+ * (the path limits are counted in text). */
+static void test_typed__forms_longer_and_shorter(void **state)
+{
+	kt_test_fixture *f = *state;
+	char deep[512], got[64];
+	kt_statbuf sb;
+	size_t n = 0, i;
+
+	for (i = 0; i < 120; i++)
+		n += (size_t)snprintf(deep + n, sizeof(deep) - n, "/0");
+	put(f->store, deep);
+	assert_int_equal(kt_stat(&sb, f->store, deep), 0);
+	deep[n - 2] = '\0';
+	listing(got, sizeof(got), f->store, deep, NULL, 0, 0);
+	assert_string_equal(got, "0");
+	put(f->store, "/u/" UL "/x/" UL);
+	assert_int_equal(kt_rename(f->store, "/u/" UL, "/v", 0), 0);
+	assert_int_equal(kt_stat(&sb, f->store, "/v/x/" UL), 0);
+	assert_int_equal(kt_rename(f->store, "/v", "/u/" UL "0", 0), 0);
+	assert_int_equal(kt_stat(&sb, f->store, "/u/" UL "0/x/" UL), 0);
+}
+
 static void test_typed__chosen_at_creation(void **state)
 {
 	kt_test_fixture *f = *state;
@@ -375,6 +400,9 @@ int main(void)
 						setup_typed, kt_test_teardown),
 		cmocka_unit_test_setup_teardown(test_typed__ops_and_check,
 						setup_typed, kt_test_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_typed__forms_longer_and_shorter, setup_typed,
+			kt_test_teardown),
 		cmocka_unit_test_setup_teardown(test_typed__chosen_at_creation,
 						setup_typed, kt_test_teardown),
 	};

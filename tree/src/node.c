@@ -364,11 +364,17 @@ int kt__node_get(kt__node *n, kt__rd *rd, const char *p, size_t len)
 {
 	char stackbuf[512];
 	kt__buf part = {0}, val = {0};
+	const kt__delim *d = &rd->st->delim;
 	kt__slice ps;
 	int rc;
+	/* E(p) is at most this long: each '/' becomes the delimiter; a
+	 * typed name's row form is at most twice its bytes and 2 more (a
+	 * one-digit number takes 4, a UUID 33 or fewer of 36; path.c). */
+	size_t most = d->typed ? len * (d->len + 2) : len * d->len;
 
-	/* Encode on the stack when it fits: this is the hot read path. */
-	if (len + len * (rd->st->delim.len - 1) < sizeof(stackbuf)) {
+	/* Encode on the stack when it fits: this is the hot read path.  (A
+	 * buffer that grew past the stack would be realloc'ed: never.) */
+	if (most < sizeof(stackbuf)) {
 		part.p = stackbuf;
 		part.cap = sizeof(stackbuf);
 		rc = kt__enc_node(&part, &rd->st->delim, p, len);

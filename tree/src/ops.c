@@ -376,9 +376,19 @@ static int moved_fits(const kt_store *st, const char *part, size_t plen,
 {
 	size_t depth = enc_depth(&st->delim, part, plen);
 	size_t len = plen - depth * (st->delim.len - 1); /* decoded bytes */
-	size_t nlen = dlen + (len - slen), ndepth = ddepth + (depth - sdepth);
+	size_t nlen, ndepth = ddepth + (depth - sdepth);
 	char a[KT__SHOWSZ], b[KT__SHOWSZ];
 
+	/* Typed names are not their bytes in the key: decode them. */
+	if (st->delim.typed) {
+		kt__buf path = {0};
+		int rc = kt__dec_node(&path, &st->delim, part, plen);
+		len = path.len;
+		kt__buf_free(&path);
+		if (rc != 0)
+			return rc;
+	}
+	nlen = dlen + (len - slen);
 	if (nlen <= KT_PATH_MAX && ndepth <= KT_DEPTH_MAX)
 		return 0;
 	return kt__err(KT_ENAMETOOLONG, "rename '%s' to '%s': a node below "
