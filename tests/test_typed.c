@@ -138,9 +138,13 @@ static void test_typed__bad_forms_refused(void **state)
 	kt__delim d = delim_of(KT_DEFAULT_DELIMITER);
 	kt__buf out = {0};
 	/* Not the shortest form of 5; a length byte out of range; a cut
-	 * UUID; an unknown tag; an empty other name. */
+	 * UUID; an unknown tag; an empty other name; 5 and a UUID in the
+	 * form of other names (each name has one form); other names that
+	 * are no names ('/', the delimiter). */
 	static const char *bad[] = {"\x01\x03\x01\x01\x05", "\x01\x0a\x05",
-				    "\x02\x12\x34", "\x04x", "\x03"};
+				    "\x02\x12\x34", "\x04x", "\x03", "\x03" "5",
+				    "\x03" "123e4567-e89b-12d3-a456-426614174000",
+				    "\x03" "a/b", "\x03" "a\xc2\xa6"};
 	size_t i;
 
 	(void)state;
@@ -249,6 +253,11 @@ static void test_typed__listing_order(void **state)
 	listing(got, sizeof(got), f->store, "/o", "18446744073709551615", 2,
 		0);
 	assert_string_equal(got, UL " 007");
+	/* An empty after is before every name, as in a plain store. */
+	listing(got, sizeof(got), f->store, "/o", "", 0, 0);
+	assert_string_equal(got, ALL);
+	listing(got, sizeof(got), f->store, "/o", "", 0, 1);
+	assert_string_equal(got, "");
 	/* Every name reads back as written, by path too. */
 	assert_int_equal(kt_stat(&sb, f->store, "/o/" UU), 0);
 	assert_int_equal(kt_stat(&sb, f->store, "/o/007"), 0);

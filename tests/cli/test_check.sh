@@ -85,6 +85,22 @@ t_undecodable_row() {
 	run 0 kt check
 }
 
+# A store with typed names: an index row whose key is not a name's row
+# form (here 03 '5', the text form, where the number 5 has its own) would
+# make listing fail; check reports it, repair removes it.
+t_typed_bad_name_form() {
+	kt init --typed
+	kt put /d/b 1
+	rows put "${D}"$'\x03d'"${D}" $'\x035' "x"
+	run 1 kt ls /d
+	run 1 kt check
+	out_has "no name's row form"
+	run 0 kt check --repair
+	run 0 kt check
+	run 0 kt ls /d
+	out_is b
+}
+
 t_check_usage() {
 	new_store
 	run 2 kt check extra

@@ -626,10 +626,23 @@ static int check_index(checker *c, kt__slice part, kt__slice sort,
 		violation(c, "index row with a malformed partition key");
 		return 0;
 	}
+	/* With typed names the sort key is a name's one row form: a key
+	 * that is not would make listing the directory fail. */
+	if (st->delim.typed &&
+	    kt__name_dec(&np, &st->delim, sort.p, sort.len) != 0) {
+		violation(c, "index row in '%s' whose key is no name's row "
+			  "form (%zu bytes)", showp(a, sizeof(a), &dir),
+			  sort.len);
+		kt__buf_free(&dir);
+		kt__buf_free(&np);
+		return 0;
+	}
+	np.len = 0;
 	if (kt__index_decode(&kind, &id, &type, val.p, val.len) != 0) {
 		violation(c, "index row '%s' -> '%.*s' does not decode",
 			  showp(a, sizeof(a), &dir), (int)sort.len, sort.p);
 		kt__buf_free(&dir);
+		kt__buf_free(&np);
 		return 0;
 	}
 	rc = kt__buf_add(&np, part.p, part.len);

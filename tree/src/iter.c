@@ -162,8 +162,12 @@ int kt_iter_new(kt_iter **out, kt_store *st, const char *path,
 		 * path.c); no name need exist there. */
 		if (opts->after != NULL && rc == 0) {
 			how.flags |= KT__SCAN_AFTER;
-			rc = kt__name_enc(&it->tok, &st->delim, opts->after,
-					  opts->after_len);
+			/* An empty after is before every name, on every
+			 * store: it has no row form. */
+			if (opts->after_len > 0)
+				rc = kt__name_enc(&it->tok, &st->delim,
+						  opts->after,
+						  opts->after_len);
 			how.after = kt__slb(&it->tok);
 		}
 	}

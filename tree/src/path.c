@@ -333,8 +333,18 @@ int kt__name_dec(kt__buf *out, const kt__delim *d, const char *enc,
 
 	if (!d->typed)
 		return kt__buf_add(out, enc, len);
-	if (len >= 1 && e[0] == T_TEXT && len > 1)
+	if (len > 1 && e[0] == T_TEXT) {
+		/* Only a name that is none of the typed kinds has this
+		 * form (one name, one form), and it is a name: no NUL, no
+		 * '/', no delimiter, not too long. */
+		if (len - 1 > KT_NAME_MAX ||
+		    name_type(enc + 1, len - 1, &v, b) != T_TEXT ||
+		    memchr(enc + 1, '\0', len - 1) != NULL ||
+		    memchr(enc + 1, '/', len - 1) != NULL ||
+		    find_delim(d, enc + 1, len - 1) != NULL)
+			goto bad;
 		return kt__buf_add(out, enc + 1, len - 1);
+	}
 	if (len >= 2 && e[0] == T_NUM && e[1] >= 2 && e[1] <= 9) {
 		n = (size_t)e[1] - 1;
 		used = x_take(d, e + 2, len - 2, b, n);

@@ -288,6 +288,17 @@ static int fix_index(fixer *f, const kt__buf *part, const kt__buf *sort)
 	kt__buf np = {0}, nv = {0};
 	int rc;
 
+	/* With typed names, a key that is no name's row form (path.c)
+	 * cannot be listed: such a row goes (its node, if any, is
+	 * relinked under its own key by fix_node). */
+	if (f->rd.st->delim.typed &&
+	    kt__name_dec(&np, &f->rd.st->delim, sort->p, sort->len) != 0) {
+		fixed(f, "removed an index row whose key is no name's row "
+		      "form (%zu bytes)", sort->len);
+		kt__buf_free(&np);
+		return drop(f, part, sort);
+	}
+	np.len = 0;
 	rc = kt__buf_add(&np, part->p, part->len);
 	if (rc == 0)
 		rc = kt__buf_add(&np, sort->p, sort->len);

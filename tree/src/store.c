@@ -189,11 +189,17 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 	    v.len != HEADER_LEN + st->delim.len +
 			     (fmt >= FORMAT_TYPED ? 1 : 0) ||
 	    st->block == 0 || st->inline_max > st->block ||
-	    st->block > (1u << 24) ||
-	    (fmt >= FORMAT_TYPED && (u[21 + st->delim.len] & ~HF_TYPED))) {
+	    st->block > (1u << 24)) {
 		kt__buf_free(&v);
 		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
 			       "damaged", dir);
+	}
+	if (fmt >= FORMAT_TYPED && (u[21 + st->delim.len] & ~HF_TYPED)) {
+		unsigned int fl = u[21 + st->delim.len];
+		kt__buf_free(&v);
+		return kt__err(KT_EVERSION, "open '%s': the store has flags "
+			       "0x%02x; this library (%s) knows only 0x%02x",
+			       dir, fl, KT_VERSION_STRING, HF_TYPED);
 	}
 	memcpy(st->delim.s, u + 21, st->delim.len);
 	st->delim.s[st->delim.len] = '\0';
@@ -609,7 +615,8 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 		rc = read_header(st, loc, o->delimiter);
 	if (rc == 0 && !o->read_only && st->format < FORMAT_PLAIN)
 		rc = upgrade(st, loc);
-	if (rc == 0 && !creating && o->typed_names && !st->delim.typed)
+	/* Also when creating: another client may have made it first. */
+	if (rc == 0 && o->typed_names && !st->delim.typed)
 		rc = kt__err(KT_EINVAL, "open '%s': typed names are chosen "
 			     "when a store is made; this one has plain names",
 			     loc);
