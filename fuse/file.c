@@ -97,14 +97,15 @@ static int truncate_on_open(struct ktfs *fs, uint64_t id)
  * may still be on the way when the open comes.  So an open compares the
  * file's version (kt_statbuf.version, which every write changes) with the
  * version the kernel's cache is known to hold (recorded at the last open
- * here, and at the close of a handle that wrote through this mount), and
+ * here, and forgotten at the close of a handle that wrote through this
+ * mount, whose pages cannot be told from another host's write), and
  * when they differ drops the file's attributes before the open returns:
  * the kernel reads them again at the first read, sees the new mtime and
  * size, and drops the pages itself (auto_inval_data, ops.c).  Dropping
  * the pages from here could deadlock: the kernel would wait for pages
  * that a read in flight keeps locked, and that read waits for a worker
- * (all of them, with -s).  A file only this mount writes keeps its cache
- * across opens.
+ * (all of them, with -s).  A file opened again without a write in
+ * between keeps its cache.
  */
 static int seen_slot(uint64_t ino)
 {
@@ -125,6 +126,16 @@ static int seen_note(struct ktfs *fs, uint64_t ino, uint64_t version,
 	fs->seen[i].version = version;
 	ktfs_open_unlock(fs);
 	return !check || same;
+}
+
+static void seen_forget(struct ktfs *fs, uint64_t ino)
+{
+	int i = seen_slot(ino);
+
+	ktfs_open_lock(fs);
+	if (fs->seen[i].ino == ino)
+		fs->seen[i].ino = 0;
+	ktfs_open_unlock(fs);
 }
 
 void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -327,11 +338,18 @@ void ktfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ktfs *fs = ktfs_of(req);
 	struct ktfs_file *f = file_of(fi);
 	int rc = f->error, drop;
+	uint64_t *owners = NULL;
+	size_t n, i;
 
 	/* The last descriptor of the open file description: its flock
-	 * goes. */
+	 * goes, and the record locks of owners that locked only through
+	 * it (its own, F_OFD_SETLK: no flush drops those). */
 	if (fi->flock_release)
 		(void)ktfs_locks_drop(fs, ino, fi->lock_owner, 1);
+	n = ktfs_open_lockuse_end(fs, f->open, f, &owners);
+	for (i = 0; i < n; i++)
+		(void)ktfs_locks_drop(fs, ino, owners[i], 0);
+	free(owners);
 	drop = ktfs_open_put(fs, f->open);
 	free(f);
 	ktfs_reply_err(req, rc ? rc : drop);
@@ -417,13 +435,13 @@ void ktfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ktfs *fs = ktfs_of(req);
 	struct ktfs_file *f = file_of(fi);
 	int rc = file_take_error(fs, f);
-	kt_statbuf ks;
 
-	/* What this mount wrote, its kernel holds: the next open here need
-	 * not drop it (close-to-open, above). */
-	if (f != NULL && __atomic_exchange_n(&f->wrote, 0, __ATOMIC_RELAXED) &&
-	    kt_id_lstat(&ks, NULL, NULL, fs->store, ino & ~KTFS_VALUE_BIT) == 0)
-		(void)seen_note(fs, ino, ks.version, 0);
+	/* Written through this mount: the version the store has now may
+	 * also hold another host's write whose notify is on its way, which
+	 * this kernel's pages do not: the next open here looks afresh
+	 * (close-to-open, above). */
+	if (f != NULL && __atomic_exchange_n(&f->wrote, 0, __ATOMIC_RELAXED))
+		seen_forget(fs, ino);
 	/* A close drops the closing process's record locks on the file
 	 * (POSIX), which the kernel leaves to us when we keep them. */
 	int lk = ktfs_locks_drop(fs, ino, fi->lock_owner, 0);

@@ -335,6 +335,20 @@ void ktfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
  * negative errno; nothing when the store keeps no locks. */
 int ktfs_locks_drop(struct ktfs *fs, fuse_ino_t ino, uint64_t owner,
 		    int whole);
+/** Note that handle @p fh of inode entry @p o took range locks as
+ * @p owner (open.c). */
+void ktfs_open_lockuse(struct ktfs *fs, struct ktfs_open *o, const void *fh,
+		       uint64_t owner);
+/** Forget handle @p fh's notes; the owners that no other handle of the
+ * inode used come back in *@p out (malloc'd, count returned): the last
+ * description through which they locked is gone, so their record locks
+ * go too (an open file description's own locks, F_OFD_SETLK, which no
+ * flush drops). */
+size_t ktfs_open_lockuse_end(struct ktfs *fs, struct ktfs_open *o,
+			     const void *fh, uint64_t **out);
+/** Stop the thread that serves lock requests waiting for a lock, and
+ * answer those EINTR (after the session's loop ended). */
+void ktfs_locks_stop(void);
 void ktfs_release(fuse_req_t req, fuse_ino_t ino,
 		  struct fuse_file_info *fi);
 void ktfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,

@@ -11,8 +11,8 @@
  * descriptor of the file (flush) drops the closing owner's record locks,
  * and the release of the last descriptor of an open file description
  * drops its flock.  A lock is on the inode: every path of the file shares
- * it.  F_SETLKW and blocking flock wait here, asking again at growing
- * intervals up to WAIT_MAX_US, until the lock is free or the call is
+ * it.  F_SETLKW and blocking flock wait on a thread of their own (below,
+ * "Waiting"), not on a worker, until the lock is free or the call is
  * interrupted (EINTR).  Taking a lock makes the kernel read the file
  * afresh (lock_set).  No deadlock is detected across hosts: two owners
  * that wait for each other wait until one is interrupted.
@@ -20,8 +20,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "keytreefs.h"
@@ -42,35 +45,188 @@ static int type_of(short t)
 			    : t == F_WRLCK ? KT_LOCK_EXCL : KT_LOCK_UNLOCK;
 }
 
-/* Set @p l on @p ino, waiting for it when @p wait: 0 or a negative
- * errno. */
-static int lock_set(fuse_req_t req, fuse_ino_t ino, kt_lock *l,
-		    unsigned int flags, int wait)
+/* Drop @p ino's cached attributes (and so, at the next read, its pages):
+ * taking a lock is when a program trusts what it reads next (a database
+ * another host wrote under the lock a moment ago), so it must not wait for
+ * the writer's notify (watch.c); NFS clients revalidate on lock alike.  The
+ * next read fetches the attributes, sees a new mtime and drops the pages
+ * (auto_inval_data; file.c says why not from here). */
+static void lock_taken(struct ktfs *fs, fuse_ino_t ino)
+{
+	struct fuse_session *se = __atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
+
+	if (se != NULL)
+		fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
+}
+
+/*
+ * Waiting.  A request that must wait for a lock (F_SETLKW, flock without
+ * LOCK_NB) is not held on its worker thread: with -s there is only one,
+ * and with several, waiters would use them all up while the unlock that
+ * frees them waits for a worker.  It goes on a list that one thread of
+ * the mount works through, asking the store again at growing intervals
+ * (WAIT_MIN_US to WAIT_MAX_US) and replying when the lock is taken, the
+ * store fails, or the kernel interrupts the request (EINTR).
+ */
+struct waiter {
+	struct waiter *next;
+	struct ktfs *fs;
+	fuse_req_t req;
+	fuse_ino_t ino;
+	kt_lock l;
+	unsigned int flags;
+};
+
+static pthread_mutex_t wmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wcv = PTHREAD_COND_INITIALIZER;
+static struct waiter *waiting;
+static pthread_t wthread;
+static int wrunning, wstop;
+
+/* The kernel interrupted a request: wake the thread, which sees it with
+ * fuse_req_interrupted (the callback may come once the waiter is gone). */
+static void on_interrupt(fuse_req_t req, void *arg)
+{
+	(void)req;
+	(void)arg;
+	pthread_mutex_lock(&wmu);
+	pthread_cond_signal(&wcv);
+	pthread_mutex_unlock(&wmu);
+}
+
+static void *wait_main(void *arg)
+{
+	useconds_t delay = WAIT_MIN_US;
+
+	(void)arg;
+	pthread_mutex_lock(&wmu);
+	while (!wstop) {
+		struct waiter **pp = &waiting, *w;
+		int progress = 0;
+		/* Only this thread removes waiters, and others only add
+		 * at the end, so pp stays valid while wmu is let go. */
+		while ((w = *pp) != NULL) {
+			int rc = KT_ELOCKED, intr = fuse_req_interrupted(w->req);
+			if (!intr) {
+				/* Not under wmu: the store may take a while
+				 * (a holder that does not answer). */
+				pthread_mutex_unlock(&wmu);
+				rc = kt_lock_set(w->fs->store, w->ino, &w->l,
+						 w->flags);
+				pthread_mutex_lock(&wmu);
+			}
+			if (rc == KT_ELOCKED && !intr) {
+				pp = &w->next;
+				continue;
+			}
+			*pp = w->next;
+			progress = 1;
+			pthread_mutex_unlock(&wmu);
+			if (rc == 0)
+				lock_taken(w->fs, w->ino);
+			fuse_reply_err(w->req, rc == 0 ? 0
+					     : rc == KT_ELOCKED ? EINTR
+								: -ktfs_errno(rc));
+			free(w);
+			pthread_mutex_lock(&wmu);
+		}
+		if (progress)
+			delay = WAIT_MIN_US;
+		if (waiting == NULL) {
+			delay = WAIT_MIN_US;
+			pthread_cond_wait(&wcv, &wmu);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)delay * 1000;
+			ts.tv_sec += ts.tv_nsec / 1000000000;
+			ts.tv_nsec %= 1000000000;
+			(void)pthread_cond_timedwait(&wcv, &wmu, &ts);
+			if (delay < WAIT_MAX_US)
+				delay *= 2;
+		}
+	}
+	pthread_mutex_unlock(&wmu);
+	return NULL;
+}
+
+/* Queue @p req to wait for @p l; 0, or a negative errno (it was not
+ * queued: reply yourself). */
+static int wait_for(fuse_req_t req, fuse_ino_t ino, const kt_lock *l,
+		    unsigned int flags)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+	int rc = 0;
+
+	if (w == NULL)
+		return -ENOMEM;
+	w->fs = ktfs_of(req);
+	w->req = req;
+	w->ino = ino;
+	w->l = *l;
+	w->flags = flags;
+	/* Before the request is queued: once it is, the thread may answer
+	 * it at any moment, and req is gone. */
+	fuse_req_interrupt_func(req, on_interrupt, NULL);
+	pthread_mutex_lock(&wmu);
+	if (!wrunning) {
+		if (pthread_create(&wthread, NULL, wait_main, NULL) != 0)
+			rc = -EAGAIN;
+		else
+			wrunning = 1;
+	}
+	if (rc == 0) {
+		struct waiter **pp = &waiting;
+		while (*pp != NULL)
+			pp = &(*pp)->next;
+		*pp = w;
+		pthread_cond_signal(&wcv);
+	}
+	pthread_mutex_unlock(&wmu);
+	if (rc != 0)
+		free(w);
+	return rc;
+}
+
+void ktfs_locks_stop(void)
+{
+	struct waiter *w;
+
+	pthread_mutex_lock(&wmu);
+	if (!wrunning) {
+		pthread_mutex_unlock(&wmu);
+		return;
+	}
+	wstop = 1;
+	pthread_cond_signal(&wcv);
+	pthread_mutex_unlock(&wmu);
+	pthread_join(wthread, NULL);
+	while ((w = waiting) != NULL) {
+		waiting = w->next;
+		fuse_reply_err(w->req, EINTR);
+		free(w);
+	}
+	wrunning = 0;
+	wstop = 0;
+}
+
+/* Set @p l on @p ino now, or queue the request to wait for it (@p wait),
+ * replying either way. */
+static void lock_set(fuse_req_t req, fuse_ino_t ino, kt_lock *l,
+		     unsigned int flags, int wait)
 {
 	struct ktfs *fs = ktfs_of(req);
-	useconds_t delay = WAIT_MIN_US;
-	int rc;
+	int rc = kt_lock_set(fs->store, ino, l, flags);
 
-	struct fuse_session *se;
-
-	while ((rc = kt_lock_set(fs->store, ino, l, flags)) == KT_ELOCKED &&
-	       wait) {
-		if (fuse_req_interrupted(req))
-			return -EINTR;
-		usleep(delay);
-		if (delay < WAIT_MAX_US)
-			delay *= 2;
+	if (rc == KT_ELOCKED && wait) {
+		if ((rc = wait_for(req, ino, l, flags)) == 0)
+			return;
+		ktfs_reply_err(req, rc);
+		return;
 	}
-	/* Taking a lock is when a program trusts what it reads next (a
-	 * database that another host wrote under the lock a moment ago):
-	 * drop this file's cached attributes now rather than when the
-	 * writer's notify arrives (watch.c), as NFS clients revalidate on
-	 * lock; the next read fetches them and, seeing a new mtime, drops
-	 * the pages (auto_inval_data; file.c says why not from here). */
-	se = __atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
-	if (rc == 0 && l->type != KT_LOCK_UNLOCK && se != NULL)
-		fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
-	return ktfs_errno(rc);
+	if (rc == 0 && l->type != KT_LOCK_UNLOCK)
+		lock_taken(fs, ino);
+	ktfs_reply_err(req, ktfs_errno(rc));
 }
 
 void ktfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -112,7 +268,13 @@ void ktfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	l.owner = fi->lock_owner;
 	l.pid = (uint32_t)fl->l_pid;
 	range_of(&l, fl);
-	ktfs_reply_err(req, lock_set(req, ino, &l, 0, sleep));
+	/* The kernel keeps no note of the lock: remember which handle the
+	 * owner locked through, for release (file.c). */
+	if (l.type != KT_LOCK_UNLOCK && fi->fh != 0) {
+		struct ktfs_file *f = (struct ktfs_file *)(uintptr_t)fi->fh;
+		ktfs_open_lockuse(ktfs_of(req), f->open, f, l.owner);
+	}
+	lock_set(req, ino, &l, 0, sleep);
 }
 
 void ktfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
@@ -125,8 +287,7 @@ void ktfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 : (op & LOCK_SH) ? KT_LOCK_SHARED : KT_LOCK_UNLOCK;
 	l.owner = fi->lock_owner;
 	l.pid = (uint32_t)fuse_req_ctx(req)->pid;
-	ktfs_reply_err(req, lock_set(req, ino, &l, KT_LOCK_WHOLE,
-				     !(op & LOCK_NB)));
+	lock_set(req, ino, &l, KT_LOCK_WHOLE, !(op & LOCK_NB));
 }
 
 int ktfs_locks_drop(struct ktfs *fs, fuse_ino_t ino, uint64_t owner,

@@ -504,6 +504,7 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 	}
 	rc = run_loop(se, co) < 0 ? 1 : 0;
 out_unmount:
+	ktfs_locks_stop();
 	ktfs_watch_stop(fs);
 	fuse_session_unmount(se);
 out_signals:

@@ -27,12 +27,20 @@
 #include "keytreefs.h"
 
 
+/* A handle that took range locks as an owner (lock.c). */
+struct lkuse {
+	uint64_t owner;
+	const void *fh;
+};
+
 struct ktfs_open {
 	uint64_t ino;
 	unsigned int count; /* open handles */
 	int orphaned;       /* no name left: served by orphan */
 	int hooked;         /* in the table (an orphaned entry may not be) */
 	uint64_t orphan;    /* the orphan's id */
+	struct lkuse *lk;   /* who took range locks through which handle */
+	size_t nlk, caplk;
 	struct ktfs_open *next;
 };
 
@@ -137,6 +145,7 @@ int ktfs_open_put(struct ktfs *fs, struct ktfs_open *o)
 		unhook(fs, o);
 		orphaned = o->orphaned;
 		id = o->orphan;
+		free(o->lk);
 		free(o);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -321,4 +330,64 @@ int ktfs_unlink_file(struct ktfs *fs, uint64_t dir, const char *name,
 	rc = ktfs_unlink_file_held(fs, dir, name, ino, nlink, or_delete);
 	ktfs_open_unlock(fs);
 	return rc;
+}
+
+void ktfs_open_lockuse(struct ktfs *fs, struct ktfs_open *o, const void *fh,
+		       uint64_t owner)
+{
+	size_t i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < o->nlk; i++)
+		if (o->lk[i].owner == owner && o->lk[i].fh == fh)
+			break;
+	if (i == o->nlk) {
+		if (o->nlk == o->caplk) {
+			size_t cap = o->caplk ? 2 * o->caplk : 4;
+			struct lkuse *n = realloc(o->lk, cap * sizeof(*n));
+			if (n != NULL) {
+				o->lk = n;
+				o->caplk = cap;
+			}
+		}
+		/* Out of memory: the owner's locks stay until it closes
+		 * the file in this process, or the mount ends. */
+		if (o->nlk < o->caplk) {
+			o->lk[o->nlk].owner = owner;
+			o->lk[o->nlk++].fh = fh;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+size_t ktfs_open_lockuse_end(struct ktfs *fs, struct ktfs_open *o,
+			     const void *fh, uint64_t **out)
+{
+	size_t i, j, k, n = 0;
+	uint64_t *v;
+
+	*out = NULL;
+	pthread_mutex_lock(&fs->lock);
+	v = o->nlk ? malloc(o->nlk * sizeof(*v)) : NULL;
+	for (i = 0, j = 0; i < o->nlk; i++) {
+		if (o->lk[i].fh != fh) {
+			o->lk[j++] = o->lk[i];
+			continue;
+		}
+		if (v != NULL)
+			v[n++] = o->lk[i].owner;
+	}
+	o->nlk = j;
+	/* An owner another handle of the file still uses keeps its locks
+	 * (a process's record locks outlive the descriptions it did not
+	 * close). */
+	for (i = 0, k = 0; i < n; i++) {
+		for (j = 0; j < o->nlk && o->lk[j].owner != v[i]; j++)
+			;
+		if (j == o->nlk)
+			v[k++] = v[i];
+	}
+	pthread_mutex_unlock(&fs->lock);
+	*out = v;
+	return k;
 }

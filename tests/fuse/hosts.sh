@@ -405,6 +405,58 @@ printf '%s\n' "bytes 0-4: errno 11" "getlk F_WRLCK 0 10 0" \
 wait $holder || fail "A's fcntl holder failed"
 ok "fcntl: A's record lock on bytes 0-9 refuses C's (EAGAIN), F_GETLK through C shows it (pid 0: another host), bytes 20-24 are free"
 
+# Open-file-description locks (F_OFD_SETLK, QEMU's) go with the
+# description: no flush drops them, the release does.  And waiters wait
+# on a thread of their own: twelve blocked F_OFD_SETLKW through B (more
+# than its 10 workers) leave B answering, and all get the lock in the end.
+cat >"$work/ofd.py" <<'PY'
+import fcntl, os, struct, sys, time
+path, mode = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDWR)
+def lk(cmd, typ):
+    fcntl.fcntl(fd, cmd, struct.pack("hhqqi", typ, 0, 0, 10, 0))
+if mode == "take-and-close":
+    lk(fcntl.F_OFD_SETLK, fcntl.F_WRLCK)
+elif mode == "try":
+    try:
+        lk(fcntl.F_OFD_SETLK, fcntl.F_WRLCK)
+        print("locked")
+    except OSError as e:
+        print("errno", e.errno)
+elif mode == "hold":
+    lk(fcntl.F_OFD_SETLK, fcntl.F_WRLCK)
+    open(sys.argv[3], "w").close()
+    time.sleep(float(sys.argv[4]))
+else:
+    lk(fcntl.F_OFD_SETLKW, fcntl.F_RDLCK)
+    print("shared")
+PY
+python3 "$work/ofd.py" "$A/locks/f" take-and-close || fail "OFD lock through A"
+[ "$(python3 "$work/ofd.py" "$C/locks/f" try)" = locked ] ||
+	fail "C cannot take an OFD lock that A's closed description held"
+rm -f "$work/ofd.held"
+# A holds it 8 s: a mount whose workers all waited would keep cat
+# waiting past its 4 s.
+python3 "$work/ofd.py" "$A/locks/f" hold "$work/ofd.held" 8 &
+holder=$!
+for i in $(seq 200); do [ -e "$work/ofd.held" ] && break; sleep 0.02; done
+waiters=()
+for i in $(seq 12); do
+	python3 "$work/ofd.py" "$B/locks/f" wait >"$work/ofd.w$i" 2>&1 &
+	waiters+=($!)
+done
+sleep 1
+t0=$(ms)
+timeout 4 cat "$B/locks/f" >/dev/null || fail "B stopped answering with 12 lock waiters"
+echo "# B answered a read in $(($(ms) - t0)) ms with 12 lock requests waiting"
+wait $holder || fail "A's OFD holder failed"
+for p in "${waiters[@]}"; do
+	wait "$p" || fail "a waiter through B failed"
+done
+[ "$(cat "$work"/ofd.w* | grep -c '^shared$')" = 12 ] ||
+	fail "not every waiter got its shared lock"
+ok "OFD locks go with their description; 12 waiters through B leave it answering and all get the lock"
+
 cat >"$work/sqlite.py" <<'PY'
 import sqlite3, sys
 db, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -307,6 +307,7 @@ typedef struct rad {
 	 * under mu, whether librados lost it, the locks this handle holds
 	 * and which other clients answered lately. */
 	pthread_mutex_t lkmu;
+	pthread_mutex_t lkop;      /* one change of locks at a time */
 	int lkw;
 	int lkw_lost;
 	uint64_t lkwcookie;
@@ -315,6 +316,8 @@ typedef struct rad {
 	struct lkheld *held;
 	size_t nheld, capheld;
 	struct { uint64_t inst, at; } alive[8];
+	uint64_t fenced[8];        /* clients this handle fenced, lately */
+	unsigned int nfenced;
 } rad;
 
 static const kt__rows_ops rad_ops;
@@ -3754,6 +3757,8 @@ static void watch_renew(rad *e, const char *oid)
 }
 
 /* The watch thread: pass each note on, then acknowledge it. */
+static int lkw_ready(rad *e);
+
 static void *watch_main(void *arg)
 {
 	rad *e = arg;
@@ -3765,8 +3770,18 @@ static void *watch_main(void *arg)
 		wheard *h;
 		kt__notify_fn fn;
 		void *fa;
-		while (e->heard == NULL && !e->wstop && !e->wlost)
+		while (e->heard == NULL && !e->wstop && !e->wlost &&
+		       !e->lkw_lost)
 			pthread_cond_wait(&e->wcv, &e->mu);
+		if (e->lkw_lost && !e->wstop) {
+			/* The watch that says this client lives (Locks):
+			 * renew it now, not at the next lock call. */
+			pthread_mutex_unlock(&e->mu);
+			if (lkw_ready(e) != 0)
+				usleep(200000);
+			pthread_mutex_lock(&e->mu);
+			continue;
+		}
 		if (e->wlost && !e->wstop) {
 			e->wlost = 0;
 			pthread_mutex_unlock(&e->mu);
@@ -4216,6 +4231,7 @@ static void lkw_errcb(void *pre, uint64_t cookie, int err)
 	(void)err;
 	pthread_mutex_lock(&e->mu);
 	e->lkw_lost = 1;
+	pthread_cond_signal(&e->wcv); /* the watch thread renews it */
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -4290,15 +4306,16 @@ static void lk_alive_note(rad *e, uint64_t inst, uint64_t t)
 	e->alive[old].at = t;
 }
 
-/* Does client @p inst answer a notify on T!lkw within the lease?  1, 0,
- * or KT_EIO. */
+/* Does client @p inst answer a notify on T!lkw within the lease?  1, 0
+ * (it timed out, or does not watch at all: its watch is gone), or KT_EIO
+ * when that cannot be told: a client is never fenced on a doubt. */
 static int lk_alive(rad *e, uint64_t inst)
 {
 	const unsigned char *p;
 	char *reply = NULL;
 	size_t rlen = 0, off, i, n;
 	uint64_t t = now_ms();
-	int rc, found = 0;
+	int rc, found = 0, ok = 0;
 
 	pthread_mutex_lock(&e->mu);
 	for (i = 0; i < sizeof(e->alive) / sizeof(e->alive[0]); i++)
@@ -4315,8 +4332,9 @@ static int lk_alive(rad *e, uint64_t inst)
 		return rerr(rc, "asking who lives on", e->lkwoid);
 	}
 	/* The reply: u32 count, then per acknowledgement u64 client id,
-	 * u64 cookie, u32 length and that many bytes; then the ones that
-	 * timed out. */
+	 * u64 cookie, u32 length and that many bytes; then u32 count and
+	 * per watcher that timed out u64 client id, u64 cookie.  Only a
+	 * reply read whole decides. */
 	p = (const unsigned char *)reply;
 	t = now_ms();
 	pthread_mutex_lock(&e->mu);
@@ -4324,16 +4342,42 @@ static int lk_alive(rad *e, uint64_t inst)
 		n = kt__get32(p);
 		for (i = 0, off = 4; i < n && off + 20 <= rlen; i++) {
 			uint64_t gid = kt__get64(p + off);
+			size_t bl = kt__get32(p + off + 16);
+			if (bl > rlen - off - 20)
+				break;
 			if (gid == inst)
 				found = 1;
 			lk_alive_note(e, gid, t);
-			off += 20 + kt__get32(p + off + 16);
+			off += 20 + bl;
+		}
+		if (i == n && off + 4 <= rlen) {
+			n = kt__get32(p + off);
+			ok = n <= (rlen - off - 4) / 16;
 		}
 	}
 	pthread_mutex_unlock(&e->mu);
 	if (reply != NULL)
 		rados_buffer_free(reply);
+	if (!found && !ok)
+		return kt__err(KT_EIO, "ceph: locks: cannot tell whether "
+			       "client %" PRIu64 " lives (a notify on '%s' "
+			       "gave %s)", inst, e->lkwoid,
+			       rc < 0 ? "no usable reply" : "a malformed "
+			       "reply");
 	return found;
+}
+
+static int lk_was_fenced(rad *e, uint64_t inst)
+{
+	unsigned int i;
+	int hit = 0;
+
+	pthread_mutex_lock(&e->mu);
+	for (i = 0; i < sizeof(e->fenced) / sizeof(e->fenced[0]); i++)
+		if (e->fenced[i] == inst && inst != 0)
+			hit = 1;
+	pthread_mutex_unlock(&e->mu);
+	return hit;
 }
 
 /* Fence client @p d->inst (it did not answer): blocklist its address and
@@ -4353,6 +4397,11 @@ static int lk_fence(rad *e, const kt__lkent *d)
 			       d->inst,
 			       kt__show(a, sizeof(a), d->addr, strlen(d->addr)),
 			       strerror(-rc));
+	/* Its other entries go without asking again. */
+	pthread_mutex_lock(&e->mu);
+	e->fenced[e->nfenced++ % (sizeof(e->fenced) / sizeof(e->fenced[0]))] =
+		d->inst;
+	pthread_mutex_unlock(&e->mu);
 	return 0;
 }
 
@@ -4425,8 +4474,15 @@ int kt__rados_lock(kt__rows *r, uint64_t id, kt_lock *lk, unsigned int flags,
 		return rc;
 	snprintf(name, sizeof(name), "!lk.%016" PRIx64, id);
 	if ((rc = name_of(&oid, e, name)) != 0 ||
-	    (rc = kt__buf_addc(&oid, '\0')) != 0)
+	    (rc = kt__buf_addc(&oid, '\0')) != 0) {
+		kt__buf_free(&oid);
 		return rc;
+	}
+	/* A change and what this handle notes it holds go together: two
+	 * threads of one owner must not leave the note saying otherwise
+	 * than the store (lk_held). */
+	if (!test)
+		pthread_mutex_lock(&e->lkop);
 	kt__lk_key(mykey, e->inst, lk->owner, whole);
 	for (tries = 0;; tries++) {
 		const kt__lkrange *c = NULL;
@@ -4467,13 +4523,14 @@ int kt__rados_lock(kt__rows *r, uint64_t id, kt_lock *lk, unsigned int flags,
 		if (c != NULL) {
 			const kt__lkent *d = &v[--i];
 			if (d->inst != e->inst) {
-				int alive = lk_alive(e, d->inst);
+				int fenced = lk_was_fenced(e, d->inst);
+				int alive = fenced ? 0 : lk_alive(e, d->inst);
 				if (alive < 0) {
 					rc = alive;
 					break;
 				}
 				if (!alive) {
-					if ((rc = lk_fence(e, d)) != 0 ||
+					if ((!fenced && (rc = lk_fence(e, d)) != 0) ||
 					    (rc = lk_drop_client(e, oid.p, &rd,
 								 v, n,
 								 d->inst)) != 0)
@@ -4558,6 +4615,8 @@ int kt__rados_lock(kt__rows *r, uint64_t id, kt_lock *lk, unsigned int flags,
 		rc = rc < 0 ? rc : 0;
 		break;
 	}
+	if (!test)
+		pthread_mutex_unlock(&e->lkop);
 	lk_ents_free(v, n);
 	kt__lk_free(&m);
 	oread_clear(&rd);
@@ -4655,6 +4714,7 @@ static void rad_close(kt__rows *r)
 		rad_snapshot_free(r, e->known_set);
 	pthread_mutex_destroy(&e->mu);
 	pthread_mutex_destroy(&e->lkmu);
+	pthread_mutex_destroy(&e->lkop);
 	pthread_cond_destroy(&e->wcv);
 	free(e->tree);
 	free(e);
@@ -4808,6 +4868,7 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 	e->base.ops = &rad_ops;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_mutex_init(&e->lkmu, NULL);
+	pthread_mutex_init(&e->lkop, NULL);
 	pthread_cond_init(&e->wcv, NULL);
 	e->heard_end = &e->heard;
 	if ((rc = cluster_open(o, &e->cl, &e->io)) != 0) {
