@@ -38,6 +38,7 @@ struct options {
 	int read_only;
 	int durable;
 	int create;
+	int typed;
 	int no_default_permissions;
 	char *value_name;
 	char *abslinks;
@@ -57,6 +58,7 @@ enum { KEY_HELP, KEY_VERSION, KEY_RO };
 static const struct fuse_opt option_spec[] = {
 	OPT("durable", durable, 1),
 	OPT("create", create, 1),
+	OPT("typed", typed, 1),
 	OPT("no_default_permissions", no_default_permissions, 1),
 	OPT("value_name=%s", value_name, 0),
 	OPT("abslinks=%s", abslinks, 0),
@@ -89,6 +91,10 @@ static void usage(const char *prog)
 	       "it returns\n"
 	       "    -o create              create the store if it does not "
 	       "exist\n"
+	       "    -o typed               with create: a store with typed "
+	       "names (numbers\n"
+	       "                           by value, then UUIDs, then other "
+	       "names)\n"
 	       "    -o value_name=NAME     name of an item+directory's own "
 	       "value file\n"
 	       "                           (must contain the store's "
@@ -228,6 +234,7 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	ko.read_only = o->read_only;
 	ko.sync = o->durable;
 	ko.create_if_missing = o->create && !o->read_only;
+	ko.typed_names = o->typed;
 	ko.ceph_conf = o->ceph_conf;
 	ko.ceph_client = o->ceph_client;
 	/* kt_open drops the orphans (files unlinked while open) that a

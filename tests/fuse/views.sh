@@ -245,3 +245,31 @@ if [ -n "$KTFS_CLI" ]; then
 	ktfs_umount
 	ok "a store with typed names: readdir gives 0..300 by value, then the UUID, then other names"
 fi
+
+# keytreefs -o create,typed makes such a store itself; -o typed on a store
+# with plain names is refused, saying why.
+if [ "$KTFS_ENGINE" = rados ]; then
+	ktfs_tree "f-$$-typed2-$RANDOM"
+else
+	STORE=$KTFS_TMP/typed2
+fi
+ktfs_mount -o create,typed
+for i in 100 9 10 abc; do : >"$MNT/$i"; done
+expect_eq "readdir of a store made with -o create,typed" \
+	"$(ls -f "$MNT" | grep -v '^\.\.\?$' | tr '\n' ' ')" "9 10 100 abc "
+ktfs_umount
+if [ "$KTFS_ENGINE" = rados ]; then
+	ktfs_tree "f-$$-plain-$RANDOM"
+else
+	STORE=$KTFS_TMP/plain2
+fi
+ktfs_mount -o create
+ktfs_umount
+rc=0
+"$KEYTREEFS" -o typed "$STORE" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
+expect_eq "exit status, -o typed on a plain store" "$rc" 1
+grep -q "typed names are chosen when a store is made" "$KTFS_TMP/err" ||
+	fail "-o typed on a plain store: $(cat "$KTFS_TMP/err")"
+! mountpoint -q "$MNT" || fail "mounted a plain store with -o typed"
+ok "keytreefs -o create,typed makes a typed store; -o typed on a plain one is refused"
+
