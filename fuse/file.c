@@ -44,6 +44,41 @@ static int file_take_error(struct ktfs *fs, struct ktfs_file *f)
 	return rc;
 }
 
+/* List @p f among the handles the kernel has. */
+static void file_track(struct ktfs *fs, struct ktfs_file *f)
+{
+	ktfs_open_lock(fs);
+	f->next = fs->files;
+	if (f->next != NULL)
+		f->next->pprev = &f->next;
+	fs->files = f;
+	f->pprev = &fs->files;
+	ktfs_open_unlock(fs);
+}
+
+/* Take @p f off that list (it may not be on it) and free it. */
+static void file_free(struct ktfs *fs, struct ktfs_file *f)
+{
+	ktfs_open_lock(fs);
+	if (f->pprev != NULL) {
+		*f->pprev = f->next;
+		if (f->next != NULL)
+			f->next->pprev = f->pprev;
+	}
+	ktfs_open_unlock(fs);
+	free(f);
+}
+
+void ktfs_files_free(struct ktfs *fs)
+{
+	struct ktfs_file *f;
+
+	while ((f = fs->files) != NULL) {
+		(void)ktfs_open_put(fs, f->open);
+		file_free(fs, f);
+	}
+}
+
 /* Register an open of inode @ino in @fi.  The handle is counted first and
  * the node checked afterwards: an unlink in this mount decides under the
  * open table's lock, so it either sees this handle (and keeps an orphan)
@@ -69,6 +104,7 @@ static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
 	}
 	ktfs_node_free(&n);
 	fi->fh = (uintptr_t)f;
+	file_track(fs, f);
 	/* Other writers (another mount, the CLI) tell the kernel what they
 	 * change; this mount's writes go through the page cache. */
 	fi->keep_cache = 1;
@@ -167,7 +203,7 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			rc = -ENOENT;
 		if (rc < 0) {
 			ktfs_open_put(fs, file_of(fi)->open);
-			free(file_of(fi));
+			file_free(fs, file_of(fi));
 		} else {
 			file_of(fi)->wrote = 1;
 		}
@@ -178,7 +214,7 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else if (fuse_reply_open(req, fi) != 0) {
 		/* Interrupted: the kernel sends no release for it. */
 		ktfs_open_put(fs, file_of(fi)->open);
-		free(file_of(fi));
+		file_free(fs, file_of(fi));
 	}
 }
 
@@ -272,6 +308,7 @@ static int create_tmpfile(struct ktfs *fs, fuse_req_t req,
 	}
 	f->append = (fi->flags & O_APPEND) != 0;
 	fi->fh = (uintptr_t)f;
+	file_track(fs, f);
 	memset(&n, 0, sizeof(n));
 	n.ino = n.id = id;
 	n.orphan = 1;
@@ -307,7 +344,7 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ktfs_entry_param(&e, fs, &st);
 	if (fuse_reply_create(req, &e, fi) != 0) {
 		ktfs_open_put(fs, file_of(fi)->open);
-		free(file_of(fi));
+		file_free(fs, file_of(fi));
 	}
 }
 
@@ -351,7 +388,7 @@ void ktfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		(void)ktfs_locks_drop(fs, ino, owners[i], 0);
 	free(owners);
 	drop = ktfs_open_put(fs, f->open);
-	free(f);
+	file_free(fs, f);
 	ktfs_reply_err(req, rc ? rc : drop);
 }
 

@@ -85,6 +85,9 @@ struct ktfs_file {
 	int append;             /**< opened with O_APPEND */
 	int error;              /**< a write error not reported yet (lock) */
 	int wrote;              /**< written through this handle (atomic) */
+	/** Every handle the kernel has, listed in struct ktfs (file.c),
+	 * under its lock. */
+	struct ktfs_file *next, **pprev;
 };
 
 /** Slots of struct ktfs.seen (a power of two). */
@@ -107,6 +110,7 @@ struct ktfs {
 
 	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
+	struct ktfs_file *files;   /**< every handle the kernel has */
 	/** Close-to-open (file.c): the version of a file that this
 	 * kernel's cache is known to hold, by inode, direct-mapped (a
 	 * slot lost to another inode costs one needless invalidation). */
@@ -323,6 +327,11 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void ktfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		size_t size, off_t off, struct fuse_file_info *fi);
 void ktfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/** Release the handles the kernel never released (file.c): it sends a
+ * file's RELEASE after close(2) returns, so an unmount right after a
+ * close can end the session first.  After the session, before kt_close. */
+void ktfs_files_free(struct ktfs *fs);
+
 /** Locks kept in the store (lock.c), for every host: set when
  * ktfs.locks. */
 void ktfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,

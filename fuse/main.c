@@ -585,6 +585,7 @@ int main(int argc, char *argv[])
 	    add_escaped_opt(&args, "fsname", fs.store_dir) == 0)
 		rc = serve(&fs, &args, &co, &o);
 out:
+	ktfs_files_free(&fs);
 	kt_close(fs.store);
 	free(fs.store_dir);
 	free(fs.mountpoint);
