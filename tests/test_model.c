@@ -278,6 +278,20 @@ static void ctx_free(mctx *c)
 	live_ctx = NULL;
 }
 
+/* A random run of @p nops steps: the seed and logging from the
+ * environment, reopenings spread over it, and its replay line printed
+ * under @p label. */
+static void run_setup(mctx *c, unsigned long nops, const char *label)
+{
+	model_use_prng(c, env_num("KT_MODEL_SEED", DEFAULT_SEED));
+	if (getenv("KT_MODEL_VERBOSE") != NULL)
+		c->cfg.log = stdout;
+	c->cfg.reopen_every = nops / 4 < 5000 ? nops / 4 : 5000;
+	printf("%s: KT_MODEL_SEED=%llu KT_MODEL_OPS=%lu\n", label,
+	       (unsigned long long)c->seed, nops);
+	fflush(stdout);
+}
+
 static void test_model__random_ops(void **state)
 {
 	kt_test_fixture *f = *state;
@@ -286,13 +300,7 @@ static void test_model__random_ops(void **state)
 	struct timespec t0, t1;
 
 	nops = (unsigned long)env_num("KT_MODEL_OPS", DEFAULT_OPS);
-	model_use_prng(c, env_num("KT_MODEL_SEED", DEFAULT_SEED));
-	if (getenv("KT_MODEL_VERBOSE") != NULL)
-		c->cfg.log = stdout;
-	c->cfg.reopen_every = nops / 4 < 5000 ? nops / 4 : 5000;
-	printf("model: KT_MODEL_SEED=%llu KT_MODEL_OPS=%lu\n",
-	       (unsigned long long)c->seed, nops);
-	fflush(stdout);
+	run_setup(c, nops, "model");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	model_run(c, nops);
@@ -333,13 +341,7 @@ static void test_model__typed_names(void **state)
 	nops = (unsigned long)env_num("KT_MODEL_OPS", DEFAULT_OPS) / 4;
 	if (nops == 0)
 		nops = 1;
-	model_use_prng(c, env_num("KT_MODEL_SEED", DEFAULT_SEED));
-	if (getenv("KT_MODEL_VERBOSE") != NULL)
-		c->cfg.log = stdout;
-	c->cfg.reopen_every = nops / 4 < 5000 ? nops / 4 : 5000;
-	printf("model (typed names): KT_MODEL_SEED=%llu KT_MODEL_OPS=%lu\n",
-	       (unsigned long long)c->seed, nops);
-	fflush(stdout);
+	run_setup(c, nops, "model (typed names)");
 	model_run(c, nops);
 	print_stats(c);
 	ctx_free(c);

@@ -266,56 +266,46 @@ static void test_typed__listing_order(void **state)
 	assert_int_equal(sb.order, KT_ORDER_TYPED);
 }
 
+/* The paths kt_find_new(@p prefix, @p flags) gives, joined by spaces. */
+static void found(char *out, size_t outsz, kt_store *st, const char *prefix,
+		  unsigned int flags)
+{
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = kt_find_new(&it, st, prefix, flags)) != 0)
+		fail_msg("find %s: %s", prefix, kt_errmsg());
+	out[0] = '\0';
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		n += (size_t)snprintf(out + n, outsz - n, "%s%s",
+				      n ? " " : "", e->name);
+		assert_true(n < outsz);
+	}
+	assert_int_equal(rc, KT_ITEROVER);
+	kt_iter_free(it);
+}
+
 static void test_typed__find_order(void **state)
 {
 	kt_test_fixture *f = *state;
-	kt_iter *it = NULL;
-	const kt_entry *e;
 	char got[2048];
-	size_t n = 0;
-	int rc;
 
 	fill(f->store);
 	put(f->store, "/o/10/2");
 	put(f->store, "/o/10/11");
-	assert_int_equal(kt_find_new(&it, f->store, "/o", KT_FIND_SUBTREE), 0);
-	got[0] = '\0';
-	while ((rc = kt_iter_next(&e, it)) == 0)
-		n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s",
-				      n ? " " : "", e->name);
-	assert_int_equal(rc, KT_ITEROVER);
-	kt_iter_free(it);
+	found(got, sizeof(got), f->store, "/o", KT_FIND_SUBTREE);
 	assert_string_equal(got, "/o /o/0 /o/9 /o/10 /o/10/2 /o/10/11 /o/100 "
 			    "/o/18446744073709551615 /o/" UL " /o/007 "
 			    "/o/" UU " /o/18446744073709551616 /o/abc");
 	/* A prefix that is a number matches that name only; another prefix
 	 * the other names it begins. */
-	it = NULL;
-	n = 0;
-	got[0] = '\0';
-	assert_int_equal(kt_find_new(&it, f->store, "/o/10", 0), 0);
-	while ((rc = kt_iter_next(&e, it)) == 0)
-		n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s",
-				      n ? " " : "", e->name);
-	kt_iter_free(it);
+	found(got, sizeof(got), f->store, "/o/10", 0);
 	assert_string_equal(got, "/o/10 /o/10/2 /o/10/11");
-	it = NULL;
-	n = 0;
-	got[0] = '\0';
-	assert_int_equal(kt_find_new(&it, f->store, "/o/0", 0), 0);
-	while ((rc = kt_iter_next(&e, it)) == 0)
-		n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s",
-				      n ? " " : "", e->name);
-	kt_iter_free(it);
+	found(got, sizeof(got), f->store, "/o/0", 0);
 	assert_string_equal(got, "/o/0");
-	it = NULL;
-	n = 0;
-	got[0] = '\0';
-	assert_int_equal(kt_find_new(&it, f->store, "/o/00", 0), 0);
-	while ((rc = kt_iter_next(&e, it)) == 0)
-		n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s",
-				      n ? " " : "", e->name);
-	kt_iter_free(it);
+	found(got, sizeof(got), f->store, "/o/00", 0);
 	assert_string_equal(got, "/o/007");
 }
 
