@@ -13,9 +13,15 @@
  */
 #include "kt_test.h"
 
-/* A store with plain names is written in format 4, which older libraries
- * read too; KT_FORMAT_VERSION (5) is for typed names (test_typed). */
+/* A store with neither typed names nor block checksums is written in
+ * format 4, which older libraries read too; a new LevelDB store has block
+ * checksums, so it is format 5 with flag 0x02 (test_typed: flag 0x01). */
 #define PLAIN_FORMAT 4
+#define FLAGS_FORMAT 5
+
+/* For tests of older formats: when 0, the stores made from now on have no
+ * block checksums (store.c), as every store before format 5 had. */
+extern int kt__test_blksum;
 
 #include <leveldb/c.h>
 
@@ -102,6 +108,33 @@ static rkey index_key(const char *path)
 	rkey_add(&k, "", 1);
 	rkey_add(&k, slash + 1, strlen(slash + 1));
 	return k;
+}
+
+/* CRC-32C one bit at a time, as the format's definition reads (the
+ * library's own is table- or instruction-driven). */
+static uint32_t crc32c_bits(uint32_t crc, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	int k;
+
+	crc = ~crc;
+	while (n-- > 0) {
+		crc ^= *b++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+	}
+	return ~crc;
+}
+
+/* The checksum a block row of block @p b ends with (FORMAT.md §6). */
+static uint32_t block_crc(uint64_t b, const void *p, size_t n)
+{
+	unsigned char be[8];
+	int i;
+
+	for (i = 7; i >= 0; i--, b >>= 8)
+		be[i] = (unsigned char)b;
+	return crc32c_bits(crc32c_bits(0, be, 8), p, n);
 }
 
 /* The key of block @p b of node @p id: "/blk/<16 hex>" 0x00 u64be(b). */
@@ -498,8 +531,8 @@ static void test_format__rows_as_documented(void **state)
 	kt_create_options co = KT_CREATE_OPTIONS_INIT;
 	const char *alice = "{\"name\":\"Alice\"}";
 	const char *target = "/Accounts/123456/Links/xyzpdq";
-	const unsigned char hdr[] = "keytree\0\x04\0\0\0\0\x40\0\0\0\x10\0\0"
-				    "\x02\xc2\xa6";
+	const unsigned char hdr[] = "keytree\0\x05\0\0\0\0\x40\0\0\0\x10\0\0"
+				    "\x02\xc2\xa6\x02";
 	uint64_t acct, item, ln, big, root;
 	unsigned char *v, *bigv = big_value();
 	leveldb_t *db;
@@ -606,19 +639,24 @@ static void test_format__rows_as_documented(void **state)
 	assert_int_equal(vl, 74);
 	assert_int_equal(le64(v + 22), BIG_LEN);
 	leveldb_free(v);
+	/* Each block row ends with le32 CRC-32C(u64be(block) || bytes). */
+	assert_int_equal(crc32c_bits(0, "123456789", 9), 0xE3069283u);
 	k = block_key(big, 0);
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(vl, 16384);
+	assert_int_equal(vl, 16384 + 4);
 	assert_memory_equal(v, bigv, 16384);
+	assert_int_equal(le32(v + 16384), block_crc(0, bigv, 16384));
 	leveldb_free(v);
 	k = block_key(big, 1);
 	assert_null(ldb_get(db, &k, &vl));
 	k = block_key(big, 2);
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(vl, BIG_LEN - 2 * 16384);
-	assert_memory_equal(v, bigv + 2 * 16384, vl);
+	assert_int_equal(vl, BIG_LEN - 2 * 16384 + 4);
+	assert_memory_equal(v, bigv + 2 * 16384, vl - 4);
+	assert_int_equal(le32(v + vl - 4),
+			 block_crc(2, bigv + 2 * 16384, vl - 4));
 	leveldb_free(v);
 
 	/* Id rows: the node's partition key, E(path); the root's is empty. */
@@ -710,7 +748,7 @@ static void test_format__newer_format_version(void **state)
 
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(le32(v + 8), PLAIN_FORMAT);
+	assert_int_equal(le32(v + 8), FLAGS_FORMAT);
 	put_le32(v + 8, KT_FORMAT_VERSION + 1);
 	ldb_put(db, &k, v, vl);
 	leveldb_free(v);
@@ -730,10 +768,22 @@ static void test_format__newer_format_version(void **state)
 	/* Put it back so that teardown checks a readable store. */
 	db = ldb_open(f->path, 0);
 	v = ldb_get(db, &k, &vl);
-	put_le32(v + 8, PLAIN_FORMAT);
+	put_le32(v + 8, FLAGS_FORMAT);
 	ldb_put(db, &k, v, vl);
 	leveldb_free(v);
 	raw_end(f, db);
+}
+
+/* A store as a library before block checksums made it (format 4), for
+ * the tests that turn it into a store of an older format still. */
+static int setup_old(void **state)
+{
+	int rc;
+
+	kt__test_blksum = 0;
+	rc = kt_test_setup(state);
+	kt__test_blksum = 1;
+	return rc;
 }
 
 static void test_format__damaged_header(void **state)
@@ -1264,6 +1314,193 @@ static void test_format__block_past_end(void **state)
 	ok(kt_truncate(f->store, "/big", BIG_LEN));
 	assert_survivors(f->store);
 	assert_reported(nfix);
+}
+
+/* @p n bytes without a zero block (no holes): malloc'd. */
+static unsigned char *dense_value(size_t n)
+{
+	unsigned char *v = malloc(n);
+	size_t i;
+
+	assert_non_null(v);
+	for (i = 0; i < n; i++)
+		v[i] = (unsigned char)(1 + (i * 7919 + i / 251) % 255);
+	return v;
+}
+
+/* Block checksums (format 5 flag 0x02): a block row whose bytes were
+ * damaged reads as KT_ECORRUPT naming the block, through the scan of a
+ * whole value (which skips LevelDB's own checks) and through a read of
+ * one block alike, and kt_check reports it. */
+static void test_format__block_checksum_damage(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	unsigned char *big = dense_value(3 * 16384), *v, *saved, buf[100];
+	uint64_t id;
+	size_t vl, got = 0, len = 0;
+	char *whole = NULL, want[64];
+	leveldb_t *db;
+	rkey k;
+
+	ok(kt_put(f->store, "/dense", big, 3 * 16384, NULL));
+	id = id_of(f->store, "/dense");
+	snprintf(want, sizeof(want), "block 1 of node %llu is damaged",
+		 (unsigned long long)id);
+	k = block_key(id, 1);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 16384 + 4);
+	saved = malloc(vl);
+	memcpy(saved, v, vl);
+	v[5000] ^= 0x40; /* one bit of the bytes, the checksum left alone */
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+
+	fails_naming(kt_get((void **)&whole, &len, f->store, "/dense"),
+		     KT_ECORRUPT, want);
+	assert_null(whole);
+	fails_naming(kt_read(&got, f->store, "/dense", buf, sizeof(buf),
+			     16384 + 4990),
+		     KT_ECORRUPT, want);
+	/* Blocks 0 and 2 still read. */
+	ok(kt_read(&got, f->store, "/dense", buf, sizeof(buf), 100));
+	assert_int_equal(got, sizeof(buf));
+	assert_memory_equal(buf, big + 100, sizeof(buf));
+	assert_check_finds(f->store, want, "checksum does not match", NULL);
+
+	/* The damaged checksum instead of the bytes: the same. */
+	db = raw_begin(f);
+	saved[16384 + 1] ^= 0x01;
+	ldb_put(db, &k, saved, 16384 + 4);
+	raw_end(f, db);
+	fails_naming(kt_get((void **)&whole, &len, f->store, "/dense"),
+		     KT_ECORRUPT, want);
+	saved[16384 + 1] ^= 0x01;
+
+	/* Too short to hold a checksum at all. */
+	db = raw_begin(f);
+	ldb_put(db, &k, "ab", 2);
+	raw_end(f, db);
+	fails_naming(kt_get((void **)&whole, &len, f->store, "/dense"),
+		     KT_ECORRUPT, "too short for its checksum");
+
+	/* Put the row back: the value reads whole again. */
+	db = raw_begin(f);
+	ldb_put(db, &k, saved, 16384 + 4);
+	raw_end(f, db);
+	ok(kt_get((void **)&whole, &len, f->store, "/dense"));
+	assert_int_equal(len, 3 * 16384);
+	assert_memory_equal(whole, big, len);
+	kt_free(whole);
+	free(saved);
+	free(big);
+}
+
+/* The checksum covers the block's number: a whole, valid row of block 0
+ * copied under block 2's key does not read as block 2. */
+static void test_format__block_row_under_another_key(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	unsigned char *big = dense_value(3 * 16384), *v0, *v2;
+	uint64_t id;
+	size_t l0, l2, len = 0;
+	char *whole = NULL, want[64];
+	leveldb_t *db;
+	rkey k0, k2;
+
+	ok(kt_put(f->store, "/dense", big, 3 * 16384, NULL));
+	id = id_of(f->store, "/dense");
+	k0 = block_key(id, 0);
+	k2 = block_key(id, 2);
+	db = raw_begin(f);
+	v0 = ldb_get(db, &k0, &l0);
+	v2 = ldb_get(db, &k2, &l2);
+	assert_non_null(v0);
+	assert_non_null(v2);
+	ldb_put(db, &k2, v0, l0);
+	raw_end(f, db);
+	snprintf(want, sizeof(want), "block 2 of node %llu is damaged",
+		 (unsigned long long)id);
+	fails_naming(kt_get((void **)&whole, &len, f->store, "/dense"),
+		     KT_ECORRUPT, want);
+	db = raw_begin(f);
+	ldb_put(db, &k2, v2, l2);
+	raw_end(f, db);
+	leveldb_free(v0);
+	leveldb_free(v2);
+	assert_clean(f->store);
+	free(big);
+}
+
+/* A read of a dense value skips LevelDB's checks only while every block
+ * it needs is there; with one missing (here deleted, so nblocks is
+ * wrong) it reads again with them, and the hole reads as zeros. */
+static void test_format__dense_value_missing_block(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	unsigned char *want = dense_value(4 * 16384);
+	size_t len = 0;
+	char *whole = NULL;
+	leveldb_t *db;
+	rkey k;
+
+	ok(kt_put(f->store, "/dense", want, 4 * 16384, NULL));
+	/* The last block missing, then one in the middle. */
+	k = block_key(id_of(f->store, "/dense"), 3);
+	db = raw_begin(f);
+	ldb_del(db, &k);
+	raw_end(f, db);
+	memset(want + 3 * 16384, 0, 16384);
+	ok(kt_get((void **)&whole, &len, f->store, "/dense"));
+	assert_int_equal(len, 4 * 16384);
+	assert_memory_equal(whole, want, len);
+	kt_free(whole);
+	k = block_key(id_of(f->store, "/dense"), 1);
+	db = raw_begin(f);
+	ldb_del(db, &k);
+	raw_end(f, db);
+	memset(want + 16384, 0, 16384);
+	ok(kt_get((void **)&whole, &len, f->store, "/dense"));
+	assert_memory_equal(whole, want, len);
+	kt_free(whole);
+	assert_check_finds(f->store, "'/dense'", "nblocks", NULL);
+	(void)repair_and_check(f->store);
+	free(want);
+}
+
+/* A store made before block checksums (format 4, no flags byte) keeps
+ * its blocks as plain bytes, reads them, and writes new ones the same
+ * way: the format of a store does not change under it. */
+static void test_format__store_without_block_checksums(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	unsigned char *big = big_value(), *v;
+	size_t vl, len = 0;
+	char *whole = NULL;
+	leveldb_t *db;
+	rkey k = meta_key("header");
+	uint64_t id;
+
+	ok(kt_put(f->store, "/big", big, BIG_LEN, NULL));
+	id = id_of(f->store, "/big");
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_int_equal(le32(v + 8), PLAIN_FORMAT);
+	assert_int_equal(vl, sizeof("keytree") + 12 + 1 + DLEN);
+	leveldb_free(v);
+	k = block_key(id, 0);
+	v = ldb_get(db, &k, &vl);
+	assert_int_equal(vl, 16384);
+	assert_memory_equal(v, big, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+	ok(kt_get((void **)&whole, &len, f->store, "/big"));
+	assert_int_equal(len, BIG_LEN);
+	assert_memory_equal(whole, big, len);
+	kt_free(whole);
+	assert_clean(f->store);
 }
 
 static void test_format__block_of_inline_value(void **state)
@@ -2115,6 +2352,9 @@ int main(void)
 #define T(name)                                                                \
 	cmocka_unit_test_setup_teardown(test_format__##name, kt_test_setup,    \
 					kt_test_teardown)
+#define T_OLD(name)                                                            \
+	cmocka_unit_test_setup_teardown(test_format__##name, setup_old,        \
+					kt_test_teardown)
 		T(rows_as_documented),
 		T(foreign_leveldb_is_not_a_store),
 		T(empty_leveldb_is_not_a_store),
@@ -2127,11 +2367,7 @@ int main(void)
 		T(node_without_id_row),
 		T(id_row_names_another_path),
 		T(id_row_of_no_node),
-		T(format_1_upgraded),
-	T(node_without_id_row),
-	T(id_row_names_another_path),
-	T(id_row_of_no_node),
-	T(format_1_upgraded),
+		T_OLD(format_1_upgraded),
 		T(node_without_parent),
 		T(index_kind_disagrees),
 		T(index_row_does_not_decode),
@@ -2139,10 +2375,14 @@ int main(void)
 		T(nattrs_wrong),
 		T(block_past_end),
 		T(block_of_inline_value),
+		T(block_checksum_damage),
+		T(block_row_under_another_key),
+		T(dense_value_missing_block),
+		T_OLD(store_without_block_checksums),
 		T(attr_of_missing_node),
 		T(node_row_does_not_decode),
 		T(special_rows_as_documented),
-		T(format_2_upgraded),
+		T_OLD(format_2_upgraded),
 		T(special_payload_damaged),
 		T(index_type_disagrees),
 		T(special_with_children_or_blocks),
@@ -2154,8 +2394,9 @@ int main(void)
 		T(alias_row_to_nothing),
 		T(alias_link_count_wrong),
 		T(alias_layout_damaged),
-		T(format_3_upgraded),
+		T_OLD(format_3_upgraded),
 #undef T
+#undef T_OLD
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

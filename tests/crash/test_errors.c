@@ -719,9 +719,11 @@ static void test_errors__open_invalid_delimiter(void **state)
 	assert_int_equal(stat(dir, &sb), -1); /* not created */
 }
 
-/* Rewrite the header row's format version with LevelDB directly. */
-static void set_format_version(const char *dir, uint32_t fmt)
+/* Rewrite the header row's format version with LevelDB directly; the
+ * version it had is returned. */
+static uint32_t set_format_version(const char *dir, uint32_t fmt)
 {
+	uint32_t old;
 	leveldb_options_t *lo = leveldb_options_create();
 	leveldb_readoptions_t *ro = leveldb_readoptions_create();
 	leveldb_writeoptions_t *wo = leveldb_writeoptions_create();
@@ -736,6 +738,10 @@ static void set_format_version(const char *dir, uint32_t fmt)
 	assert_null(err);
 	assert_non_null(v);
 	assert_true(vlen >= 12);
+	old = (uint32_t)(unsigned char)v[8] |
+	      (uint32_t)(unsigned char)v[9] << 8 |
+	      (uint32_t)(unsigned char)v[10] << 16 |
+	      (uint32_t)(unsigned char)v[11] << 24;
 	v[8] = (char)(fmt & 0xff);
 	v[9] = (char)(fmt >> 8);
 	v[10] = (char)(fmt >> 16);
@@ -747,6 +753,7 @@ static void set_format_version(const char *dir, uint32_t fmt)
 	leveldb_writeoptions_destroy(wo);
 	leveldb_readoptions_destroy(ro);
 	leveldb_options_destroy(lo);
+	return old;
 }
 
 /* Every LevelDB key and value of the store at @p dir, as one string. */
@@ -785,10 +792,11 @@ static void test_errors__open_newer_format(void **state)
 	kt_test_fixture *f = *state;
 	char *before, *after;
 	kt_store *st = NULL;
+	uint32_t was;
 
 	kt_close(f->store);
 	f->store = NULL;
-	set_format_version(f->path, KT_FORMAT_VERSION + 1);
+	was = set_format_version(f->path, KT_FORMAT_VERSION + 1);
 	before = raw_rows(f->path);
 	assert_int_equal(kt_open(&st, f->path, NULL), KT_EVERSION);
 	assert_null(st);
@@ -805,9 +813,8 @@ static void test_errors__open_newer_format(void **state)
 	assert_string_equal(before, after);
 	free(before);
 	free(after);
-	/* Put the version back (a plain store's, 4) so that teardown can
-	 * check the store. */
-	set_format_version(f->path, 4);
+	/* Put the version back so that teardown can check the store. */
+	set_format_version(f->path, was);
 	kt_test_reopen(f);
 }
 

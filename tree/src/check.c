@@ -352,9 +352,15 @@ static int data_scan(checker *c, const char *prefix, const char *what,
 		if (row.sort.len == 8) {
 			uint64_t b = kt__get64be(
 				(const unsigned char *)row.sort.p);
+			size_t len = row.value.len;
+			/* A block that fails its checksum reads as an
+			 * error, never as wrong bytes: still damage. */
+			if (l == &c->blks &&
+			    kt__blk_open(c->st, id, b, row.value.p, &len) != 0)
+				violation(c, "%s", kt_errmsg());
 			if (b + 1 > d->maxb) {
 				d->maxb = b + 1;
-				d->lastlen = row.value.len;
+				d->lastlen = len;
 			}
 		}
 	}

@@ -102,4 +102,12 @@ static inline uint64_t kt__get64be(const unsigned char *p)
 	return v;
 }
 
+/* CRC-32C of @p n bytes at @p p, continuing from @p crc (0 to start):
+ * the CPU's instruction where it has one (crc32c.c). */
+uint32_t kt__crc32c(uint32_t crc, const void *p, size_t n);
+/* The same with the portable table, whatever the CPU (for tests). */
+uint32_t kt__crc32c_sw(uint32_t crc, const void *p, size_t n);
+/* Which one kt__crc32c uses: "sse4.2" or "table". */
+const char *kt__crc32c_impl(void);
+
 #endif /* KT_COMMON_H */

@@ -121,6 +121,9 @@ typedef struct kt__commit {
 				 * after partition key 'after' (that one
 				 * excluded, those it is a prefix of not) */
 #define KT__SCAN_FROM 0x08u    /* single partition: sort keys >= 'from' */
+#define KT__SCAN_NOVERIFY 0x10u /* a hint: the caller checks what it reads
+				 * (block checksums, value.c), so an engine
+				 * may skip its own checksums of the rows */
 
 typedef struct kt__rows_ops {
 	/* Read one row into out.  0, KT_ENOTFOUND, or an error. */

@@ -11,7 +11,9 @@
  * LevelDB reports errors as malloc'd strings; they are turned into codes
  * here, once: "Corruption" -> KT_ECORRUPT, a held lock -> KT_EBUSY, absent
  * database -> KT_ENOTFOUND, everything else -> KT_EIO.  Reads verify
- * checksums, so damaged files surface as KT_ECORRUPT, never as wrong data.
+ * checksums, so damaged files surface as KT_ECORRUPT, never as wrong data;
+ * only a scan marked KT__SCAN_NOVERIFY, whose caller checks every row it
+ * takes (value blocks with their own CRC-32C), skips them.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -30,6 +32,7 @@ typedef struct kt__ldb {
 	leveldb_cache_t *cache;
 	leveldb_filterpolicy_t *filter;
 	leveldb_readoptions_t *ropts;
+	leveldb_readoptions_t *ropts_nv; /* without checksums: NOVERIFY */
 	leveldb_writeoptions_t *wopts;
 	leveldb_writeoptions_t *wopts_sync;
 	/* Commits are checked and applied one at a time; seq counts them,
@@ -42,6 +45,7 @@ typedef struct kt__ldb {
 struct kt__snap {
 	const leveldb_snapshot_t *snap;
 	leveldb_readoptions_t *ropts;
+	leveldb_readoptions_t *ropts_nv; /* made at the first NOVERIFY scan */
 	uint64_t seq; /* commits applied when the snapshot was taken */
 };
 
@@ -92,6 +96,31 @@ static int ldb_error(char *err, const char *what)
 static const leveldb_readoptions_t *ropts_of(kt__ldb *l, const kt__snap *s)
 {
 	return s ? s->ropts : l->ropts;
+}
+
+/* The read options of a scan: without LevelDB's checksums when the
+ * caller checks the rows itself (KT__SCAN_NOVERIFY).  Such a read must
+ * not fill the block cache: LevelDB takes a cached block as checked, so
+ * a damaged block cached here would reach later checked reads, and
+ * compaction, which would copy its damage into a new table under a valid
+ * checksum.  A snapshot is read by one thread at a time, so its second
+ * set is made when first asked. */
+static const leveldb_readoptions_t *scan_ropts(kt__ldb *l, const kt__snap *s,
+					       unsigned int flags)
+{
+	kt__snap *w = (kt__snap *)s;
+
+	if (!(flags & KT__SCAN_NOVERIFY))
+		return ropts_of(l, s);
+	if (s == NULL)
+		return l->ropts_nv;
+	if (w->ropts_nv == NULL) {
+		w->ropts_nv = leveldb_readoptions_create();
+		leveldb_readoptions_set_verify_checksums(w->ropts_nv, 0);
+		leveldb_readoptions_set_fill_cache(w->ropts_nv, 0);
+		leveldb_readoptions_set_snapshot(w->ropts_nv, w->snap);
+	}
+	return w->ropts_nv;
 }
 
 static int key_make(kt__buf *k, kt__slice part, kt__slice sort)
@@ -218,7 +247,7 @@ static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		free(c);
 		return rc;
 	}
-	c->it = leveldb_create_iterator(l->db, ropts_of(l, snap));
+	c->it = leveldb_create_iterator(l->db, scan_ropts(l, snap, how->flags));
 	*out = c;
 	return 0;
 }
@@ -333,6 +362,8 @@ static void ldb_snapshot_free(kt__rows *r, kt__snap *s)
 	if (s == NULL)
 		return;
 	leveldb_readoptions_destroy(s->ropts);
+	if (s->ropts_nv)
+		leveldb_readoptions_destroy(s->ropts_nv);
 	leveldb_release_snapshot(l->db, s->snap);
 	free(s);
 }
@@ -512,6 +543,7 @@ static void ldb_close(kt__rows *r)
 	if (l->filter)
 		leveldb_filterpolicy_destroy(l->filter);
 	leveldb_readoptions_destroy(l->ropts);
+	leveldb_readoptions_destroy(l->ropts_nv);
 	leveldb_writeoptions_destroy(l->wopts);
 	leveldb_writeoptions_destroy(l->wopts_sync);
 	pthread_mutex_destroy(&l->cmu);
@@ -554,6 +586,9 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	leveldb_options_set_write_buffer_size(l->opts, 16u << 20);
 	l->ropts = leveldb_readoptions_create();
 	leveldb_readoptions_set_verify_checksums(l->ropts, 1);
+	l->ropts_nv = leveldb_readoptions_create();
+	leveldb_readoptions_set_verify_checksums(l->ropts_nv, 0);
+	leveldb_readoptions_set_fill_cache(l->ropts_nv, 0);
 	l->wopts = leveldb_writeoptions_create();
 	l->wopts_sync = leveldb_writeoptions_create();
 	leveldb_writeoptions_set_sync(l->wopts_sync, 1);

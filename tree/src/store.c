@@ -67,31 +67,40 @@ static int probe_dir(const char *dir)
 	return 0;
 }
 
-/* Formats this library writes: plain names keep format 4 (older
- * libraries read it); typed names need 5, whose header ends with a flags
+/* Formats this library writes: a store with neither typed names nor
+ * block checksums (a RADOS tree of plain names) keeps format 4, which
+ * older libraries read; the others are 5, whose header ends with a flags
  * byte.  KT_FORMAT_VERSION is the newest it reads. */
 #define FORMAT_PLAIN 4
-#define FORMAT_TYPED 5
-#define HF_TYPED 0x01
+#define FORMAT_FLAGS 5
+#define HF_TYPED 0x01  /* typed names (§3a) */
+#define HF_BLKSUM 0x02 /* block rows end with their CRC-32C (§6) */
+#define HF_KNOWN (HF_TYPED | HF_BLKSUM)
+
+int kt__test_blksum = 1;
+
+static unsigned int header_flags(const kt_store *st)
+{
+	return (st->delim.typed ? HF_TYPED : 0) | (st->blksum ? HF_BLKSUM : 0);
+}
 
 /* Add the header row, for this library's format version, to @p tx. */
 static int header_put(kt__tx *tx)
 {
 	kt_store *st = tx->st;
 	unsigned char h[HEADER_LEN + 8];
+	unsigned int fl = header_flags(st);
 
-	/* A plain store stays at format 4, which older libraries read;
-	 * typed names (format 5) add a flags byte after the delimiter. */
 	memcpy(h, MAGIC, MAGIC_LEN);
-	kt__put32(h + 8, st->delim.typed ? FORMAT_TYPED : FORMAT_PLAIN);
+	kt__put32(h + 8, fl ? FORMAT_FLAGS : FORMAT_PLAIN);
 	kt__put32(h + 12, st->block);
 	kt__put32(h + 16, st->inline_max);
 	h[20] = (unsigned char)st->delim.len;
 	memcpy(h + 21, st->delim.s, st->delim.len);
-	h[21 + st->delim.len] = HF_TYPED;
+	h[21 + st->delim.len] = (unsigned char)fl;
 	return kt__tx_put(tx, meta_part(), kt__sl("header", 6),
 			  kt__sl(h, HEADER_LEN + st->delim.len +
-					    (st->delim.typed ? 1 : 0)));
+					    (fl ? 1 : 0)));
 }
 
 static int write_initial_once(kt_store *st)
@@ -102,7 +111,7 @@ static int write_initial_once(kt_store *st)
 	unsigned char alloc[16];
 	int rc;
 
-	st->format = st->delim.typed ? FORMAT_TYPED : FORMAT_PLAIN;
+	st->format = header_flags(st) ? FORMAT_FLAGS : FORMAT_PLAIN;
 	kt__tx_init(&tx, st);
 	own.uid = st->euid;
 	own.gid = st->egid;
@@ -187,24 +196,26 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 	st->delim.len = u[20];
 	if (st->delim.len == 0 || st->delim.len > 4 ||
 	    v.len != HEADER_LEN + st->delim.len +
-			     (fmt >= FORMAT_TYPED ? 1 : 0) ||
+			     (fmt >= FORMAT_FLAGS ? 1 : 0) ||
 	    st->block == 0 || st->inline_max > st->block ||
 	    st->block > (1u << 24)) {
 		kt__buf_free(&v);
 		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
 			       "damaged", dir);
 	}
-	if (fmt >= FORMAT_TYPED && (u[21 + st->delim.len] & ~HF_TYPED)) {
+	if (fmt >= FORMAT_FLAGS && (u[21 + st->delim.len] & ~HF_KNOWN)) {
 		unsigned int fl = u[21 + st->delim.len];
 		kt__buf_free(&v);
 		return kt__err(KT_EVERSION, "open '%s': the store has flags "
 			       "0x%02x; this library (%s) knows only 0x%02x",
-			       dir, fl, KT_VERSION_STRING, HF_TYPED);
+			       dir, fl, KT_VERSION_STRING, HF_KNOWN);
 	}
 	memcpy(st->delim.s, u + 21, st->delim.len);
 	st->delim.s[st->delim.len] = '\0';
-	st->delim.typed = fmt >= FORMAT_TYPED &&
+	st->delim.typed = fmt >= FORMAT_FLAGS &&
 			  (u[21 + st->delim.len] & HF_TYPED) != 0;
+	st->blksum = fmt >= FORMAT_FLAGS &&
+		     (u[21 + st->delim.len] & HF_BLKSUM) != 0;
 	if (st->delim.typed && kt__typed_check(&st->delim) != 0) {
 		kt__buf_free(&v);
 		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
@@ -604,6 +615,12 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 			st->delim.len = strlen(d);
 			memcpy(st->delim.s, d, st->delim.len + 1);
 			st->delim.typed = o->typed_names != 0;
+			/* LevelDB checks a table block's CRC in software on
+			 * every read; a store's own hardware CRC-32C of each
+			 * value block lets reads of whole values skip it
+			 * (value.c).  A RADOS tree keeps blocks in object
+			 * data, where the OSD checks them. */
+			st->blksum = !st->rados && kt__test_blksum;
 			st->block = KT__BLOCK;
 			st->inline_max = KT__INLINE_MAX;
 			rc = write_initial(st);

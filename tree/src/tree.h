@@ -51,6 +51,8 @@ struct kt_store {
 	uint32_t block;      /* KT__BLOCK, as recorded in the header */
 	uint32_t inline_max; /* KT__INLINE_MAX, as recorded */
 	uint32_t format;     /* the store's format version */
+	int blksum;          /* block rows end with a CRC-32C (format 5
+				flag, value.c) */
 
 	pthread_mutex_t wlock; /* serialises this handle's mutations */
 	/* Protected by wlock: the ranges of ids and versions this handle
@@ -312,6 +314,15 @@ int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n);
 /* ------------------------------------------------------------------------ */
 /* Values (value.c). */
 
+/* For tests of older formats (test_format): when 0, stores made from
+ * now on have no block checksums, as before format 5 (store.c). */
+extern int kt__test_blksum;
+
+/* Check block row @p b of node @p id as stored (@p v, *@p len bytes):
+ * in a store with block checksums, its CRC-32C, and then *@p len becomes
+ * the length of its bytes without it (value.c).  KT_ECORRUPT. */
+int kt__blk_open(const kt_store *st, uint64_t id, uint64_t b, const void *v,
+		 size_t *len);
 int kt__value_read(kt__rd *rd, const kt__node *n, void *buf, size_t len,
 		   uint64_t off, size_t *nread);
 int kt__value_set(kt__tx *tx, kt__node *n, const void *data, size_t len);
