@@ -1500,7 +1500,56 @@ static void test_format__store_without_block_checksums(void **state)
 	assert_int_equal(len, BIG_LEN);
 	assert_memory_equal(whole, big, len);
 	kt_free(whole);
+	free(big);
 	assert_clean(f->store);
+}
+
+/* How many mappings of this process are of files in @p dir. */
+static int mapped_files_in(const char *dir)
+{
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int n = 0;
+
+	assert_non_null(m);
+	while (fgets(line, sizeof(line), m) != NULL)
+		if (strstr(line, dir) != NULL && strstr(line, ".ldb") != NULL)
+			n++;
+	fclose(m);
+	return n;
+}
+
+/* Table files are read with pread, not mapped (ldb_env.cc), so what a
+ * process reads of them stays out of its resident set; with
+ * KEYTREE_MMAP_TABLES=1 LevelDB maps them, as the check that this test
+ * can see a mapping at all. */
+static void test_format__tables_read_not_mapped(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	unsigned char *v = dense_value(200000);
+	size_t len = 0;
+	char *whole = NULL;
+	int mmapped;
+
+	for (mmapped = 0; mmapped < 2; mmapped++) {
+		ok(kt_put(f->store, "/v", v, 200000, NULL));
+		/* Reopening turns the log into a table file. */
+		if (mmapped)
+			setenv("KEYTREE_MMAP_TABLES", "1", 1);
+		kt_test_reopen(f);
+		ok(kt_get((void **)&whole, &len, f->store, "/v"));
+		assert_int_equal(len, 200000);
+		assert_memory_equal(whole, v, len);
+		kt_free(whole);
+		whole = NULL;
+		if (mmapped)
+			assert_true(mapped_files_in(f->path) > 0);
+		else
+			assert_int_equal(mapped_files_in(f->path), 0);
+		unsetenv("KEYTREE_MMAP_TABLES");
+	}
+	kt_test_reopen(f);
+	free(v);
 }
 
 static void test_format__block_of_inline_value(void **state)
@@ -2376,6 +2425,7 @@ int main(void)
 		T(block_past_end),
 		T(block_of_inline_value),
 		T(block_checksum_damage),
+		T(tables_read_not_mapped),
 		T(block_row_under_another_key),
 		T(dense_value_missing_block),
 		T_OLD(store_without_block_checksums),

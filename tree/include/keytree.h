@@ -288,8 +288,13 @@ typedef struct kt_options {
 	 * (U+00A6, bytes C2 A6).  Used when creating; when opening an
 	 * existing store it must be NULL or equal to the stored one. */
 	const char *delimiter;
-	size_t cache_size;     /**< LevelDB block cache bytes; 0 = 8 MiB.
-				  Not used by a RADOS store. */
+	/** LevelDB block cache bytes; 0 = 8 MiB.  Not used by a RADOS
+	 * store.  Table files are read with pread(2), not mapped, so the
+	 * cache is what a handle keeps of them in its resident memory (the
+	 * kernel's page cache keeps the rest, outside the process);
+	 * $KEYTREE_MMAP_TABLES=1 lets LevelDB map them instead, each page
+	 * read then counting in the process's RSS while its table is open. */
+	size_t cache_size;
 	/** (version 2) A RADOS store: the Ceph configuration file to read
 	 * (ceph.conf: where the monitors are, how to authenticate).  NULL:
 	 * $KEYTREE_CEPH_CONF when set and not empty, else Ceph's own search

@@ -190,6 +190,13 @@ typedef struct kt__leveldb_opts {
 int kt__leveldb_open(kt__rows **out, const char *dir,
 		     const kt__leveldb_opts *opts);
 
+/* A LevelDB environment (leveldb_env_t) that reads table files with pread
+ * instead of mapping them (ldb_env.cc), for leveldb_options_set_env; NULL
+ * when this LevelDB's C API is not laid out as expected.  Free with
+ * leveldb_env_destroy, after the database that uses it is closed. */
+struct leveldb_env_t;
+struct leveldb_env_t *kt__ldb_pread_env(void);
+
 /* Remove the LevelDB database in @p dir (its files; LevelDB takes its
  * lock first, so KT_EBUSY while another process has it open). */
 int kt__leveldb_destroy(const char *dir);

@@ -1,6 +1,7 @@
 /*
  * rows_leveldb.c - the LevelDB implementation of the storage seam (rows.h),
- * and the only file that includes <leveldb/c.h>.
+ * and the only C file that includes <leveldb/c.h> (ldb_env.cc, in C++,
+ * gives it an environment that reads table files with pread).
  *
  * A row (partition, sort) is stored under the LevelDB key
  * partition || 0x00 || sort.  Partition keys hold no NUL, so the first NUL
@@ -29,6 +30,7 @@ typedef struct kt__ldb {
 	kt__rows base;
 	leveldb_t *db;
 	leveldb_options_t *opts;
+	leveldb_env_t *env; /* table files read with pread (ldb_env.cc) */
 	leveldb_cache_t *cache;
 	leveldb_filterpolicy_t *filter;
 	leveldb_readoptions_t *ropts;
@@ -538,6 +540,8 @@ static void ldb_close(kt__rows *r)
 	if (l->db)
 		leveldb_close(l->db);
 	leveldb_options_destroy(l->opts);
+	if (l->env)
+		leveldb_env_destroy(l->env);
 	if (l->cache)
 		leveldb_cache_destroy(l->cache);
 	if (l->filter)
@@ -548,6 +552,14 @@ static void ldb_close(kt__rows *r)
 	leveldb_writeoptions_destroy(l->wopts_sync);
 	pthread_mutex_destroy(&l->cmu);
 	free(l);
+}
+
+/* KEYTREE_MMAP_TABLES=1: leave table files to LevelDB, which maps them. */
+static int mmap_tables(void)
+{
+	const char *v = getenv("KEYTREE_MMAP_TABLES");
+
+	return v != NULL && strcmp(v, "1") == 0;
 }
 
 static const kt__rows_ops ldb_ops = {
@@ -578,6 +590,12 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	l->opts = leveldb_options_create();
 	leveldb_options_set_create_if_missing(l->opts, o->create);
 	leveldb_options_set_paranoid_checks(l->opts, 1);
+	/* Table files are read with pread, not mapped, so that what a
+	 * process reads of them stays in the page cache and out of its
+	 * resident set, bounded by the block cache (ldb_env.cc).
+	 * KEYTREE_MMAP_TABLES=1 keeps LevelDB's mappings. */
+	if (!mmap_tables() && (l->env = kt__ldb_pread_env()) != NULL)
+		leveldb_options_set_env(l->opts, l->env);
 	l->cache = leveldb_cache_create_lru(o->cache_size ? o->cache_size
 						       : 8u << 20);
 	leveldb_options_set_cache(l->opts, l->cache);

@@ -1,0 +1,177 @@
+/*
+ * ldb_env.cc - a LevelDB environment whose table files are read with
+ * pread(2) instead of being mapped, for rows_leveldb.c.
+ *
+ * LevelDB 1.23's own environment maps up to 1000 table files read-only
+ * and reads them through the mappings.  Every page a long listing or a
+ * big read touches then stays in the process's resident set while the
+ * table is open: 140 MiB of a keytreefs daemon's 177 MiB listing 10^6
+ * entries (docs/PERFORMANCE.md).  Those pages are the kernel's page
+ * cache, shared and reclaimable, but `top` counts them, and a user reads
+ * RES there.  Read with pread, a block lands in LevelDB's block cache,
+ * which kt_options.cache_size bounds, and the page cache keeps the rest
+ * outside the process.
+ *
+ * LevelDB's C API has no way to build an environment, only to pass one:
+ * leveldb_env_t is a struct private to its c.cc whose first member is
+ * the Env pointer.  kt__ldb_pread_env() takes the default environment's
+ * struct, checks that its first member is indeed Env::Default(), and only
+ * then points it at the wrapper; if the check fails (another LevelDB
+ * build), it answers NULL and the store keeps LevelDB's mappings.
+ *
+ * Open table files keep their descriptor while the process has fewer
+ * than a fifth of its descriptor limit in such use (the share LevelDB's
+ * own reader takes); past that a file opens and closes its descriptor on
+ * each read.  This is the only C++ in the library.
+ */
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <leveldb/c.h>
+#include <leveldb/env.h>
+#include <leveldb/slice.h>
+#include <leveldb/status.h>
+
+namespace {
+
+std::atomic<long> fds_left{-1};
+
+leveldb::Status io_error(const std::string &name, int err)
+{
+	if (err == ENOENT)
+		return leveldb::Status::NotFound(name, std::strerror(err));
+	return leveldb::Status::IOError(name, std::strerror(err));
+}
+
+/* Take one of the descriptors a table may keep; false when none is left. */
+bool fd_take()
+{
+	long n = fds_left.load();
+
+	if (n < 0) {
+		struct rlimit rl;
+		long want = 50;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			if (rl.rlim_cur == RLIM_INFINITY)
+				want = 1L << 20;
+			else
+				want = (long)(rl.rlim_cur / 5);
+		}
+		long unset = -1;
+		fds_left.compare_exchange_strong(unset, want);
+	}
+	n = fds_left.load();
+	while (n > 0 && !fds_left.compare_exchange_weak(n, n - 1)) {
+	}
+	return n > 0;
+}
+
+class PreadFile : public leveldb::RandomAccessFile {
+public:
+	PreadFile(std::string name, int fd) : name_(std::move(name)), fd_(fd)
+	{
+	}
+
+	~PreadFile() override
+	{
+		if (fd_ >= 0) {
+			::close(fd_);
+			fds_left.fetch_add(1);
+		}
+	}
+
+	leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice *result,
+			     char *scratch) const override
+	{
+		int fd = fd_;
+		ssize_t got;
+		int err = 0;
+
+		if (fd < 0 && (fd = ::open(name_.c_str(),
+					   O_RDONLY | O_CLOEXEC)) < 0) {
+			*result = leveldb::Slice(scratch, 0);
+			return io_error(name_, errno);
+		}
+		do {
+			got = ::pread(fd, scratch, n, (off_t)offset);
+		} while (got < 0 && errno == EINTR);
+		if (got < 0)
+			err = errno;
+		if (fd != fd_)
+			::close(fd);
+		*result = leveldb::Slice(scratch, got < 0 ? 0 : (size_t)got);
+		return got < 0 ? io_error(name_, err) : leveldb::Status::OK();
+	}
+
+private:
+	const std::string name_;
+	const int fd_; /* -1: opened for each read */
+};
+
+class PreadEnv : public leveldb::EnvWrapper {
+public:
+	explicit PreadEnv(leveldb::Env *base) : leveldb::EnvWrapper(base)
+	{
+	}
+
+	leveldb::Status
+	NewRandomAccessFile(const std::string &name,
+			    leveldb::RandomAccessFile **out) override
+	{
+		int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+
+		*out = nullptr;
+		if (fd < 0)
+			return io_error(name, errno);
+		if (!fd_take()) {
+			::close(fd);
+			fd = -1;
+		}
+		*out = new (std::nothrow) PreadFile(name, fd);
+		if (*out == nullptr) {
+			if (fd >= 0) {
+				::close(fd);
+				fds_left.fetch_add(1);
+			}
+			return leveldb::Status::IOError(name, "out of memory");
+		}
+		return leveldb::Status::OK();
+	}
+};
+
+} // namespace
+
+/* The struct LevelDB's c.cc keeps behind leveldb_env_t; only its first
+ * member is used here, and checked before it is. */
+struct kt_ldb_env_layout {
+	leveldb::Env *rep;
+};
+
+extern "C" __attribute__((visibility("hidden"))) leveldb_env_t *
+kt__ldb_pread_env(void)
+{
+	/* One wrapper for the process, like LevelDB's default environment,
+	 * whose background thread it shares; never freed. */
+	static PreadEnv *env = new (std::nothrow) PreadEnv(leveldb::Env::Default());
+	leveldb_env_t *e;
+	kt_ldb_env_layout *l;
+
+	if (env == nullptr || (e = leveldb_create_default_env()) == nullptr)
+		return nullptr;
+	l = reinterpret_cast<kt_ldb_env_layout *>(e);
+	if (l->rep != leveldb::Env::Default()) {
+		leveldb_env_destroy(e);
+		return nullptr;
+	}
+	/* leveldb_env_destroy() leaves a default environment's Env alone,
+	 * so it never deletes the wrapper either. */
+	l->rep = env;
+	return e;
+}
