@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define BENCH_VALUE_LEN 100
 #define BENCH_PATH_MAX	256
@@ -95,5 +96,15 @@ uint64_t bench_disk_bytes(const char *dir);
  * made through the library (eng_keytree.c). */
 struct kt_store;
 int bench_kt_skeleton(struct kt_store *st, const bench_params *p);
+
+/* The LevelDB block cache of keytree and the floor alike: $KT_BENCH_CACHE_MB
+ * mebibytes, or the library's default, 8 MiB. */
+static inline size_t bench_cache_bytes(void)
+{
+	const char *v = getenv("KT_BENCH_CACHE_MB");
+	long mb = v != NULL ? strtol(v, NULL, 10) : 0;
+
+	return (size_t)(mb > 0 ? mb : 8) << 20;
+}
 
 #endif /* KT_BENCH_H */

@@ -35,10 +35,22 @@
 #define NODE_HDR    74
 #define ALLOC_CHUNK 1024
 
+/* The library's environment for LevelDB (tree/src/ldb_env.cc), which the
+ * static library links in. */
+struct leveldb_env_t *kt__ldb_pread_env(void);
+
+static int mmap_tables(void)
+{
+	const char *v = getenv("KEYTREE_MMAP_TABLES");
+
+	return v != NULL && strcmp(v, "1") == 0;
+}
+
 typedef struct fctx {
 	const bench_params *p;
 	leveldb_t *db;
 	leveldb_options_t *opts;
+	struct leveldb_env_t *env;
 	leveldb_cache_t *cache;
 	leveldb_filterpolicy_t *filter;
 	leveldb_readoptions_t *ropts;
@@ -194,10 +206,13 @@ static int f_open(void **out, const bench_params *p)
 	kt_close(st);
 	if (rc != 0)
 		return rc;
-	/* The options of tree/src/rows_leveldb.c. */
+	/* The options of tree/src/rows_leveldb.c, its environment (table
+	 * files read with pread; KEYTREE_MMAP_TABLES=1: mapped) included. */
 	c->opts = leveldb_options_create();
 	leveldb_options_set_paranoid_checks(c->opts, 1);
-	c->cache = leveldb_cache_create_lru(8u << 20);
+	if (!mmap_tables() && (c->env = kt__ldb_pread_env()) != NULL)
+		leveldb_options_set_env(c->opts, c->env);
+	c->cache = leveldb_cache_create_lru(bench_cache_bytes());
 	leveldb_options_set_cache(c->opts, c->cache);
 	c->filter = leveldb_filterpolicy_create_bloom(10);
 	leveldb_options_set_filter_policy(c->opts, c->filter);
@@ -723,6 +738,8 @@ static void f_close(void *ctx)
 		leveldb_close(c->db);
 	if (c->opts != NULL) {
 		leveldb_options_destroy(c->opts);
+		if (c->env != NULL)
+			leveldb_env_destroy(c->env);
 		leveldb_cache_destroy(c->cache);
 		leveldb_filterpolicy_destroy(c->filter);
 		leveldb_readoptions_destroy(c->ropts);

@@ -107,6 +107,7 @@ static int k_open(void **out, const bench_params *p)
 		return bench_fail("open", "out of memory");
 	c->p = p;
 	o.create_if_missing = 1;
+	o.cache_size = bench_cache_bytes();
 	if (kt_open(&c->st, p->dir, &o) != 0)
 		return kt_fail("kt_open");
 	return bench_kt_skeleton(c->st, p);
@@ -114,13 +115,15 @@ static int k_open(void **out, const bench_params *p)
 
 static int k_attach(void **out, const bench_params *p)
 {
+	kt_options o = KT_OPTIONS_INIT;
 	kctx *c = calloc(1, sizeof(*c));
 
 	*out = c;
 	if (c == NULL)
 		return bench_fail("open", "out of memory");
+	o.cache_size = bench_cache_bytes();
 	c->p = p;
-	if (kt_open(&c->st, p->dir, NULL) != 0)
+	if (kt_open(&c->st, p->dir, &o) != 0)
 		return kt_fail("kt_open");
 	return 0;
 }
@@ -129,9 +132,12 @@ static int k_reopen(void *ctx)
 {
 	kctx *c = ctx;
 
+	kt_options o = KT_OPTIONS_INIT;
+
+	o.cache_size = bench_cache_bytes();
 	kt_close(c->st);
 	c->st = NULL;
-	if (kt_open(&c->st, c->p->dir, NULL) != 0)
+	if (kt_open(&c->st, c->p->dir, &o) != 0)
 		return kt_fail("kt_open");
 	return 0;
 }
