@@ -1,28 +1,14 @@
 /*
  * test_crc.c - CRC-32C, the checksum of value blocks (crc32c.c,
  * docs/FORMAT.md §6): the published check value, the hardware path
- * against the table against a bit-at-a-time definition over every
- * alignment and many lengths (across the three-way runs' edges), and
- * continuing a CRC across pieces.
+ * against the table against a bit-at-a-time definition (kt_test.h) over
+ * every alignment and many lengths (across the three-way runs' edges),
+ * and continuing a CRC across pieces.
  */
 #include <stdlib.h>
 
 #include "kt_test.h"
 #include "common.h"
-
-/* The definition: reflected polynomial 0x82F63B78, one bit at a time. */
-static uint32_t crc_bits(uint32_t crc, const unsigned char *p, size_t n)
-{
-	int k;
-
-	crc = ~crc;
-	while (n-- > 0) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
-	}
-	return ~crc;
-}
 
 static unsigned char *random_bytes(size_t n, unsigned int seed)
 {
@@ -68,7 +54,8 @@ static void test_crc__paths_agree(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
 		for (a = 0; a < 8; a++) {
-			uint32_t want = crc_bits(0x1234567u, b + a, edges[i]);
+			uint32_t want =
+				kt_test_crc32c(0x1234567u, b + a, edges[i]);
 			assert_int_equal(kt__crc32c(0x1234567u, b + a, edges[i]),
 					 want);
 			assert_int_equal(
@@ -79,7 +66,7 @@ static void test_crc__paths_agree(void **state)
 		size_t off = (size_t)rand() % 64;
 		size_t n = (size_t)rand() % 65536;
 		uint32_t seed = (uint32_t)rand();
-		uint32_t want = crc_bits(seed, b + off, n);
+		uint32_t want = kt_test_crc32c(seed, b + off, n);
 		assert_int_equal(kt__crc32c(seed, b + off, n), want);
 		assert_int_equal(kt__crc32c_sw(seed, b + off, n), want);
 	}

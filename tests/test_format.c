@@ -110,22 +110,6 @@ static rkey index_key(const char *path)
 	return k;
 }
 
-/* CRC-32C one bit at a time, as the format's definition reads (the
- * library's own is table- or instruction-driven). */
-static uint32_t crc32c_bits(uint32_t crc, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	int k;
-
-	crc = ~crc;
-	while (n-- > 0) {
-		crc ^= *b++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
-	}
-	return ~crc;
-}
-
 /* The checksum a block row of block @p b ends with (FORMAT.md §6). */
 static uint32_t block_crc(uint64_t b, const void *p, size_t n)
 {
@@ -134,7 +118,7 @@ static uint32_t block_crc(uint64_t b, const void *p, size_t n)
 
 	for (i = 7; i >= 0; i--, b >>= 8)
 		be[i] = (unsigned char)b;
-	return crc32c_bits(crc32c_bits(0, be, 8), p, n);
+	return kt_test_crc32c(kt_test_crc32c(0, be, 8), p, n);
 }
 
 /* The key of block @p b of node @p id: "/blk/<16 hex>" 0x00 u64be(b). */
@@ -640,7 +624,7 @@ static void test_format__rows_as_documented(void **state)
 	assert_int_equal(le64(v + 22), BIG_LEN);
 	leveldb_free(v);
 	/* Each block row ends with le32 CRC-32C(u64be(block) || bytes). */
-	assert_int_equal(crc32c_bits(0, "123456789", 9), 0xE3069283u);
+	assert_int_equal(kt_test_crc32c(0, "123456789", 9), 0xE3069283u);
 	k = block_key(big, 0);
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
