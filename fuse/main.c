@@ -44,6 +44,8 @@ struct options {
 	char *abslinks;
 	char *ceph_conf;
 	char *ceph_client;
+	char *cache;         /* -o cache=SIZE, as given */
+	size_t cache_bytes;  /* and as read */
 	double entry_timeout;
 	double attr_timeout;
 	double negative_timeout;
@@ -64,6 +66,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("abslinks=%s", abslinks, 0),
 	OPT("ceph_conf=%s", ceph_conf, 0),
 	OPT("ceph_client=%s", ceph_client, 0),
+	OPT("cache=%s", cache, 0),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("negative_timeout=%lf", negative_timeout, 0),
@@ -114,6 +117,11 @@ static void usage(const char *prog)
 	       "                           client.admin (default: "
 	       "$KEYTREE_CEPH_CLIENT, else\n"
 	       "                           Ceph's)\n"
+	       "    -o cache=SIZE          a directory store: LevelDB's "
+	       "block cache, bytes\n"
+	       "                           or with K, M or G (default: "
+	       "8M); what the daemon\n"
+	       "                           keeps of the store in memory\n"
 	       "    -o no_default_permissions  leave permission checks to "
 	       "nobody (default:\n"
 	       "                           the kernel checks them)\n"
@@ -224,6 +232,36 @@ static int add_escaped_opt(struct fuse_args *args, const char *name,
 	return rc;
 }
 
+/* Read a size such as "65536", "512K", "64M" or "2G" (binary units) into
+ * *@p out: 0, or -1 when it is not one or is outside 1 MiB to 1 TiB. */
+static int parse_size(const char *s, size_t *out)
+{
+	unsigned long long v, unit = 1;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		unit = 1ull << 10;
+	else if (*end == 'M' || *end == 'm')
+		unit = 1ull << 20;
+	else if (*end == 'G' || *end == 'g')
+		unit = 1ull << 30;
+	if (unit != 1)
+		end++;
+	if (*end != '\0' || v > (1ull << 40) / unit)
+		return -1;
+	v *= unit;
+	if (v < (1ull << 20) || v > (1ull << 40) || v > SIZE_MAX)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
 /* Open the store; print why not and return non-zero on failure. */
 static int store_open(struct ktfs *fs, const struct options *o)
 {
@@ -237,6 +275,7 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	ko.typed_names = o->typed;
 	ko.ceph_conf = o->ceph_conf;
 	ko.ceph_client = o->ceph_client;
+	ko.cache_size = o->cache_bytes;
 	/* kt_open drops the orphans (files unlinked while open) that a
 	 * daemon which died left behind. */
 	rc = kt_open(&fs->store, fs->store_dir, &ko);
@@ -329,6 +368,11 @@ static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 		fs->abslinks_host = 1;
 	} else if (o->abslinks && strcmp(o->abslinks, "store") != 0) {
 		fprintf(stderr, "keytreefs: abslinks must be store or host\n");
+		return 1;
+	}
+	if (o->cache && parse_size(o->cache, &o->cache_bytes) != 0) {
+		fprintf(stderr, "keytreefs: cache=%s: not a size (bytes, or "
+			"a number with K, M or G, from 1M to 1T)\n", o->cache);
 		return 1;
 	}
 	fs->entry_timeout = o->entry_timeout;
@@ -596,6 +640,7 @@ out:
 	free(o.abslinks);
 	free(o.ceph_conf);
 	free(o.ceph_client);
+	free(o.cache);
 	fuse_opt_free_args(&args);
 	locks_destroy(&fs);
 	return rc;

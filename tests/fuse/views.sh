@@ -273,3 +273,23 @@ grep -q "typed names are chosen when a store is made" "$KTFS_TMP/err" ||
 ! mountpoint -q "$MNT" || fail "mounted a plain store with -o typed"
 ok "keytreefs -o create,typed makes a typed store; -o typed on a plain one is refused"
 
+
+# -o cache=SIZE sets the store's block cache (what the daemon keeps of
+# the store in memory); a size it cannot read is refused, naming it, and
+# nothing is mounted.
+for bad in abc 12X 0 512K 2T -1M; do
+	rc=0
+	"$KEYTREEFS" -o "cache=$bad" "$STORE" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
+	expect_eq "exit status, -o cache=$bad" "$rc" 1
+	grep -q "cache=$bad: not a size" "$KTFS_TMP/err" ||
+		fail "-o cache=$bad: $(cat "$KTFS_TMP/err")"
+	! mountpoint -q "$MNT" || fail "mounted with -o cache=$bad"
+done
+ktfs_mount -o cache=1M
+head -c 300000 /dev/urandom >"$KTFS_TMP/big"
+cp "$KTFS_TMP/big" "$MNT/big"
+ktfs_umount
+ktfs_mount -o cache=64m
+cmp "$KTFS_TMP/big" "$MNT/big" || fail "a value written with cache=1M reads back"
+ktfs_umount
+ok "keytreefs -o cache=SIZE mounts with 1M and 64m; abc, 12X, 0, 512K, 2T and -1M are refused"
