@@ -1420,7 +1420,8 @@ static void test_format__block_row_under_another_key(void **state)
 
 /* A read of a dense value skips LevelDB's checks only while every block
  * it needs is there; with one missing (here deleted, so nblocks is
- * wrong) it reads again with them, and the hole reads as zeros. */
+ * wrong) it reads again with them, and the hole reads as zeros: for the
+ * scan of a whole value and for the read of one block alike. */
 static void test_format__dense_value_missing_block(void **state)
 {
 	kt_test_fixture *f = fix(state);
@@ -1449,6 +1450,18 @@ static void test_format__dense_value_missing_block(void **state)
 	ok(kt_get((void **)&whole, &len, f->store, "/dense"));
 	assert_memory_equal(whole, want, len);
 	kt_free(whole);
+	/* A read within one block asks for that row alone, the same way. */
+	{
+		unsigned char buf[100];
+		size_t got = 0;
+		ok(kt_read(&got, f->store, "/dense", buf, sizeof(buf),
+			   16384 + 50));
+		assert_int_equal(got, sizeof(buf));
+		assert_memory_equal(buf, want + 16384 + 50, sizeof(buf));
+		ok(kt_read(&got, f->store, "/dense", buf, sizeof(buf),
+			   2 * 16384 + 50));
+		assert_memory_equal(buf, want + 2 * 16384 + 50, sizeof(buf));
+	}
 	assert_check_finds(f->store, "'/dense'", "nblocks", NULL);
 	(void)repair_and_check(f->store);
 	free(want);

@@ -129,6 +129,12 @@ typedef struct kt__rows_ops {
 	/* Read one row into out.  0, KT_ENOTFOUND, or an error. */
 	int (*get)(kt__rows *r, const kt__snap *snap, kt__slice part,
 		   kt__slice sort, kt__buf *out);
+	/* Optional (NULL: use get).  The same read for a caller that checks
+	 * the row itself (value blocks with their own CRC-32C, value.c),
+	 * as KT__SCAN_NOVERIFY is for a scan: the engine may skip its own
+	 * checksums of it. */
+	int (*get_unchecked)(kt__rows *r, const kt__snap *snap,
+			     kt__slice part, kt__slice sort, kt__buf *out);
 	int (*scan)(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		    const kt__scan *how);
 	/* 0 with row set, KT_ITEROVER, or an error. */

@@ -137,10 +137,9 @@ static int key_make(kt__buf *k, kt__slice part, kt__slice sort)
 	return kt__buf_add(k, sort.p, sort.len);
 }
 
-static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
-		   kt__slice sort, kt__buf *out)
+static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
+		    kt__slice part, kt__slice sort, kt__buf *out)
 {
-	kt__ldb *l = (kt__ldb *)r;
 	char keybuf[512];
 	kt__buf kb = {0};
 	const char *key;
@@ -161,7 +160,7 @@ static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 			return rc;
 		key = kb.p;
 	}
-	val = leveldb_get(l->db, ropts_of(l, snap), key, klen, &vlen, &err);
+	val = leveldb_get(l->db, ro, key, klen, &vlen, &err);
 	kt__buf_free(&kb);
 	if (err != NULL)
 		return ldb_error(err, "reading the store failed");
@@ -170,6 +169,25 @@ static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 	rc = kt__buf_set(out, val, vlen);
 	leveldb_free(val);
 	return rc;
+}
+
+static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
+		   kt__slice sort, kt__buf *out)
+{
+	kt__ldb *l = (kt__ldb *)r;
+
+	return get_with(l, ropts_of(l, snap), part, sort, out);
+}
+
+/* A get whose caller checks the row itself: without LevelDB's checksums
+ * and without filling the block cache (scan_ropts). */
+static int ldb_get_unchecked(kt__rows *r, const kt__snap *snap,
+			     kt__slice part, kt__slice sort, kt__buf *out)
+{
+	kt__ldb *l = (kt__ldb *)r;
+
+	return get_with(l, scan_ropts(l, snap, KT__SCAN_NOVERIFY), part, sort,
+			out);
 }
 
 /* Byte order of two strings, a proper prefix first. */
@@ -564,6 +582,7 @@ static int mmap_tables(void)
 
 static const kt__rows_ops ldb_ops = {
 	.get = ldb_get,
+	.get_unchecked = ldb_get_unchecked,
 	.scan = ldb_scan,
 	.next = ldb_next,
 	.cursor_free = ldb_cursor_free,

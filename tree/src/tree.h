@@ -234,6 +234,10 @@ int kt__rd_validates(const kt_store *st);
 
 /* A merged cursor over the engine and a transaction's overlay. */
 typedef struct kt__mcur kt__mcur;
+/* kt__rd_get for a caller that checks the row itself (value blocks with
+ * their CRC-32C): the engine may skip its own checksums (rows.h). */
+int kt__rd_get_unchecked(kt__rd *rd, kt__slice part, kt__slice sort,
+			 kt__buf *out);
 int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how);
 int kt__mcur_next(kt__mcur *c, kt__row *row);
 void kt__mcur_free(kt__mcur *c);

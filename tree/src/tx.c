@@ -592,7 +592,8 @@ void kt__rd_prefetch_scan(kt__rd *rd, kt__slice part)
 		r->ops->prefetch_scan(r, snap, part);
 }
 
-int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
+static int rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out,
+		  int unchecked)
 {
 	kt__rows *r = rd->st->rows;
 	int rc;
@@ -620,11 +621,18 @@ int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 	}
 	if (rd->tx != NULL && (rc = tx_snap(rd->tx)) != 0)
 		return rc;
-	rc = r->ops->get(r, rd->tx != NULL ? rd->tx->snap : rd->snap, part,
-			 sort, out);
+	if (unchecked && r->ops->get_unchecked != NULL)
+		rc = r->ops->get_unchecked(
+			r, rd->tx != NULL ? rd->tx->snap : rd->snap, part, sort,
+			out);
+	else
+		rc = r->ops->get(r, rd->tx != NULL ? rd->tx->snap : rd->snap,
+				 part, sort, out);
 	/* Remember what the engine said: operations read the same rows
-	 * (a parent, say) more than once. */
-	if (rd->tx != NULL && (rc == 0 || rc == KT_ENOTFOUND)) {
+	 * (a parent, say) more than once.  Not an unchecked miss, which its
+	 * caller asks again with the checks (value.c). */
+	if (rd->tx != NULL &&
+	    (rc == 0 || (rc == KT_ENOTFOUND && !unchecked))) {
 		int crc = tx_write(rd->tx, part, sort,
 				   rc == 0 ? kt__slb(out) : kt__sl("", 0),
 				   rc == KT_ENOTFOUND, 1);
@@ -632,6 +640,17 @@ int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 			return crc;
 	}
 	return rc;
+}
+
+int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
+{
+	return rd_get(rd, part, sort, out, 0);
+}
+
+int kt__rd_get_unchecked(kt__rd *rd, kt__slice part, kt__slice sort,
+			 kt__buf *out)
+{
+	return rd_get(rd, part, sort, out, 1);
 }
 
 struct kt__mcur {

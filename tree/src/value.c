@@ -51,17 +51,37 @@ int kt__blk_open(const kt_store *st, uint64_t id, uint64_t b, const void *v,
 	return 0;
 }
 
-static int blk_get(kt__rd *rd, uint64_t id, uint64_t b, kt__buf *out)
+/* Is @p n's value dense: does every block up to its end have a row? */
+static int dense(const kt_store *st, const kt__node *n)
+{
+	return n->nblocks == (n->size + st->block - 1) / st->block;
+}
+
+/* Read block @p b of node @p n.  In a store with block checksums the row
+ * is checked against its own CRC, so the engine may skip its checks
+ * (kt__rd_get_unchecked); a block missing from a dense value is then
+ * asked for again with them, since damage to a key can make a row seem
+ * absent (read_scan_once says more). */
+static int blk_get(kt__rd *rd, const kt__node *n, uint64_t b, kt__buf *out)
 {
 	char part[32];
 	unsigned char sk[8];
+	kt__slice p, k;
 	int rc;
 
-	kt__part_blk(part, id);
+	kt__part_blk(part, n->id);
 	blk_sort(sk, b);
-	rc = kt__rd_get(rd, kt__sl(part, strlen(part)), kt__sl(sk, 8), out);
+	p = kt__sl(part, strlen(part));
+	k = kt__sl(sk, 8);
+	if (rd->st->blksum && dense(rd->st, n)) {
+		rc = kt__rd_get_unchecked(rd, p, k, out);
+		if (rc == KT_ENOTFOUND)
+			rc = kt__rd_get(rd, p, k, out);
+	} else {
+		rc = kt__rd_get(rd, p, k, out);
+	}
 	if (rc == 0)
-		rc = kt__blk_open(rd->st, id, b, out->p, &out->len);
+		rc = kt__blk_open(rd->st, n->id, b, out->p, &out->len);
 	return rc;
 }
 
@@ -231,9 +251,8 @@ static int read_scan(kt__rd *rd, const kt__node *n, unsigned char *out,
 		     size_t len, uint64_t off, size_t *nread)
 {
 	kt_store *st = rd->st;
-	int dense = st->blksum &&
-		    n->nblocks == (n->size + st->block - 1) / st->block;
-	int rc = read_scan_once(rd, n, out, len, off, dense);
+	int rc = read_scan_once(rd, n, out, len, off,
+				st->blksum && dense(st, n));
 
 	if (rc == 1)
 		rc = read_scan_once(rd, n, out, len, off, 0);
@@ -270,7 +289,7 @@ int kt__value_read(kt__rd *rd, const kt__node *n, void *buf, size_t len,
 		size_t e = end < bs + st->block ? (size_t)(end - bs) : st->block;
 		unsigned char *dst = out + (bs + s - off);
 
-		rc = blk_get(rd, n->id, b, &blk);
+		rc = blk_get(rd, n, b, &blk);
 		if (rc == KT_ENOTFOUND) {
 			memset(dst, 0, e - s);
 			rc = 0;
@@ -395,7 +414,7 @@ int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
 					n->nblocks++;
 			} else if (bs >= oldsize) {
 				n->nblocks++;
-			} else if ((rc = blk_get(&rd, n->id, b, &blk)) ==
+			} else if ((rc = blk_get(&rd, n, b, &blk)) ==
 				   KT_ENOTFOUND) {
 				n->nblocks++;
 				rc = 0;
@@ -405,7 +424,7 @@ int kt__value_write(kt__tx *tx, kt__node *n, const void *data, size_t len,
 			continue;
 		}
 		/* Partial block: read, patch, write back. */
-		rc = blk_get(&rd, n->id, b, &blk);
+		rc = blk_get(&rd, n, b, &blk);
 		if (rc == KT_ENOTFOUND) {
 			n->nblocks++;
 			blk.len = 0;
@@ -481,7 +500,7 @@ int kt__value_truncate(kt__tx *tx, kt__node *n, uint64_t size)
 		n->nblocks = n->nblocks > dropped ? n->nblocks - (uint32_t)dropped
 						  : 0;
 		if (rc == 0 && tail != 0) {
-			rc = blk_get(&rd, n->id, keep - 1, &blk);
+			rc = blk_get(&rd, n, keep - 1, &blk);
 			if (rc == 0 && blk.len > tail)
 				rc = blk_put(tx, n->id, keep - 1, blk.p, tail);
 			else if (rc == KT_ENOTFOUND)
@@ -547,7 +566,7 @@ int kt__value_trim(kt__tx *tx, const kt__node *n)
 		return rc;
 	if (keep > 0) {
 		tail = (size_t)(n->size - (keep - 1) * st->block);
-		rc = blk_get(&rd, n->id, keep - 1, &blk);
+		rc = blk_get(&rd, n, keep - 1, &blk);
 		if (rc == 0 && blk.len > tail)
 			rc = blk_put(tx, n->id, keep - 1, blk.p, tail);
 		else if (rc == KT_ENOTFOUND)
