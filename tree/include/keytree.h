@@ -126,10 +126,10 @@
  * Integrity
  * ---------
  * Damaged storage reads as KT_ECORRUPT, never as other bytes.  On LevelDB
- * every table block read is checked against its CRC, except that a read
- * of a large, hole-free value checks the value's own block checksums
- * instead (stores made since format 5: docs/FORMAT.md §6), computed with
- * the CPU's CRC instruction where it has one.  kt_check() reads
+ * every table block read is checked against its CRC, except that reads
+ * of the blocks of a large, hole-free value check the value's own block
+ * checksums instead (stores made since format 5: docs/FORMAT.md §6),
+ * computed with the CPU's CRC instruction where it has one.  kt_check() reads
  * everything with every check on.  RADOS checks the data it stores.
  */
 #ifndef KEYTREE_H

@@ -166,6 +166,13 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 		return ldb_error(err, "reading the store failed");
 	if (val == NULL)
 		return KT_ENOTFOUND;
+	if (out->p == NULL && vlen > 0) {
+		/* LevelDB's C API hands over a malloc'd copy (leveldb_free
+		 * is free): keep it rather than copy it once more. */
+		out->p = val;
+		out->len = out->cap = vlen;
+		return 0;
+	}
 	rc = kt__buf_set(out, val, vlen);
 	leveldb_free(val);
 	return rc;
