@@ -642,7 +642,10 @@ static int raw_connect(const char *dir)
 	assert_true(fd >= 0);
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/keytree.sock", dir);
+	/* A path cut short would name another socket. */
+	assert_true((size_t)snprintf(a.sun_path, sizeof(a.sun_path),
+				     "%s/keytree.sock", dir) <
+		    sizeof(a.sun_path));
 	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	return fd;
 }
