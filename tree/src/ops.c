@@ -44,45 +44,44 @@ static int is_root(const kt__res *r)
 /* ---------------------------------------------------------------------- */
 /* Subtrees */
 
-/* One row copied out of a scan. */
+/* One row copied out of a scan.  The bytes live in the vector's arena
+ * (one allocation for the whole subtree rather than three per row); the
+ * pointers are set once the scan is over (rowvec_seal), the arena no
+ * longer moving, and each piece is followed by a NUL. */
 typedef struct rowcopy {
-	char *part, *sort, *val;
+	const char *part, *sort, *val;
+	size_t poff, soff, voff;
 	size_t plen, slen, vlen;
 } rowcopy;
 
 typedef struct rowvec {
 	rowcopy *v;
 	size_t n, cap;
+	kt__buf bytes;
 } rowvec;
 
 static void rowvec_free(rowvec *rv)
 {
-	size_t i;
-
-	for (i = 0; i < rv->n; i++) {
-		free(rv->v[i].part);
-		free(rv->v[i].sort);
-		free(rv->v[i].val);
-	}
 	free(rv->v);
+	kt__buf_free(&rv->bytes);
 	memset(rv, 0, sizeof(*rv));
 }
 
-static char *dup_bytes(const char *p, size_t len)
+/* Append @p len bytes and a NUL to the arena; *@p off receives where. */
+static int arena_add(kt__buf *b, const char *p, size_t len, size_t *off)
 {
-	char *d = malloc(len + 1);
+	int rc;
 
-	if (d != NULL) {
-		if (len)
-			memcpy(d, p, len);
-		d[len] = '\0';
-	}
-	return d;
+	*off = b->len;
+	if ((rc = kt__buf_add(b, p, len)) != 0)
+		return rc;
+	return kt__buf_addc(b, '\0');
 }
 
 static int rowvec_add(rowvec *rv, const kt__row *row)
 {
 	rowcopy *c;
+	int rc;
 
 	if (rv->n == rv->cap) {
 		size_t ncap = rv->cap ? rv->cap * 2 : 32;
@@ -93,20 +92,31 @@ static int rowvec_add(rowvec *rv, const kt__row *row)
 		rv->cap = ncap;
 	}
 	c = &rv->v[rv->n];
-	c->part = dup_bytes(row->part.p, row->part.len);
-	c->sort = dup_bytes(row->sort.p, row->sort.len);
-	c->val = dup_bytes(row->value.p, row->value.len);
-	if (!c->part || !c->sort || !c->val) {
-		free(c->part);
-		free(c->sort);
-		free(c->val);
-		return kt__err(KT_ENOMEM, "out of memory");
-	}
+	if ((rc = arena_add(&rv->bytes, row->part.p, row->part.len,
+			    &c->poff)) != 0 ||
+	    (rc = arena_add(&rv->bytes, row->sort.p, row->sort.len,
+			    &c->soff)) != 0 ||
+	    (rc = arena_add(&rv->bytes, row->value.p, row->value.len,
+			    &c->voff)) != 0)
+		return rc;
 	c->plen = row->part.len;
 	c->slen = row->sort.len;
 	c->vlen = row->value.len;
 	rv->n++;
 	return 0;
+}
+
+/* Point every row at its bytes, now that the arena is complete. */
+static void rowvec_seal(rowvec *rv)
+{
+	size_t i;
+
+	for (i = 0; i < rv->n; i++) {
+		rowcopy *c = &rv->v[i];
+		c->part = rv->bytes.p + c->poff;
+		c->sort = rv->bytes.p + c->soff;
+		c->val = rv->bytes.p + c->voff;
+	}
 }
 
 /* Copy every row below directory p (its index partition and all partitions
@@ -130,6 +140,7 @@ static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv)
 		rc = rowvec_add(rv, &row);
 	kt__mcur_free(c);
 	kt__buf_free(&pre);
+	rowvec_seal(rv);
 	return rc == KT_ITEROVER ? 0 : rc;
 }
 

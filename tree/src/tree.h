@@ -130,7 +130,8 @@ void kt__part_attr(char out[32], uint64_t id);
 /* ------------------------------------------------------------------------ */
 
 /* One pending write in a transaction.  key = part || 0 || sort, used for
- * ordering and lookup; the entry owns its bytes. */
+ * ordering and lookup; the entry owns its bytes: one allocation at key,
+ * the value following the key (val points into it). */
 typedef struct kt__txw {
 	char *key;
 	size_t plen; /* partition length within key */

@@ -43,8 +43,7 @@ void kt__tx_free(kt__tx *tx)
 	size_t i;
 
 	for (i = 0; i < tx->nw; i++) {
-		free(tx->w[i].key);
-		free(tx->w[i].val);
+		free(tx->w[i].key); /* and the value after it */
 	}
 	for (i = 0; i < tx->nscans; i++) {
 		kt__buf_free(&tx->scans[i].part);
@@ -157,13 +156,11 @@ static int tx_write(kt__tx *tx, kt__slice part, kt__slice sort,
 	}
 	w = &tx->w[tx->nw];
 	memset(w, 0, sizeof(*w));
-	w->key = malloc(klen);
-	w->val = malloc(val.len ? val.len : 1);
-	if (w->key == NULL || w->val == NULL) {
-		free(w->key);
-		free(w->val);
+	/* Key and value in one allocation; w->key owns it. */
+	w->key = malloc(klen + val.len + 1);
+	if (w->key == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
-	}
+	w->val = w->key + klen;
 	memcpy(w->key, part.p, part.len);
 	w->key[part.len] = '\0';
 	if (sort.len)
