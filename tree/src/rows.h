@@ -179,6 +179,11 @@ typedef struct kt__rows_ops {
 	/* Is the store empty of rows altogether? 1 yes, 0 no, <0 error. */
 	int (*empty)(kt__rows *r);
 	void (*close)(kt__rows *r);
+	/* 1: a commit's writes become visible all at once, whatever their
+	 * order (LevelDB's write batch; the remote engine, whose holder
+	 * applies them so), and the tree layer need not sort them into the
+	 * visibility phases of docs/FORMAT.md §12.  0 (RADOS): it must. */
+	int atomic_batch;
 } kt__rows_ops;
 
 struct kt__rows {

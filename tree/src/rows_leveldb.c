@@ -599,6 +599,7 @@ static const kt__rows_ops ldb_ops = {
 	.sync = ldb_sync,
 	.empty = ldb_empty,
 	.close = ldb_close,
+	.atomic_batch = 1,
 };
 
 int kt__leveldb_open(kt__rows **out, const char *dir,

@@ -477,6 +477,7 @@ static const kt__rows_ops remote_ops = {
 	.sync = remote_sync,
 	.empty = remote_empty,
 	.close = remote_close,
+	.atomic_batch = 1,
 };
 
 int kt__rows_is_remote(const kt__rows *r)

@@ -402,9 +402,13 @@ int kt__tx_commit(kt__tx *tx)
 			order[live++] = i;
 		}
 	}
-	ordering = tx;
-	qsort(order, live, sizeof(*order), commit_cmp);
-	ordering = NULL;
+	/* An engine that applies a batch at once needs no order; sorting a
+	 * big rename's or delete's writes cost a tenth of its time. */
+	if (!st->rows->ops->atomic_batch) {
+		ordering = tx;
+		qsort(order, live, sizeof(*order), commit_cmp);
+		ordering = NULL;
+	}
 	for (i = 0; i < live; i++) {
 		kt__txw *w = &tx->w[order[i]];
 		wv[n].part = kt__sl(w->key, w->plen);
