@@ -553,7 +553,14 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 		daemon_ready(ready);
 		ready = -1;
 	}
-	rc = run_loop(se, co) < 0 ? 1 : 0;
+	rc = run_loop(se, co);
+	/* The loop ends at an unmount or a signal; anything else is a
+	 * failure worth a line (a test that saw a daemon end early had
+	 * nothing to go on). */
+	if (rc < 0)
+		fprintf(stderr, "keytreefs: %s: serving the mount failed: %s\n",
+			fs->mountpoint, strerror(-rc));
+	rc = rc < 0 ? 1 : 0;
 out_unmount:
 	ktfs_locks_stop();
 	ktfs_watch_stop(fs);
