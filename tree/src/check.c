@@ -918,7 +918,7 @@ int kt_check(size_t *nviolations, kt_store *st,
 	kt__rows *r;
 	checker c;
 	unsigned int attempt;
-	int rc, torn = 0;
+	int rc, torn = 0, fenced;
 
 	if (nviolations != NULL)
 		*nviolations = 0;
@@ -947,6 +947,12 @@ int kt_check(size_t *nviolations, kt_store *st,
 			return rc;
 		rc = check_pass(&c);
 		torn = 0;
+		fenced = rc == KT__ERETRY;
+		/* A large rename or delete was under way: the snapshot may
+		 * hold it half done (its fence, rows.h).  The read that
+		 * said so waited for it to end: check again. */
+		if (fenced)
+			rc = 0;
 		if (rc == 0 && c.hold && c.stop != 2) {
 			int v = r->ops->validate(r, c.rd.snap);
 			if (v == KT__ERETRY)
@@ -958,7 +964,7 @@ int kt_check(size_t *nviolations, kt_store *st,
 		free(c.ids);
 		free(c.attrs.v);
 		free(c.blks.v);
-		if (!torn || attempt + 1 >= CHECK_ATTEMPTS)
+		if (!fenced && (!torn || attempt + 1 >= CHECK_ATTEMPTS))
 			break;
 		kt__buf_free(&c.held);
 	}

@@ -38,6 +38,12 @@ char *kt__buf_detach(kt__buf *b, size_t *len);
  * that something its transaction read has changed since (rows.h); the
  * operation runs again. */
 #define KT__ERETRY (-1000)
+/* A rename or recursive delete over kt__big_rows rows, on an engine with
+ * fences: the operation runner takes it over (ops.c). */
+#define KT__EBIG (-1001)
+/* The tree changed between the plan of such an operation and its
+ * commit point: plan again. */
+#define KT__ECHANGED (-1002)
 
 /* Record this thread's error message and return @p code. */
 int kt__err(int code, const char *fmt, ...)

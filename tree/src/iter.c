@@ -113,8 +113,8 @@ static int open_node(kt__res *r, kt_iter *it, const char *path,
 	return rc;
 }
 
-int kt_iter_new(kt_iter **out, kt_store *st, const char *path,
-		const kt_list_options *opts)
+static int iter_new_once(kt_iter **out, kt_store *st, const char *path,
+			 const kt_list_options *opts)
 {
 	char a[KT__SHOWSZ];
 	kt_iter *it = NULL;
@@ -212,7 +212,7 @@ static int find_token(kt_iter *it, const char *after)
 		       SHOW(a, after));
 }
 
-int kt_find_opts_new(kt_iter **out, kt_store *st, const char *prefix,
+static int find_new_once(kt_iter **out, kt_store *st, const char *prefix,
 		     const kt_find_options *opts)
 {
 	char a[KT__SHOWSZ];
@@ -302,7 +302,8 @@ int kt_find_opts_new(kt_iter **out, kt_store *st, const char *prefix,
 	return 0;
 }
 
-int kt_attr_iter_new(kt_iter **out, kt_store *st, const char *path)
+static int attr_iter_new_once(kt_iter **out, kt_store *st,
+			      const char *path)
 {
 	kt_iter *it = NULL;
 	kt__scan how;
@@ -512,7 +513,42 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 	return rc;
 }
 
-int kt_iter_next(const kt_entry **entry, kt_iter *it)
+/* A reader whose snapshot was taken while a large rename or delete was
+ * under way, and which reads into it, is told KT__ERETRY once that
+ * operation is over (rows.h, fences): an iterator is then made again,
+ * with a fresh snapshot.  Its reads after it is made stay outside any
+ * fence that stood when it was made, or reach only rows no such
+ * operation rewrites. */
+int kt_iter_new(kt_iter **out, kt_store *st, const char *path,
+		const kt_list_options *opts)
+{
+	int rc;
+
+	while ((rc = iter_new_once(out, st, path, opts)) == KT__ERETRY)
+		;
+	return rc;
+}
+
+int kt_find_opts_new(kt_iter **out, kt_store *st, const char *prefix,
+		     const kt_find_options *opts)
+{
+	int rc;
+
+	while ((rc = find_new_once(out, st, prefix, opts)) == KT__ERETRY)
+		;
+	return rc;
+}
+
+int kt_attr_iter_new(kt_iter **out, kt_store *st, const char *path)
+{
+	int rc;
+
+	while ((rc = attr_iter_new_once(out, st, path)) == KT__ERETRY)
+		;
+	return rc;
+}
+
+static int iter_next_once(const kt_entry **entry, kt_iter *it)
 {
 	kt__row row;
 	int rc;
@@ -593,4 +629,15 @@ int kt_iter_next(const kt_entry **entry, kt_iter *it)
 		*entry = &it->e;
 		return 0;
 	}
+}
+
+int kt_iter_next(const kt_entry **entry, kt_iter *it)
+{
+	int rc = iter_next_once(entry, it);
+
+	/* Not expected (see kt_iter_new), but never a private code. */
+	if (rc == KT__ERETRY)
+		rc = kt__err(KT_EBUSY, "the listing met a large rename or "
+			     "delete made after it began: list again");
+	return rc;
 }

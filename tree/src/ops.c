@@ -120,8 +120,10 @@ static void rowvec_seal(rowvec *rv)
 }
 
 /* Copy every row below directory p (its index partition and all partitions
- * of its descendants: one range scan). */
-static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv)
+ * of its descendants: one range scan).  With @p cap, more than that many
+ * rows stop it with KT__EBIG. */
+static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv,
+			size_t cap)
 {
 	kt__rd rd = {tx->st, tx, NULL};
 	kt__buf pre = {0};
@@ -137,7 +139,9 @@ static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv)
 	how.flags = KT__SCAN_PREFIX;
 	rc = kt__rd_scan(&c, &rd, &how);
 	while (rc == 0 && (rc = kt__mcur_next(c, &row)) == 0)
-		rc = rowvec_add(rv, &row);
+		if ((rc = rowvec_add(rv, &row)) == 0 && cap != 0 &&
+		    rv->n > cap)
+			rc = KT__EBIG;
 	kt__mcur_free(c);
 	kt__buf_free(&pre);
 	rowvec_seal(rv);
@@ -300,6 +304,11 @@ static int remove_all_paths(kt__tx *tx, kt__node *n)
 	return rc;
 }
 
+static int big_plan(kt__tx *tx, int kind, const char *src, size_t slen,
+		    const char *dst, size_t dlen);
+static int big_point(kt__tx *tx, int kind, const char *src, size_t slen,
+		     const char *dst, size_t dlen);
+
 /* Remove node n at p and everything below it. */
 static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 {
@@ -308,8 +317,20 @@ static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 
 	if (!(n->kind & KT_KIND_DIR))
 		return remove_node(tx, p, len, n);
-	if (n->kind & KT_KIND_DIR)
-		rc = subtree_rows(tx, p, len, &rv);
+	if (tx->big == 2) {
+		/* The commit point of a large delete: the node goes now,
+		 * its subtree in the steps after (big_drain). */
+		if ((rc = big_point(tx, 'D', p, len, NULL, 0)) == 0 &&
+		    (rc = index_del(tx, p, len)) == 0 &&
+		    (rc = node_del(tx, p, len)) == 0 &&
+		    (rc = kt__id_del(tx, n->id)) == 0 &&
+		    (rc = kt__node_drop_data(tx, n)) == 0)
+			rc = kt__parent_touch(tx, p, len, -1);
+		return rc;
+	}
+	rc = subtree_rows(tx, p, len, &rv, tx->big == 1 ? kt__big_rows : 0);
+	if (rc == KT__EBIG)
+		rc = big_plan(tx, 'D', p, len, NULL, 0);
 	/* The index row goes first: from then on nothing below is
 	 * reachable. */
 	if (rc == 0)
@@ -412,23 +433,36 @@ static int moved_fits(const kt_store *st, const char *part, size_t plen,
 
 /* Fail with KT_ENAMETOOLONG if a node below the directory @p n at @p src
  * would be over a path limit once moved to @p dst (what move_tree's check
- * does, for a move made in steps: EXCHANGE). */
+ * does, for a move made in steps: EXCHANGE, or a large rename).  Reads the
+ * subtree's rows without keeping them; a move that makes no path longer or
+ * deeper reads nothing. */
 static int subtree_fits(kt__tx *tx, const char *src, size_t slen,
 			const char *dst, size_t dlen, const kt__node *n)
 {
-	rowvec rv = {0};
-	size_t i;
-	int rc = 0;
+	kt__rd rd = {tx->st, tx, NULL};
+	size_t sdepth = kt__depth(src, slen), ddepth = kt__depth(dst, dlen);
+	kt__buf pre = {0};
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	int rc;
 
-	if (n->kind & KT_KIND_DIR)
-		rc = subtree_rows(tx, src, slen, &rv);
-	for (i = 0; i < rv.n && rc == 0; i++)
-		if (rv.v[i].slen == 0)
-			rc = moved_fits(tx->st, rv.v[i].part, rv.v[i].plen, src,
-					slen, kt__depth(src, slen), dst, dlen,
-					kt__depth(dst, dlen));
-	rowvec_free(&rv);
-	return rc;
+	if (!(n->kind & KT_KIND_DIR) ||
+	    (dlen <= slen && ddepth <= sdepth))
+		return 0;
+	if ((rc = kt__enc_index(&pre, &tx->st->delim, src, slen)) != 0)
+		return rc;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&pre);
+	how.flags = KT__SCAN_PREFIX;
+	rc = kt__rd_scan(&c, &rd, &how);
+	while (rc == 0 && (rc = kt__mcur_next(c, &row)) == 0)
+		if (row.sort.len == 0)
+			rc = moved_fits(tx->st, row.part.p, row.part.len, src,
+					slen, sdepth, dst, dlen, ddepth);
+	kt__mcur_free(c);
+	kt__buf_free(&pre);
+	return rc == KT_ITEROVER ? 0 : rc;
 }
 
 /* Move the node n at real path src (with its subtree) to real path dst,
@@ -437,7 +471,8 @@ static int subtree_fits(kt__tx *tx, const char *src, size_t slen,
  * length or depth limit at its new place fails the move (KT_ENAMETOOLONG)
  * before it is made. */
 static int move_tree(kt__tx *tx, const char *src, size_t slen,
-		     const char *dst, size_t dlen, kt__node *n, int check)
+		     const char *dst, size_t dlen, kt__node *n, int check,
+		     int big)
 {
 	kt_store *st = tx->st;
 	kt__buf sp = {0}, dp = {0}, np = {0};
@@ -445,8 +480,19 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 	size_t i;
 	int rc = 0;
 
-	if (n->kind & KT_KIND_DIR)
-		rc = subtree_rows(tx, src, slen, &rv);
+	if ((n->kind & KT_KIND_DIR) && big == 2) {
+		/* The commit point of a large rename: check the limits
+		 * (reading the subtree, keeping none of it), then move the
+		 * node itself; its subtree follows in steps (big_drain). */
+		rc = big_point(tx, 'R', src, slen, dst, dlen);
+		if (rc == 0 && check)
+			rc = subtree_fits(tx, src, slen, dst, dlen, n);
+	} else if (n->kind & KT_KIND_DIR) {
+		rc = subtree_rows(tx, src, slen, &rv,
+				  big == 1 ? kt__big_rows : 0);
+		if (rc == KT__EBIG)
+			rc = big_plan(tx, 'R', src, slen, dst, dlen);
+	}
 	/* The limits first, so that nothing is written for a move that
 	 * cannot be made. */
 	for (i = 0; i < rv.n && rc == 0 && check; i++)
@@ -863,13 +909,13 @@ static int exchange(kt__tx *tx, kt__res *s, kt__res *d)
 		rc = kt__buf_add(&tmp, "x", 1);
 	if (rc == 0)
 		rc = move_tree(tx, s->path.p, s->path.len, tmp.p, tmp.len,
-			       &s->node, 0);
+			       &s->node, 0, 0);
 	if (rc == 0)
 		rc = move_tree(tx, d->path.p, d->path.len, s->path.p,
-			       s->path.len, &d->node, 0);
+			       s->path.len, &d->node, 0, 0);
 	if (rc == 0)
 		rc = move_tree(tx, tmp.p, tmp.len, d->path.p, d->path.len,
-			       &s->node, 0);
+			       &s->node, 0, 0);
 	kt__buf_free(&tmp);
 	if (rc != 0)
 		return rc;
@@ -973,7 +1019,7 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 			goto out;
 	}
 	rc = move_tree(tx, s.path.p, s.path.len, d.path.p, d.path.len,
-		       &s.node, 1);
+		       &s.node, 1, tx->big);
 	if (rc == 0)
 		rc = kt__parent_touch(tx, s.path.p, s.path.len, sdir ? -1 : 0);
 	if (rc == 0)
@@ -1460,16 +1506,402 @@ static int op_dispatch(kt__tx *tx, const kt__op *op)
 	return kt__err(KT_EINVAL, "unknown operation %d", op->type);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Large renames and deletes
+ *
+ * Rows are keyed by path, so a rename or recursive delete of a directory
+ * rewrites every row below it.  Made as one commit, that is one batch
+ * holding the whole subtree in memory.  On an engine with fences (rows.h;
+ * LevelDB) one over kt__big_rows rows goes in steps instead:
+ *
+ * 1. A first attempt, in a transaction like any other, finds the subtree
+ *    too large (KT__EBIG) and records what it is: the plan.
+ * 2. Under the store's writer lock, the engine fences off the rows below
+ *    the source (and the destination): other threads and processes that
+ *    would read them wait, and nobody writes there.
+ * 3. The operation runs again, and this time its commit is the commit
+ *    point: the node itself is moved or deleted with its index rows and
+ *    parents, and a journal row (/meta "journal") with a header flag
+ *    records the operation.  From here on the operation has happened.
+ * 4. The rows below follow in commits of at most kt__big_rows rows each,
+ *    read from one cursor (big_drain); then the journal row and the flag
+ *    go, and the fence is lifted.
+ *
+ * Readers never see the steps: outside the fence nothing changes but at
+ * the commit point, and inside it they wait.  A process killed after the
+ * commit point leaves the journal row; the next open of the store
+ * (kt__big_resume) finishes the steps before anyone reads.  Every step
+ * is one atomic commit that moves or deletes rows it read, so a step cut
+ * short is simply made again.  Memory is bounded by one step. */
+
+size_t kt__big_rows = 16384;
+void (*kt__test_big_step)(int step);
+
+#define BIG_BYTES (32u << 20) /* and at most this many bytes of rows */
+
+static kt__slice journal_key(void)
+{
+	return kt__sl("journal", 7);
+}
+
+static kt__slice meta(void)
+{
+	return kt__sl(KT__PART_META, strlen(KT__PART_META));
+}
+
+/* The first attempt met a subtree too large for one commit: say what it
+ * was, and stop. */
+static int big_plan(kt__tx *tx, int kind, const char *src, size_t slen,
+		    const char *dst, size_t dlen)
+{
+	kt__bigplan *pl = tx->plan;
+	int rc;
+
+	pl->kind = kind;
+	if ((rc = kt__buf_set(&pl->src, src, slen)) != 0 ||
+	    (rc = kt__buf_set(&pl->dst, dst ? dst : "", dlen)) != 0)
+		return rc;
+	return KT__EBIG;
+}
+
+/* The commit point: the operation is still the planned one (or the
+ * fence guards the wrong rows: KT__ECHANGED, plan again); record it. */
+static int big_point(kt__tx *tx, int kind, const char *src, size_t slen,
+		     const char *dst, size_t dlen)
+{
+	const kt__bigplan *pl = tx->plan;
+	kt__buf v = {0}, sp = {0}, dp = {0};
+	unsigned char n[4];
+	int rc;
+
+	if (pl->kind != kind || pl->src.len != slen ||
+	    memcmp(pl->src.p, src, slen) != 0 || pl->dst.len != dlen ||
+	    (dlen > 0 && memcmp(pl->dst.p, dst, dlen) != 0))
+		return KT__ECHANGED;
+	rc = kt__enc_node(&sp, &tx->st->delim, src, slen);
+	if (rc == 0 && dst != NULL)
+		rc = kt__enc_node(&dp, &tx->st->delim, dst, dlen);
+	if (rc == 0)
+		rc = kt__buf_addc(&v, (char)kind);
+	kt__put32(n, (uint32_t)sp.len);
+	if (rc == 0 && (rc = kt__buf_add(&v, n, 4)) == 0)
+		rc = kt__buf_add(&v, sp.p, sp.len);
+	kt__put32(n, (uint32_t)dp.len);
+	if (rc == 0 && (rc = kt__buf_add(&v, n, 4)) == 0 && dp.len > 0)
+		rc = kt__buf_add(&v, dp.p, dp.len);
+	if (rc == 0)
+		rc = kt__tx_put(tx, meta(), journal_key(), kt__slb(&v));
+	if (rc == 0)
+		rc = kt__header_put(tx, 1);
+	kt__buf_free(&v);
+	kt__buf_free(&sp);
+	kt__buf_free(&dp);
+	return rc;
+}
+
+/* One step: the rows in rv go. */
+typedef struct big_step {
+	int kind;
+	kt__slice sp, dp; /* node partitions of source and destination */
+	const rowvec *rv;
+	int last; /* and the journal with them */
+} big_step;
+
+/* Rewrite each row of the step under the destination. */
+static int step_move(kt__tx *tx, const big_step *bs)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__buf np = {0}, now = {0};
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < bs->rv->n && rc == 0; i++) {
+		const rowcopy *c = &bs->rv->v[i];
+		kt__slice val = kt__sl(c->val, c->vlen);
+		np.len = 0;
+		if ((rc = kt__buf_add(&np, bs->dp.p, bs->dp.len)) != 0 ||
+		    (rc = kt__buf_add(&np, c->part + bs->sp.len,
+				      c->plen - bs->sp.len)) != 0)
+			break;
+		if (c->slen == 0) {
+			kt__node sub = {0};
+			rc = kt__node_decode_hdr(&sub, c->val, c->vlen);
+			if (rc == 0 && sub.nlink > 1) {
+				/* A node with several paths: as it is now,
+				 * with its alias row moved. */
+				now.len = 0;
+				rc = kt__rd_get(&rd, kt__sl(c->part, c->plen),
+						kt__sl("", 0), &now);
+				val = kt__slb(&now);
+				if (rc == 0)
+					rc = kt__alias_move(
+						tx, sub.id,
+						kt__sl(c->part, c->plen),
+						kt__slb(&np));
+			} else if (rc == 0) {
+				rc = kt__id_put_enc(tx, sub.id, np.p, np.len);
+			}
+			kt__node_free(&sub);
+		}
+		if (rc == 0)
+			rc = kt__tx_put(tx, kt__slb(&np),
+					kt__sl(c->sort, c->slen), val);
+		if (rc == 0)
+			rc = kt__tx_del(tx, kt__sl(c->part, c->plen),
+					kt__sl(c->sort, c->slen));
+	}
+	kt__buf_free(&np);
+	kt__buf_free(&now);
+	return rc;
+}
+
+static int step_fn(kt__tx *tx, void *arg)
+{
+	const big_step *bs = arg;
+	int rc;
+
+	rc = bs->kind == 'R' ? step_move(tx, bs) : subtree_drop(tx, bs->rv);
+	if (rc == 0 && bs->last &&
+	    (rc = kt__tx_del(tx, meta(), journal_key())) == 0)
+		rc = kt__header_put(tx, 0);
+	return rc;
+}
+
+/* The steps after the commit point: every row below source partition
+ * @p sp, read from one cursor and moved under @p dp or deleted, a step
+ * at a time; then the journal.  The caller holds the writer lock. */
+static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp)
+{
+	kt__rows *r = st->rows;
+	kt__buf pre = {0};
+	kt__cursor *cur = NULL;
+	kt__scan how;
+	kt__row row;
+	rowvec rv = {0};
+	big_step bs;
+	int rc, step = 0, over = 0;
+
+	if ((rc = kt__buf_set(&pre, sp.p, sp.len)) != 0 ||
+	    (rc = kt__buf_add(&pre, st->delim.s, st->delim.len)) != 0)
+		goto out;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&pre);
+	how.flags = KT__SCAN_PREFIX;
+	/* The cursor reads the subtree as it was at the commit point: the
+	 * fence keeps everyone else out, and the steps only take away. */
+	if ((rc = r->ops->scan(&cur, r, NULL, &how)) != 0)
+		goto out;
+	while (rc == 0 && !over) {
+		rowvec_free(&rv);
+		while (rv.n < kt__big_rows && rv.bytes.len < BIG_BYTES &&
+		       (rc = r->ops->next(cur, &row)) == 0)
+			if ((rc = rowvec_add(&rv, &row)) != 0)
+				break;
+		if (rc == KT_ITEROVER) {
+			over = 1;
+			rc = 0;
+		}
+		if (rc != 0)
+			break;
+		rowvec_seal(&rv);
+		memset(&bs, 0, sizeof(bs));
+		bs.kind = kind;
+		bs.sp = sp;
+		bs.dp = dp;
+		bs.rv = &rv;
+		bs.last = over;
+		rc = kt__tx_run_held(st, step_fn, &bs);
+		if (rc == 0 && kt__test_big_step != NULL)
+			kt__test_big_step(++step);
+	}
+	if (rc == 0)
+		st->journal = 0;
+out:
+	r->ops->cursor_free(cur);
+	rowvec_free(&rv);
+	kt__buf_free(&pre);
+	return rc;
+}
+
+/* Decode the journal row @p v: kind, source and destination partitions
+ * (slices into v). */
+static int journal_decode(int *kind, kt__slice *sp, kt__slice *dp,
+			  const kt__buf *v)
+{
+	const unsigned char *u = (const unsigned char *)v->p;
+	uint32_t sl, dl;
+
+	if (v->len < 9 || (u[0] != 'R' && u[0] != 'D'))
+		goto bad;
+	sl = kt__get32(u + 1);
+	if (sl == 0 || sl > v->len - 9)
+		goto bad;
+	dl = kt__get32(u + 5 + sl);
+	if (dl != v->len - 9 - sl || (u[0] == 'R') != (dl > 0))
+		goto bad;
+	*kind = u[0];
+	*sp = kt__sl(u + 5, sl);
+	*dp = kt__sl(u + 9 + sl, dl);
+	return 0;
+bad:
+	return kt__err(KT_ECORRUPT, "the journal row of a large rename or "
+		       "delete is damaged (%zu bytes)", v->len);
+}
+
+int kt__big_resume(kt_store *st)
+{
+	kt__rd rd = {st, NULL, NULL};
+	kt__buf v = {0};
+	kt__slice sp, dp;
+	int kind = 0, rc;
+
+	rc = kt__rd_get(&rd, meta(), journal_key(), &v);
+	pthread_mutex_lock(&st->wlock);
+	if (rc == KT_ENOTFOUND) {
+		/* The flag without its row: nothing to finish. */
+		big_step bs;
+		rowvec none = {0};
+		memset(&bs, 0, sizeof(bs));
+		bs.kind = 'D';
+		bs.rv = &none;
+		bs.last = 1;
+		rc = kt__tx_run_held(st, step_fn, &bs);
+		if (rc == 0)
+			st->journal = 0;
+	} else if (rc == 0 && (rc = journal_decode(&kind, &sp, &dp, &v)) == 0) {
+		rc = big_drain(st, kind, sp, dp);
+	}
+	pthread_mutex_unlock(&st->wlock);
+	kt__buf_free(&v);
+	if (rc != 0)
+		kt__err_prefix("finishing a large rename or delete that was "
+			       "cut short");
+	return rc;
+}
+
+typedef struct op_ctx {
+	const kt__op *op;
+	int big;
+	kt__bigplan plan;
+} op_ctx;
+
 static int op_apply_fn(kt__tx *tx, void *arg)
 {
-	return kt__op_apply(tx, arg);
+	op_ctx *c = arg;
+
+	tx->big = c->big;
+	tx->plan = &c->plan;
+	return kt__op_apply(tx, c->op);
+}
+
+/* May this operation go in steps, if it is large? */
+static int big_ok(const kt_store *st, const kt__op *op)
+{
+	if (st->rows->ops->fence == NULL || st->remote)
+		return 0;
+	if (op->type == KT__OP_RENAME)
+		return !(op->flags & KT_RENAME_EXCHANGE);
+	return op->type == KT__OP_DELETE &&
+	       (op->flags & KT_DELETE_RECURSIVE) &&
+	       !(op->flags & KT_DELETE_ALL_PATHS);
+}
+
+/* Run the operation that the first attempt found too large (c->plan). */
+static int big_run(kt_store *st, op_ctx *c)
+{
+	kt__rows *r = st->rows;
+	kt__buf pre[2];
+	kt__slice ps[2];
+	kt__buf sp = {0}, dp = {0};
+	char a[KT__SHOWSZ];
+	uint64_t token;
+	size_t n, i;
+	int rc, attempt;
+
+	memset(pre, 0, sizeof(pre));
+	pthread_mutex_lock(&st->wlock);
+	for (attempt = 0;; attempt++) {
+		n = c->plan.kind == 'R' ? 2 : 1;
+		rc = kt__enc_index(&pre[0], &st->delim, c->plan.src.p,
+				   c->plan.src.len);
+		if (rc == 0 && n == 2)
+			rc = kt__enc_index(&pre[1], &st->delim,
+					   c->plan.dst.p, c->plan.dst.len);
+		for (i = 0; i < n; i++)
+			ps[i] = kt__slb(&pre[i]);
+		if (rc == 0)
+			rc = r->ops->fence(r, ps, n, &token);
+		if (rc != 0)
+			break;
+		c->big = 2;
+		rc = kt__tx_run_held(st, op_apply_fn, c);
+		if (rc != 0) {
+			r->ops->unfence(r, token, 0);
+			if (rc != KT__ECHANGED || attempt == KT__RETRY_MAX)
+				break;
+			/* Another process changed the tree between the plan
+			 * and the fence: plan again (it may now be small). */
+			c->big = 1;
+			rc = kt__tx_run_held(st, op_apply_fn, c);
+			if (rc != KT__EBIG)
+				break;
+			continue;
+		}
+		st->journal = 1;
+		if (kt__test_big_step != NULL)
+			kt__test_big_step(0);
+		rc = kt__enc_node(&sp, &st->delim, c->plan.src.p,
+				  c->plan.src.len);
+		if (rc == 0 && n == 2)
+			rc = kt__enc_node(&dp, &st->delim, c->plan.dst.p,
+					  c->plan.dst.len);
+		if (rc == 0)
+			rc = big_drain(st, c->plan.kind, kt__slb(&sp),
+				       kt__slb(&dp));
+		if (rc != 0) {
+			/* Made, but not finished: the rows below stay
+			 * fenced until the store is opened again. */
+			r->ops->unfence(r, token, 1);
+			kt__err_prefix("%s '%s': done, but the rows below "
+				       "could not all be %s; they will be when "
+				       "the store is next opened",
+				       c->plan.kind == 'R' ? "rename"
+							   : "delete",
+				       kt__show(a, sizeof(a), c->plan.src.p,
+						c->plan.src.len),
+				       c->plan.kind == 'R' ? "moved"
+							   : "removed");
+		} else {
+			r->ops->unfence(r, token, 0);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&st->wlock);
+	for (i = 0; i < 2; i++)
+		kt__buf_free(&pre[i]);
+	kt__buf_free(&sp);
+	kt__buf_free(&dp);
+	if (rc == KT__ECHANGED)
+		rc = kt__err(KT_EBUSY, "gave up after %d attempts: other "
+			     "processes kept changing what this operation "
+			     "reads", KT__RETRY_MAX);
+	return rc;
 }
 
 int kt__op_run(kt_store *st, const kt__op *op)
 {
+	op_ctx c;
 	int rc;
 
 	if ((rc = kt__op_validate(st, op)) != 0)
 		return rc;
-	return kt__tx_run(st, op_apply_fn, (void *)op);
+	memset(&c, 0, sizeof(c));
+	c.op = op;
+	c.big = big_ok(st, op);
+	rc = kt__tx_run(st, op_apply_fn, &c);
+	if (rc == KT__EBIG)
+		rc = big_run(st, &c);
+	kt__buf_free(&c.plan.src);
+	kt__buf_free(&c.plan.dst);
+	return rc;
 }

@@ -179,6 +179,27 @@ typedef struct kt__rows_ops {
 	/* Is the store empty of rows altogether? 1 yes, 0 no, <0 error. */
 	int (*empty)(kt__rows *r);
 	void (*close)(kt__rows *r);
+	/* Optional (NULL: the engine has none, and the tree layer makes a
+	 * large rename or recursive delete one commit).  Fence off every
+	 * partition that starts with one of the @p n prefixes @p pre from
+	 * all threads but the calling one, which may then rewrite them in
+	 * many commits without anyone seeing the work half done (ops.c,
+	 * "Large renames and deletes"):
+	 * - a read of them at the latest state waits until the fence is
+	 *   lifted;
+	 * - a read through a snapshot taken while the fence stood, and a
+	 *   commit of another thread that writes into the fence or depends
+	 *   on a read of it, wait if it still stands and then fail with
+	 *   KT__ERETRY, so that the caller reads again;
+	 * - other partitions are read and written as ever.
+	 * *@p token names the fence for unfence. */
+	int (*fence)(kt__rows *r, const kt__slice *pre, size_t n,
+		     uint64_t *token);
+	/* Lift fence @p token.  With @p broken, the rewrite it guarded could
+	 * not be finished: the fence then stands until the engine is
+	 * closed, and whatever would have waited for it fails with KT_EIO
+	 * at once, the caller's thread included. */
+	void (*unfence)(kt__rows *r, uint64_t token, int broken);
 	/* 1: a commit's writes become visible all at once, whatever their
 	 * order (LevelDB's write batch; the remote engine, whose holder
 	 * applies them so), and the tree layer need not sort them into the

@@ -18,6 +18,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,21 @@
 #include <leveldb/c.h>
 
 #include "rows.h"
+
+/* A fence (rows.h): partition prefixes that one thread rewrites in several
+ * commits, hidden from every other thread until it is lifted.  Kept, once
+ * lifted, as long as a snapshot taken while it stood is alive: such a
+ * snapshot may hold the rewrite half done. */
+typedef struct ldb_fence {
+	struct ldb_fence *next;
+	uint64_t token;
+	pthread_t owner;
+	int lifted;
+	int broken;    /* lifted by a rewrite that could not finish */
+	size_t nsnaps; /* live snapshots that refer to it */
+	size_t n;
+	kt__buf *pre;
+} ldb_fence;
 
 typedef struct kt__ldb {
 	kt__rows base;
@@ -42,6 +58,15 @@ typedef struct kt__ldb {
 	 * check. */
 	pthread_mutex_t cmu;
 	uint64_t seq;
+	/* Fences, protected by cmu (fcv: one was lifted).  A read without
+	 * a snapshot looks at nactive before it reads and at fgen after:
+	 * fgen moves whenever a fence is set or lifted, so a read that ran
+	 * while one was set is made again (see read_begin). */
+	ldb_fence *fences;
+	pthread_cond_t fcv;
+	uint64_t ftoken;
+	atomic_uint nactive;
+	atomic_uint_fast64_t fgen;
 } kt__ldb;
 
 struct kt__snap {
@@ -49,6 +74,8 @@ struct kt__snap {
 	leveldb_readoptions_t *ropts;
 	leveldb_readoptions_t *ropts_nv; /* made at the first NOVERIFY scan */
 	uint64_t seq; /* commits applied when the snapshot was taken */
+	ldb_fence **refs; /* the fences standing when it was taken */
+	size_t nrefs;
 };
 
 struct kt__cursor {
@@ -137,6 +164,227 @@ static int key_make(kt__buf *k, kt__slice part, kt__slice sort)
 	return kt__buf_add(k, sort.p, sort.len);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Fences */
+
+static int starts_with(kt__slice s, const kt__buf *pre)
+{
+	return s.len >= pre->len && memcmp(s.p, pre->p, pre->len) == 0;
+}
+
+/* Does a read of partition @p part (with @p pscan, of every partition
+ * starting with it) reach into fence @p f? */
+static int fence_hits(const ldb_fence *f, kt__slice part, int pscan)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		if (starts_with(part, &f->pre[i]) ||
+		    (pscan && f->pre[i].len >= part.len &&
+		     memcmp(f->pre[i].p, part.p, part.len) == 0))
+			return 1;
+	return 0;
+}
+
+static int fence_mine(const ldb_fence *f)
+{
+	return !f->broken && pthread_equal(f->owner, pthread_self());
+}
+
+static int fence_broken(void)
+{
+	return kt__err(KT_EIO, "that part of the store was being rewritten "
+		       "by a large rename or delete that could not finish; "
+		       "close the store and open it again to finish it");
+}
+
+/* Wait, holding cmu, until fence @p f is lifted.  A broken fence stands
+ * for good (until the store is closed), and refuses at once. */
+static int fence_wait(kt__ldb *l, ldb_fence *f)
+{
+	while (!f->lifted && !f->broken)
+		pthread_cond_wait(&l->fcv, &l->cmu);
+	return f->broken ? fence_broken() : 0;
+}
+
+/* Before a read through snapshot @p s of @p part: 0 to read, or
+ * KT__ERETRY (after waiting for the fence to be lifted) when the snapshot
+ * was taken while a fence over it stood, so that the caller reads again
+ * through a new one. */
+static int snap_check(kt__ldb *l, const kt__snap *s, kt__slice part,
+		      int pscan)
+{
+	size_t i;
+	int rc = 0;
+
+	if (s->nrefs == 0)
+		return 0;
+	pthread_mutex_lock(&l->cmu);
+	for (i = 0; i < s->nrefs && rc == 0; i++) {
+		ldb_fence *f = s->refs[i];
+		if (!fence_mine(f) && fence_hits(f, part, pscan)) {
+			rc = fence_wait(l, f);
+			if (rc == 0)
+				rc = KT__ERETRY;
+		}
+	}
+	pthread_mutex_unlock(&l->cmu);
+	return rc;
+}
+
+/* Before a read at the latest state of @p part: wait while a fence of
+ * another thread stands over it.  Returns fgen as it was before looking,
+ * for read_again. */
+static int read_begin(kt__ldb *l, kt__slice part, int pscan, uint64_t *gen)
+{
+	ldb_fence *f;
+	int rc = 0;
+
+	*gen = atomic_load(&l->fgen);
+	if (atomic_load(&l->nactive) == 0)
+		return 0;
+	pthread_mutex_lock(&l->cmu);
+again:
+	for (f = l->fences; f != NULL && rc == 0; f = f->next)
+		if (!f->lifted && !fence_mine(f) &&
+		    fence_hits(f, part, pscan)) {
+			rc = fence_wait(l, f);
+			goto again;
+		}
+	*gen = atomic_load(&l->fgen);
+	pthread_mutex_unlock(&l->cmu);
+	return rc;
+}
+
+/* After such a read: did a fence come or go while it ran?  Then it may
+ * have seen a rewrite half done, and is made again.  (A commit inside a
+ * fence is made after the fence is set; a read that saw its rows also
+ * sees the fgen that was raised before them.) */
+static int read_again(kt__ldb *l, uint64_t gen)
+{
+	return atomic_load(&l->fgen) != gen;
+}
+
+static void fence_free(ldb_fence *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		kt__buf_free(&f->pre[i]);
+	free(f->pre);
+	free(f);
+}
+
+/* Unlink and free fence @p f (caller holds cmu). */
+static void fence_drop(kt__ldb *l, ldb_fence *f)
+{
+	ldb_fence **pp;
+
+	for (pp = &l->fences; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	fence_free(f);
+}
+
+static int ldb_fence_set(kt__rows *r, const kt__slice *pre, size_t n,
+			 uint64_t *token)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	ldb_fence *f = calloc(1, sizeof(*f));
+	size_t i;
+	int rc = 0;
+
+	if (f == NULL || (f->pre = calloc(n ? n : 1, sizeof(*f->pre))) == NULL) {
+		free(f);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < n && rc == 0; i++, f->n++)
+		rc = kt__buf_set(&f->pre[i], pre[i].p, pre[i].len);
+	if (rc != 0) {
+		fence_free(f);
+		return rc;
+	}
+	f->owner = pthread_self();
+	pthread_mutex_lock(&l->cmu);
+	f->token = ++l->ftoken;
+	f->next = l->fences;
+	l->fences = f;
+	atomic_fetch_add(&l->nactive, 1);
+	atomic_fetch_add(&l->fgen, 1);
+	pthread_mutex_unlock(&l->cmu);
+	*token = f->token;
+	return 0;
+}
+
+static void ldb_fence_lift(kt__rows *r, uint64_t token, int broken)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	ldb_fence *f;
+
+	pthread_mutex_lock(&l->cmu);
+	for (f = l->fences; f != NULL; f = f->next)
+		if (f->token == token && !f->lifted && !f->broken)
+			break;
+	if (f != NULL && broken) {
+		f->broken = 1;
+		pthread_cond_broadcast(&l->fcv);
+	} else if (f != NULL) {
+		f->lifted = 1;
+		atomic_fetch_sub(&l->nactive, 1);
+		atomic_fetch_add(&l->fgen, 1);
+		pthread_cond_broadcast(&l->fcv);
+		if (f->nsnaps == 0)
+			fence_drop(l, f);
+	}
+	pthread_mutex_unlock(&l->cmu);
+}
+
+/* A commit of another thread than a fence's owner that writes into it,
+ * or depends on a read of it, waits until the fence is lifted and is then
+ * refused: what it read is out of date.  So is one whose snapshot was
+ * taken while a fence stood, when it depends on a read inside it.  Caller
+ * holds cmu.  0 or KT__ERETRY (or the error of a broken fence). */
+static int commit_fenced(kt__ldb *l, const kt__commit *cm)
+{
+	ldb_fence *f;
+	size_t i, j;
+
+	for (f = l->fences; f != NULL; f = f->next) {
+		int hit = 0;
+		if (f->lifted || fence_mine(f))
+			continue;
+		for (i = 0; i < cm->nw && !hit; i++)
+			hit = fence_hits(f, cm->w[i].part, 0);
+		for (i = 0; i < cm->nc && !hit; i++)
+			hit = fence_hits(f, cm->c[i].kind == KT__COND_SCAN
+						    ? cm->c[i].how.part
+						    : cm->c[i].part,
+					 cm->c[i].kind == KT__COND_SCAN &&
+						 (cm->c[i].how.flags &
+						  KT__SCAN_PREFIX));
+		if (hit) {
+			int rc = fence_wait(l, f);
+			return rc != 0 ? rc : KT__ERETRY;
+		}
+	}
+	for (j = 0; cm->snap != NULL && j < cm->snap->nrefs; j++) {
+		f = cm->snap->refs[j];
+		if (fence_mine(f))
+			continue;
+		for (i = 0; i < cm->nc; i++)
+			if (fence_hits(f, cm->c[i].kind == KT__COND_SCAN
+						  ? cm->c[i].how.part
+						  : cm->c[i].part,
+				       cm->c[i].kind == KT__COND_SCAN &&
+					       (cm->c[i].how.flags &
+						KT__SCAN_PREFIX)))
+				return KT__ERETRY;
+	}
+	return 0;
+}
+
 static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 		    kt__slice part, kt__slice sort, kt__buf *out)
 {
@@ -178,12 +426,37 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 	return rc;
 }
 
+/* A get that minds the fences: through a snapshot, refused when the
+ * snapshot may have caught a fenced rewrite half done; at the latest
+ * state, after any fence over the row is lifted. */
+static int fenced_get(kt__ldb *l, const kt__snap *snap,
+		      const leveldb_readoptions_t *ro, kt__slice part,
+		      kt__slice sort, kt__buf *out)
+{
+	uint64_t gen;
+	int rc;
+
+	if (snap != NULL) {
+		if ((rc = snap_check(l, snap, part, 0)) != 0)
+			return rc;
+		return get_with(l, ro, part, sort, out);
+	}
+	for (;;) {
+		if ((rc = read_begin(l, part, 0, &gen)) != 0)
+			return rc;
+		rc = get_with(l, ro, part, sort, out);
+		if (!read_again(l, gen))
+			return rc;
+		out->len = 0;
+	}
+}
+
 static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 		   kt__slice sort, kt__buf *out)
 {
 	kt__ldb *l = (kt__ldb *)r;
 
-	return get_with(l, ropts_of(l, snap), part, sort, out);
+	return fenced_get(l, snap, ropts_of(l, snap), part, sort, out);
 }
 
 /* A get whose caller checks the row itself: without LevelDB's checksums
@@ -193,8 +466,8 @@ static int ldb_get_unchecked(kt__rows *r, const kt__snap *snap,
 {
 	kt__ldb *l = (kt__ldb *)r;
 
-	return get_with(l, scan_ropts(l, snap, KT__SCAN_NOVERIFY), part, sort,
-			out);
+	return fenced_get(l, snap, scan_ropts(l, snap, KT__SCAN_NOVERIFY),
+			  part, sort, out);
 }
 
 /* Byte order of two strings, a proper prefix first. */
@@ -208,8 +481,8 @@ static int memcmp_len(const char *a, size_t al, const char *b, size_t bl)
 	return al < bl ? -1 : al > bl;
 }
 
-static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
-		    const kt__scan *how)
+static int scan_plain(kt__cursor **out, kt__rows *r, const kt__snap *snap,
+		      const kt__scan *how)
 {
 	kt__ldb *l = (kt__ldb *)r;
 	kt__cursor *c;
@@ -277,6 +550,35 @@ static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	c->it = leveldb_create_iterator(l->db, scan_ropts(l, snap, how->flags));
 	*out = c;
 	return 0;
+}
+
+static void ldb_cursor_free(kt__cursor *c);
+
+/* A scan that minds the fences, as fenced_get.  Without a snapshot,
+ * LevelDB's iterator reads the state of its creation. */
+static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
+		    const kt__scan *how)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	int pscan = (how->flags & KT__SCAN_PREFIX) != 0;
+	uint64_t gen;
+	int rc;
+
+	*out = NULL;
+	if (snap != NULL) {
+		if ((rc = snap_check(l, snap, how->part, pscan)) != 0)
+			return rc;
+		return scan_plain(out, r, snap, how);
+	}
+	for (;;) {
+		if ((rc = read_begin(l, how->part, pscan, &gen)) != 0)
+			return rc;
+		if ((rc = scan_plain(out, r, snap, how)) != 0 ||
+		    !read_again(l, gen))
+			return rc;
+		ldb_cursor_free(*out);
+		*out = NULL;
+	}
 }
 
 static int in_range(const kt__cursor *c, const char *k, size_t klen)
@@ -365,6 +667,7 @@ static int ldb_snapshot(kt__snap **out, kt__rows *r)
 {
 	kt__ldb *l = (kt__ldb *)r;
 	kt__snap *s = calloc(1, sizeof(*s));
+	int oom = 0;
 
 	*out = NULL;
 	if (s == NULL)
@@ -374,7 +677,25 @@ static int ldb_snapshot(kt__snap **out, kt__rows *r)
 	pthread_mutex_lock(&l->cmu);
 	s->snap = leveldb_create_snapshot(l->db);
 	s->seq = l->seq;
+	if (l->fences != NULL) {
+		ldb_fence *f;
+		size_t n = 0;
+		for (f = l->fences; f != NULL; f = f->next)
+			n += !f->lifted;
+		if (n > 0 && (s->refs = calloc(n, sizeof(*s->refs))) == NULL)
+			oom = 1;
+		for (f = l->fences; f != NULL && s->refs != NULL; f = f->next)
+			if (!f->lifted) {
+				s->refs[s->nrefs++] = f;
+				f->nsnaps++;
+			}
+	}
 	pthread_mutex_unlock(&l->cmu);
+	if (oom) {
+		leveldb_release_snapshot(l->db, s->snap);
+		free(s);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
 	s->ropts = leveldb_readoptions_create();
 	leveldb_readoptions_set_verify_checksums(s->ropts, 1);
 	leveldb_readoptions_set_snapshot(s->ropts, s->snap);
@@ -392,6 +713,17 @@ static void ldb_snapshot_free(kt__rows *r, kt__snap *s)
 	if (s->ropts_nv)
 		leveldb_readoptions_destroy(s->ropts_nv);
 	leveldb_release_snapshot(l->db, s->snap);
+	if (s->nrefs > 0) {
+		size_t i;
+		pthread_mutex_lock(&l->cmu);
+		for (i = 0; i < s->nrefs; i++) {
+			ldb_fence *f = s->refs[i];
+			if (--f->nsnaps == 0 && f->lifted)
+				fence_drop(l, f);
+		}
+		pthread_mutex_unlock(&l->cmu);
+	}
+	free(s->refs);
 	free(s);
 }
 
@@ -403,9 +735,9 @@ static int row_same(kt__ldb *l, const kt__snap *s, kt__slice part,
 	kt__buf a = {0}, b = {0};
 	int ra, rb, same;
 
-	ra = ldb_get(&l->base, s, part, sort, &a);
+	ra = get_with(l, ropts_of(l, s), part, sort, &a);
 	rb = ra == 0 || ra == KT_ENOTFOUND
-		     ? ldb_get(&l->base, NULL, part, sort, &b)
+		     ? get_with(l, l->ropts, part, sort, &b)
 		     : ra;
 	if (ra != 0 && ra != KT_ENOTFOUND)
 		same = ra;
@@ -429,9 +761,9 @@ static int scan_same(kt__ldb *l, const kt__snap *s, const kt__cond *c)
 	uint64_t i;
 	int rc, ex, ey;
 
-	if ((rc = ldb_scan(&x, &l->base, s, &c->how)) != 0)
+	if ((rc = scan_plain(&x, &l->base, s, &c->how)) != 0)
 		return rc;
-	if ((rc = ldb_scan(&y, &l->base, NULL, &c->how)) != 0) {
+	if ((rc = scan_plain(&y, &l->base, NULL, &c->how)) != 0) {
 		ldb_cursor_free(x);
 		return rc;
 	}
@@ -501,7 +833,9 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 	}
 	if (rc == 0) {
 		pthread_mutex_lock(&l->cmu);
-		rc = conds_hold(l, cm);
+		rc = l->fences != NULL ? commit_fenced(l, cm) : 0;
+		if (rc == 0)
+			rc = conds_hold(l, cm);
 		if (rc == 1) {
 			leveldb_write(l->db,
 				      cm->sync ? l->wopts_sync : l->wopts, wb,
@@ -575,6 +909,9 @@ static void ldb_close(kt__rows *r)
 	leveldb_readoptions_destroy(l->ropts_nv);
 	leveldb_writeoptions_destroy(l->wopts);
 	leveldb_writeoptions_destroy(l->wopts_sync);
+	while (l->fences != NULL)
+		fence_drop(l, l->fences);
+	pthread_cond_destroy(&l->fcv);
 	pthread_mutex_destroy(&l->cmu);
 	free(l);
 }
@@ -599,6 +936,8 @@ static const kt__rows_ops ldb_ops = {
 	.sync = ldb_sync,
 	.empty = ldb_empty,
 	.close = ldb_close,
+	.fence = ldb_fence_set,
+	.unfence = ldb_fence_lift,
 	.atomic_batch = 1,
 };
 
@@ -614,6 +953,7 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 		return kt__err(KT_ENOMEM, "out of memory");
 	l->base.ops = &ldb_ops;
 	pthread_mutex_init(&l->cmu, NULL);
+	pthread_cond_init(&l->fcv, NULL);
 	l->opts = leveldb_options_create();
 	leveldb_options_set_create_if_missing(l->opts, o->create);
 	leveldb_options_set_paranoid_checks(l->opts, 1);

@@ -75,21 +75,22 @@ static int probe_dir(const char *dir)
 #define FORMAT_FLAGS 5
 #define HF_TYPED 0x01  /* typed names (§3a) */
 #define HF_BLKSUM 0x02 /* block rows end with their CRC-32C (§6) */
-#define HF_KNOWN (HF_TYPED | HF_BLKSUM)
+#define HF_JOURNAL 0x04 /* a large rename or delete is under way (§11) */
+#define HF_KNOWN (HF_TYPED | HF_BLKSUM | HF_JOURNAL)
 
 int kt__test_blksum = 1;
 
-static unsigned int header_flags(const kt_store *st)
+static unsigned int header_flags(const kt_store *st, int journal)
 {
-	return (st->delim.typed ? HF_TYPED : 0) | (st->blksum ? HF_BLKSUM : 0);
+	return (st->delim.typed ? HF_TYPED : 0) |
+	       (st->blksum ? HF_BLKSUM : 0) | (journal ? HF_JOURNAL : 0);
 }
 
-/* Add the header row, for this library's format version, to @p tx. */
-static int header_put(kt__tx *tx)
+int kt__header_put(kt__tx *tx, int journal)
 {
 	kt_store *st = tx->st;
 	unsigned char h[HEADER_LEN + 8];
-	unsigned int fl = header_flags(st);
+	unsigned int fl = header_flags(st, journal);
 
 	memcpy(h, MAGIC, MAGIC_LEN);
 	kt__put32(h + 8, fl ? FORMAT_FLAGS : FORMAT_PLAIN);
@@ -103,6 +104,12 @@ static int header_put(kt__tx *tx)
 					    (fl ? 1 : 0)));
 }
 
+/* Add the header row, for this library's format version, to @p tx. */
+static int header_put(kt__tx *tx)
+{
+	return kt__header_put(tx, tx->st->journal);
+}
+
 static int write_initial_once(kt_store *st)
 {
 	kt__tx tx;
@@ -111,7 +118,7 @@ static int write_initial_once(kt_store *st)
 	unsigned char alloc[16];
 	int rc;
 
-	st->format = header_flags(st) ? FORMAT_FLAGS : FORMAT_PLAIN;
+	st->format = header_flags(st, 0) ? FORMAT_FLAGS : FORMAT_PLAIN;
 	kt__tx_init(&tx, st);
 	own.uid = st->euid;
 	own.gid = st->egid;
@@ -216,6 +223,8 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 			  (u[21 + st->delim.len] & HF_TYPED) != 0;
 	st->blksum = fmt >= FORMAT_FLAGS &&
 		     (u[21 + st->delim.len] & HF_BLKSUM) != 0;
+	st->journal = fmt >= FORMAT_FLAGS &&
+		      (u[21 + st->delim.len] & HF_JOURNAL) != 0;
 	if (st->delim.typed && kt__typed_check(&st->delim) != 0) {
 		kt__buf_free(&v);
 		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
@@ -637,6 +646,19 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 		rc = kt__err(KT_EINVAL, "open '%s': typed names are chosen "
 			     "when a store is made; this one has plain names",
 			     loc);
+	/* A large rename or delete was cut short: its commit point was
+	 * made, so it is finished now, before anyone reads the subtree half
+	 * moved (ops.c).  Only a store's holder finishes it; a client
+	 * meets the flag while the holder's own is under way. */
+	if (rc == 0 && st->journal && !st->remote && !st->rados) {
+		if (o->read_only)
+			rc = kt__err(KT_EBUSY, "open '%s': a large rename or "
+				     "delete was cut short in this store; "
+				     "open it for writing once to finish it",
+				     loc);
+		else
+			rc = kt__big_resume(st);
+	}
 	/* Orphans belonged to open files of a process that is gone; but a
 	 * client is not alone with the store, so only the holder drops
 	 * them.  A RADOS store has no holder, and the other clients' open
@@ -668,6 +690,13 @@ int kt_open(kt_store **out, const char *location, const kt_options *opts)
 		return rc;
 	}
 	pthread_mutex_init(&st->wlock, NULL);
+	/* For tests: the size above which a rename or recursive delete
+	 * goes in steps (ops.c), so that whole suites can run that way. */
+	{
+		const char *b = getenv("KEYTREE_TEST_BIG_ROWS");
+		if (b != NULL && atol(b) > 0)
+			kt__big_rows = (size_t)atol(b);
+	}
 	st->euid = (uint32_t)geteuid();
 	st->egid = (uint32_t)getegid();
 	st->sync = o.sync != 0;

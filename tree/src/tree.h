@@ -53,6 +53,8 @@ struct kt_store {
 	uint32_t format;     /* the store's format version */
 	int blksum;          /* block rows end with a CRC-32C (format 5
 				flag, value.c) */
+	int journal;         /* a large rename or delete is under way or
+				was cut short (format 5 flag, ops.c) */
 
 	pthread_mutex_t wlock; /* serialises this handle's mutations */
 	/* Protected by wlock: the ranges of ids and versions this handle
@@ -157,6 +159,14 @@ typedef struct kt__txscan {
 	int complete;
 } kt__txscan;
 
+/* A rename or recursive delete too large for one commit, as the first
+ * attempt found it (ops.c, "Large renames and deletes"): 'R' or 'D', and
+ * the real paths. */
+typedef struct kt__bigplan {
+	int kind;
+	kt__buf src, dst;
+} kt__bigplan;
+
 typedef struct kt__tx {
 	kt_store *st;
 	kt__snap *snap; /* every read of the transaction is made here; taken
@@ -173,6 +183,13 @@ typedef struct kt__tx {
 	uint64_t next_id, id_limit;
 	uint64_t next_ver, ver_limit;
 	int alloc_dirty;
+	/* Set by the operation runner (ops.c) for the attempt: 0, a large
+	 * rename or delete is one commit like any other; 1, one over
+	 * kt__big_rows rows stops with KT__EBIG and says what it is in
+	 * *plan; 2, the fence is up and the operation makes its commit
+	 * point and journal, leaving the subtree's rows to later commits. */
+	int big;
+	kt__bigplan *plan;
 } kt__tx;
 
 void kt__tx_init(kt__tx *tx, kt_store *st);
@@ -183,6 +200,9 @@ void kt__tx_free(kt__tx *tx);
  * start, a bounded number of times with backoff.  @p fn must leave no
  * effect outside the transaction but what it sets again when rerun. */
 int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg);
+/* The same, for a caller that holds the store's writer lock already. */
+int kt__tx_run_held(kt_store *st, int (*fn)(kt__tx *tx, void *arg),
+		    void *arg);
 int kt__tx_put(kt__tx *tx, kt__slice part, kt__slice sort, kt__slice val);
 int kt__tx_del(kt__tx *tx, kt__slice part, kt__slice sort);
 int kt__tx_commit(kt__tx *tx);
@@ -342,6 +362,19 @@ int kt__value_trim(kt__tx *tx, const kt__node *n);
 int kt__node_drop_data(kt__tx *tx, const kt__node *n);
 
 int64_t kt__now(void);
+
+/* Large renames and recursive deletes (ops.c). */
+/* Rows of a subtree that one commit moves or deletes at most; a larger
+ * one goes in steps behind a fence (tests lower it). */
+extern size_t kt__big_rows;
+/* For tests: called after each commit of a large operation, with 0 for
+ * the commit point and 1, 2... for the steps after it. */
+extern void (*kt__test_big_step)(int step);
+/* Finish the large operation a journal row records (at open). */
+int kt__big_resume(kt_store *st);
+/* The header row as this library writes it, with or without the journal
+ * flag (store.c). */
+int kt__header_put(kt__tx *tx, int journal);
 
 /* Drop every orphan (at open: their users are gone). */
 int kt__orphans_drop_all(kt_store *st);

@@ -460,7 +460,8 @@ static void backoff(unsigned int attempt, unsigned int *seed)
 		;
 }
 
-int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
+static int tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg,
+		  int lock)
 {
 	unsigned int attempt, seed = (unsigned int)(uintptr_t)&attempt ^
 				     (unsigned int)kt__now();
@@ -471,7 +472,8 @@ int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
 	for (attempt = 0; attempt < KT__RETRY_MAX; attempt++) {
 		if (attempt > 0)
 			backoff(attempt, &seed);
-		pthread_mutex_lock(&st->wlock);
+		if (lock)
+			pthread_mutex_lock(&st->wlock);
 		kt__tx_init(&tx, st);
 		rc = fn(&tx, arg);
 		if (rc == 0)
@@ -489,13 +491,25 @@ int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
 			 * its guards refuse it. */
 			rc = KT__ERETRY;
 		kt__tx_free(&tx);
-		pthread_mutex_unlock(&st->wlock);
+		if (lock)
+			pthread_mutex_unlock(&st->wlock);
 		if (rc != KT__ERETRY)
 			return rc;
 	}
 	return kt__err(KT_EBUSY, "gave up after %d attempts: other processes "
 		       "kept changing what this operation reads",
 		       KT__RETRY_MAX);
+}
+
+int kt__tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg)
+{
+	return tx_run(st, fn, arg, 1);
+}
+
+int kt__tx_run_held(kt_store *st, int (*fn)(kt__tx *tx, void *arg),
+		    void *arg)
+{
+	return tx_run(st, fn, arg, 0);
 }
 
 /* ------------------------------------------------------------------------ */
