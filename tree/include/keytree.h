@@ -839,7 +839,8 @@ KT_EXTERN int kt_truncate(kt_store *store, const char *path, uint64_t size);
  * Remove the node at @p path.  A link in the last component is removed
  * itself, not its target.  A node with children fails with KT_ENOTEMPTY
  * unless KT_DELETE_RECURSIVE is given, in which case the whole subtree goes
- * in one atomic batch.  The root cannot be removed (KT_EINVAL).
+ * atomically (see "Large subtrees" at kt_rename()).  The root cannot be
+ * removed (KT_EINVAL).
  * With KT_DELETE_ITEM the node must be an item (KT_EISDIR for a directory
  * without a value, KT_EINVAL for a link or a special file); if it is also a directory, only
  * the value goes and the directory (with its attributes) stays.
@@ -881,6 +882,22 @@ KT_EXTERN int kt_delete(kt_store *store, const char *path,
  * Cost: rows are keyed by path, so the move rewrites one row per node in
  * the subtree plus one per index entry: linear in the subtree size.  Values
  * and attributes are keyed by id and are not copied.
+ *
+ * Large subtrees (this call and a recursive kt_delete()).  On a directory
+ * store, a subtree of more than 16384 rows is moved or deleted in steps
+ * of that many rows after one commit that makes the change (its commit
+ * point), so memory stays bounded.  Readers never see the steps: those of
+ * other parts of the tree go on as usual, those of the subtree (at either
+ * path) wait until the last step; writers of the subtree wait too, and
+ * writers of this handle wait for the whole call.  If the process dies
+ * after the commit point, the next writable open of the store finishes
+ * the change before it returns (a read-only open fails with KT_EBUSY until
+ * then).  If a step fails (KT_EIO, KT_ENOMEM), the call returns that error
+ * although the change is made, saying so, and the subtree stays
+ * unreadable through this handle (KT_EIO) until the store is opened
+ * again.  Inside a batch, with KT_RENAME_EXCHANGE or KT_DELETE_ALL_PATHS,
+ * through another process's store, and on RADOS, the whole subtree is one
+ * batch in memory, as for a small one (docs/FORMAT.md §11).
  *
  * @return 0, KT_ENOTFOUND (no @p src, or no parent of @p dst),
  *   KT_EEXISTS (KT_RENAME_NOREPLACE), KT_ENOTEMPTY, KT_ENOTDIR, KT_EISDIR,

@@ -1,0 +1,464 @@
+/*
+ * test_bigop.c - renames and recursive deletes too large for one commit
+ * (ops.c, "Large renames and deletes"; docs/FORMAT.md §11).  On an engine
+ * with fences (LevelDB) such an operation makes its commit point and a
+ * journal row, then moves or deletes the subtree's rows a step at a time
+ * while the engine keeps every other thread out of them.  These tests
+ * lower the step size (kt__big_rows) so that small trees take that road,
+ * and check that:
+ * - the result is the same as one commit's, aliases and values included;
+ * - the steps really happen, and small operations still make one commit;
+ * - readers of the subtree see it before or after, never half moved, and
+ *   readers elsewhere are not held up meanwhile;
+ * - a process killed between steps leaves a store that the next open
+ *   finishes, and that a read-only open refuses until then;
+ * - the path limits are checked before the commit point.
+ * RADOS has no fences (a large operation is one commit there), so these
+ * run on LevelDB only.
+ */
+#include "kt_test.h"
+#include "kt_helpers.h"
+
+#include <pthread.h>
+#include <sys/wait.h>
+
+extern size_t kt__big_rows;
+extern void (*kt__test_big_step)(int step);
+
+static int steps;        /* hook calls of the last operation */
+static int exit_at = -1; /* the hook ends the process at this step */
+
+static void count_step(int step)
+{
+	steps++;
+	if (step == exit_at)
+		_exit(7);
+}
+
+static int setup(void **state)
+{
+	kt__big_rows = 8;
+	kt__test_big_step = count_step;
+	steps = 0;
+	exit_at = -1;
+	return kt_test_setup(state);
+}
+
+static int teardown(void **state)
+{
+	int rc = kt_test_teardown(state);
+
+	kt__big_rows = 16384;
+	kt__test_big_step = NULL;
+	return rc;
+}
+
+/* A subtree at @p top: directories, inline and block values, links,
+ * attributes, and an alias of a node outside it (/outside/shared). */
+static void build(kt_store *s, const char *top)
+{
+	char p[256], big[40000];
+	int d, i;
+
+	memset(big, 'b', sizeof(big));
+	for (d = 0; d < 6; d++)
+		for (i = 0; i < 8; i++) {
+			snprintf(p, sizeof(p), "%s/d%d/f%d", top, d, i);
+			put_str(s, p, p);
+		}
+	snprintf(p, sizeof(p), "%s/d2/deep/er/big", top);
+	ok(kt_put(s, p, big, sizeof(big), NULL));
+	snprintf(p, sizeof(p), "%s/d1/ln", top);
+	ok(kt_symlink(s, p, "../d0/f0", NULL));
+	snprintf(p, sizeof(p), "%s/d3/f1", top);
+	ok(kt_attr_set(s, p, "user.k", "v", 1, 0));
+	put_str(s, "/outside/shared", "shared");
+	snprintf(p, sizeof(p), "%s/d4/alias", top);
+	ok(kt_link(s, "/outside/shared", p));
+	put_str(s, "/other", "other");
+}
+
+/* What a subtree holds, by path relative to @p top: kind, id, size,
+ * value, link target, attributes, link count; not times or versions. */
+static char *shape(kt_store *s, const char *top)
+{
+	kt_test_str out = {0};
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	size_t tl = strlen(top);
+	int rc;
+
+	ok(kt_find_new(&it, s, top, 0));
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		kt_statbuf sb;
+		void *v = NULL;
+		size_t vl = 0;
+		ok(kt_lstat(&sb, s, e->name));
+		kt_test_str_addf(&out, "%s k%u id%llu s%llu n%u a%u ",
+				 e->name + tl, sb.kind,
+				 (unsigned long long)sb.id,
+				 (unsigned long long)sb.size,
+				 (unsigned)sb.nlink, (unsigned)sb.nattrs);
+		if (sb.kind & KT_KIND_LINK)
+			ok(kt_readlink((char **)&v, &vl, s, e->name));
+		else if (sb.kind & KT_KIND_ITEM)
+			ok(kt_get(&v, &vl, s, e->name));
+		kt_test_str_hex(&out, v, vl < 64 ? vl : 64);
+		kt_test_str_addf(&out, " %zu\n", vl);
+		kt_free(v);
+	}
+	assert_int_equal(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	if (out.p == NULL)
+		kt_test_str_add(&out, "", 0);
+	return out.p;
+}
+
+static void test_rename_in_steps(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf sb;
+	char *before, *after;
+
+	build(s, "/a");
+	before = shape(s, "/a");
+	steps = 0;
+	ok(kt_rename(s, "/a", "/z", 0));
+	/* The commit point, then one step per 8 rows of about 130. */
+	assert_true(steps > 10);
+	expect_rc(kt_lstat(&sb, s, "/a"), KT_ENOTFOUND);
+	after = shape(s, "/z");
+	assert_string_equal(before, after);
+	free(after);
+	/* The alias moved with it: the node outside knows its new path. */
+	ok(kt_stat(&sb, s, "/outside/shared"));
+	assert_int_equal(sb.nlink, 2);
+	ok(kt_delete(s, "/outside/shared", 0));
+	ok(kt_lstat(&sb, s, "/z/d4/alias"));
+	assert_int_equal(sb.nlink, 1);
+	/* And back, deeper. */
+	ok(kt_mkdir(s, "/x", NULL));
+	ok(kt_rename(s, "/z", "/x/y", 0));
+	ok(kt_lstat(&sb, s, "/x/y/d2/deep/er/big"));
+	assert_int_equal(sb.size, 40000);
+	free(before);
+}
+
+static void test_delete_in_steps(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf sb;
+	kt_store_stats s0, ss;
+
+	put_str(s, "/outside/shared", "shared");
+	put_str(s, "/other", "other");
+	ok(kt_stats(&s0, s));
+	build(s, "/a");
+	steps = 0;
+	ok(kt_delete(s, "/a", KT_DELETE_RECURSIVE));
+	assert_true(steps > 10);
+	expect_rc(kt_lstat(&sb, s, "/a"), KT_ENOTFOUND);
+	ok(kt_stat(&sb, s, "/outside/shared"));
+	assert_int_equal(sb.nlink, 1);
+	/* Only what was there before /a was made is left, row for row. */
+	ok(kt_stats(&ss, s));
+	assert_int_equal(ss.items, s0.items);
+	assert_int_equal(ss.dirs, s0.dirs);
+	assert_int_equal(ss.rows, s0.rows);
+	/* The teardown's check finds no row of the subtree left over. */
+}
+
+static void test_small_is_one_commit(void **state)
+{
+	kt_store *s = store_of(state);
+
+	kt__big_rows = 1000;
+	build(s, "/a");
+	steps = 0;
+	ok(kt_rename(s, "/a", "/z", 0));
+	ok(kt_delete(s, "/z", KT_DELETE_RECURSIVE));
+	assert_int_equal(steps, 0);
+}
+
+/* A large rename that would put a node below over KT_PATH_MAX fails
+ * before its commit point, leaving everything as it was. */
+static void test_limits_before_commit_point(void **state)
+{
+	kt_store *s = store_of(state);
+	char name[250], p[KT_PATH_MAX + 1], dst[300];
+	size_t len = 2;
+	int i;
+
+	build(s, "/a");
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	strcpy(p, "/a");
+	/* A path of almost KT_PATH_MAX bytes below /a. */
+	for (i = 0; len + 1 + strlen(name) < KT_PATH_MAX - 40; i++) {
+		strcat(p, "/");
+		strcat(p, name);
+		len = strlen(p);
+	}
+	put_str(s, p, "x");
+	memset(dst, 'd', 100);
+	dst[0] = '/';
+	dst[100] = '\0';
+	steps = 0;
+	kt_assert_rejected(s, kt_rename(s, "/a", dst, 0), KT_ENAMETOOLONG,
+			   "limits");
+	assert_int_equal(steps, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Readers while the steps run */
+
+typedef struct watch {
+	kt_store *s;
+	int stop;
+	unsigned long other_reads; /* whole gets of /other */
+	size_t nodes;              /* below the moving top */
+	char wrong[512];
+} watch;
+
+static void *read_other(void *arg)
+{
+	watch *w = arg;
+	void *v;
+	size_t vl;
+
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		int rc = kt_get(&v, &vl, w->s, "/other");
+		if (rc != 0 || vl != 5 || memcmp(v, "other", 5) != 0) {
+			snprintf(w->wrong, sizeof(w->wrong),
+				 "get /other: %d (%s)", rc, kt_errmsg());
+			return NULL;
+		}
+		kt_free(v);
+		__atomic_add_fetch(&w->other_reads, 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* The subtree is at /a or at /z, whole, whenever it is looked at. */
+static void *read_moving(void *arg)
+{
+	watch *w = arg;
+
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		static const char *tops[2] = {"/a", "/z"};
+		size_t n[2];
+		int t;
+
+		for (t = 0; t < 2; t++) {
+			kt_iter *it = NULL;
+			const kt_entry *e;
+			int rc = kt_find_new(&it, w->s, tops[t], 0);
+			n[t] = 0;
+			if (rc == KT_ENOTFOUND)
+				continue;
+			while (rc == 0 && (rc = kt_iter_next(&e, it)) == 0)
+				n[t]++;
+			kt_iter_free(it);
+			if (rc != KT_ITEROVER) {
+				snprintf(w->wrong, sizeof(w->wrong),
+					 "find %s: %d (%s)", tops[t], rc,
+					 kt_errmsg());
+				return NULL;
+			}
+		}
+		/* The two finds are two calls, so the rename may fall
+		 * between them (both whole, or none seen once), but never
+		 * a part. */
+		if ((n[0] != 0 && n[0] != w->nodes) ||
+		    (n[1] != 0 && n[1] != w->nodes)) {
+			snprintf(w->wrong, sizeof(w->wrong),
+				 "found %zu nodes below /a and %zu below /z, "
+				 "of %zu", n[0], n[1], w->nodes);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static watch *the_watch;
+
+/* At the first step after the commit point: the fence stands, and this
+ * thread holds the writer lock.  Wait for readers of /other to get on. */
+static void park(int step)
+{
+	unsigned long base;
+	int i;
+
+	steps++;
+	if (step != 1)
+		return;
+	base = __atomic_load_n(&the_watch->other_reads, __ATOMIC_ACQUIRE);
+	for (i = 0; i < 3000; i++) {
+		if (__atomic_load_n(&the_watch->other_reads,
+				    __ATOMIC_ACQUIRE) >= base + 3)
+			return;
+		usleep(10000);
+	}
+	snprintf(the_watch->wrong, sizeof(the_watch->wrong),
+		 "no get of /other finished in 30 s while the steps ran");
+}
+
+static void test_readers_during_steps(void **state)
+{
+	kt_store *s = store_of(state);
+	pthread_t to, tm;
+	watch w;
+	int round;
+
+	kt_iter *it = NULL;
+	const kt_entry *e;
+
+	build(s, "/a");
+	memset(&w, 0, sizeof(w));
+	w.s = s;
+	ok(kt_find_new(&it, s, "/a", 0));
+	while (kt_iter_next(&e, it) == 0)
+		w.nodes++;
+	kt_iter_free(it);
+	assert_true(w.nodes > 50);
+	the_watch = &w;
+	kt__test_big_step = park;
+	assert_int_equal(pthread_create(&to, NULL, read_other, &w), 0);
+	assert_int_equal(pthread_create(&tm, NULL, read_moving, &w), 0);
+	for (round = 0; round < 4 && w.wrong[0] == '\0'; round++) {
+		steps = 0;
+		if (round % 2 == 0)
+			ok(kt_rename(s, "/a", "/z", 0));
+		else
+			ok(kt_rename(s, "/z", "/a", 0));
+		assert_true(steps > 10);
+	}
+	__atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(to, NULL);
+	pthread_join(tm, NULL);
+	kt__test_big_step = count_step;
+	if (w.wrong[0] != '\0')
+		fail_msg("%s", w.wrong);
+	assert_true(w.other_reads >= 3);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Killed between steps */
+
+/* In a child: open the store, run @p op with the hook ending the process
+ * at step @p at; the parent sees it end that way. */
+static void killed_at(kt_test_fixture *f, int at, int rename)
+{
+	pid_t pid;
+	int status;
+
+	kt_close(f->store);
+	f->store = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		kt_store *s = NULL;
+		exit_at = at;
+		if (kt_open(&s, f->path, NULL) != 0)
+			_exit(2);
+		if (rename)
+			kt_rename(s, "/a", "/z", 0);
+		else
+			kt_delete(s, "/a", KT_DELETE_RECURSIVE);
+		_exit(3); /* the hook should have ended it */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 7);
+}
+
+static void crash_case(void **state, int at, int rename)
+{
+	kt_test_fixture *f = *state;
+	kt_options ro = KT_OPTIONS_INIT;
+	kt_store *r = NULL;
+	kt_statbuf sb;
+	char *before, *after;
+	size_t bad = 99;
+
+	build(f->store, "/a");
+	before = shape(f->store, "/a");
+	killed_at(f, at, rename);
+	/* A read-only open cannot finish it, and says so. */
+	ro.read_only = 1;
+	expect_rc(kt_open(&r, f->path, &ro), KT_EBUSY);
+	assert_non_null(strstr(kt_errmsg(), "cut short"));
+	/* The next open finishes it: the state after the operation. */
+	steps = 0;
+	ok(kt_open(&f->store, f->path, NULL));
+	assert_true(steps > 0);
+	expect_rc(kt_lstat(&sb, f->store, "/a"), KT_ENOTFOUND);
+	if (rename) {
+		after = shape(f->store, "/z");
+		assert_string_equal(before, after);
+		free(after);
+	} else {
+		expect_rc(kt_lstat(&sb, f->store, "/z"), KT_ENOTFOUND);
+		ok(kt_stat(&sb, f->store, "/outside/shared"));
+		assert_int_equal(sb.nlink, 1);
+	}
+	ok(kt_check(&bad, f->store, NULL));
+	assert_int_equal(bad, 0);
+	/* And the store is as any other: read-only opens work again. */
+	kt_close(f->store);
+	ok(kt_open(&r, f->path, &ro));
+	kt_close(r);
+	ok(kt_open(&f->store, f->path, NULL));
+	free(before);
+}
+
+static void test_killed_at_commit_point_rename(void **state)
+{
+	crash_case(state, 0, 1);
+}
+
+static void test_killed_between_steps_rename(void **state)
+{
+	crash_case(state, 4, 1);
+}
+
+static void test_killed_at_commit_point_delete(void **state)
+{
+	crash_case(state, 0, 0);
+}
+
+static void test_killed_between_steps_delete(void **state)
+{
+	crash_case(state, 4, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_rename_in_steps, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_delete_in_steps, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_small_is_one_commit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limits_before_commit_point,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readers_during_steps,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_killed_at_commit_point_rename, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_killed_between_steps_rename, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_killed_at_commit_point_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_killed_between_steps_delete, setup, teardown),
+	};
+
+	if (kt_test_on_rados()) {
+		fprintf(stderr, "LevelDB only: RADOS has no fences, and makes "
+			"a large rename or delete one commit\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
