@@ -287,11 +287,54 @@ static int do_list(run *r, int big)
 	return 0;
 }
 
+/* Resident memory from /proc/self/status, in kB (0 when unknown). */
+static long status_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t fl = strlen(field);
+	long v = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':') {
+			v = atol(line + fl + 1);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/* Start a new peak of resident memory (VmHWM), and return what is
+ * resident now: writing 5 to clear_refs resets the peak (Linux 4.0). */
+static long peak_start(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+
+	if (f != NULL) {
+		fputs("5", f);
+		fclose(f);
+	}
+	return status_kb("VmRSS");
+}
+
+/* How far resident memory rose above @p base since peak_start:
+ *   apimem  WORKLOAD  LABEL  N  KB */
+static void peak_report(const run *r, const char *wl, long base)
+{
+	long hwm = status_kb("VmHWM");
+
+	printf("apimem\t%s\t%s\t%ld\t%ld\n", wl, r->label, r->p->n,
+	       hwm > base ? hwm - base : 0);
+	fflush(stdout);
+}
+
 /* Move /t0 (10^4 items, fewer when n is smaller) away and back. */
 static int do_rename(run *r)
 {
 	double t0, t;
-	long done = 0;
+	long done = 0, base = peak_start();
 
 	count_mark();
 	t = t0 = now();
@@ -303,13 +346,14 @@ static int do_rename(run *r)
 		t = now();
 	} while (t - t0 < r->min_time);
 	report(r, "rename", (double)done, t - t0);
+	peak_report(r, "rename", base);
 	return 0;
 }
 
 static int do_delete(run *r)
 {
 	double t0;
-	long got;
+	long got, base = peak_start();
 
 	count_mark();
 	t0 = now();
@@ -318,6 +362,7 @@ static int do_delete(run *r)
 		return -1;
 	report(r, "delete", (double)(r->p->n + r->p->nbig + r->p->nlinks),
 	       now() - t0);
+	peak_report(r, "delete", base);
 	return 0;
 }
 
