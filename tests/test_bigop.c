@@ -26,10 +26,15 @@ extern size_t kt__big_rows;
 extern void (*kt__test_big_step)(int step);
 
 static int steps;        /* hook calls of the last operation */
+static int fenced_one;   /* ... that said "one commit behind the fence" */
 static int exit_at = -1; /* the hook ends the process at this step */
 
 static void count_step(int step)
 {
+	if (step == -1) {
+		fenced_one++;
+		return;
+	}
 	steps++;
 	if (step == exit_at)
 		_exit(7);
@@ -178,6 +183,30 @@ static void test_small_is_one_commit(void **state)
 	ok(kt_rename(s, "/a", "/z", 0));
 	ok(kt_delete(s, "/z", KT_DELETE_RECURSIVE));
 	assert_int_equal(steps, 0);
+}
+
+/* Between the two sizes: more rows than the first attempt reads, no more
+ * than one step.  Made in one commit behind the fence. */
+static void test_middle_is_one_commit(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf sb;
+	char *before, *after;
+
+	kt__big_rows = 160; /* the first attempt reads 80 rows */
+	build(s, "/a");
+	before = shape(s, "/a");
+	steps = 0;
+	fenced_one = 0;
+	ok(kt_rename(s, "/a", "/z", 0));
+	after = shape(s, "/z");
+	assert_string_equal(before, after);
+	ok(kt_delete(s, "/z", KT_DELETE_RECURSIVE));
+	expect_rc(kt_lstat(&sb, s, "/z"), KT_ENOTFOUND);
+	assert_int_equal(steps, 0);
+	assert_int_equal(fenced_one, 2);
+	free(before);
+	free(after);
 }
 
 /* A large rename that would put a node below over KT_PATH_MAX fails
@@ -440,6 +469,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_delete_in_steps, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_small_is_one_commit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_middle_is_one_commit,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits_before_commit_point,
 						setup, teardown),

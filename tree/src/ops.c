@@ -119,6 +119,71 @@ static void rowvec_seal(rowvec *rv)
 	}
 }
 
+/* One step: the rows in rv go. */
+typedef struct big_step {
+	int kind;
+	kt__slice sp, dp; /* node partitions of source and destination */
+	const rowvec *rv;
+	int last; /* and the journal with them */
+	/* The step's plain writes (tx->extra), and the bytes of the keys
+	 * and values they make: new partitions, id rows. */
+	kt__write *w;
+	size_t nw;
+	kt__buf bytes;
+	size_t *off; /* per write: where its made key (part) starts */
+} big_step;
+
+static void step_free(big_step *bs)
+{
+	free(bs->w);
+	free(bs->off);
+	kt__buf_free(&bs->bytes);
+	bs->w = NULL;
+	bs->off = NULL;
+	bs->nw = 0;
+}
+
+/* Add a write to the step; @p made: its partition (and, for an id row,
+ * its sort key and value) are bytes of bs->bytes from offset *@p at, set
+ * once they stop moving (step_seal). */
+static void step_add(big_step *bs, kt__slice part, kt__slice sort,
+		     kt__slice val, int del)
+{
+	kt__write *w = &bs->w[bs->nw++];
+
+	w->part = part;
+	w->sort = sort;
+	w->value = val;
+	w->del = del;
+}
+
+/* A large operation once fenced (kt__bigplan.run): the rows its commit
+ * point read, which are its first step, and where that step ended. */
+typedef struct big_state {
+	rowvec rv;
+	big_step bs;
+	int stepped; /* the commit point was made: steps follow */
+	kt__buf last_part, last_sort;
+} big_state;
+
+static big_state *big_state_of(kt__tx *tx)
+{
+	if (tx->plan->run == NULL)
+		tx->plan->run = calloc(1, sizeof(big_state));
+	return tx->plan->run;
+}
+
+static void big_state_free(big_state *b)
+{
+	if (b == NULL)
+		return;
+	rowvec_free(&b->rv);
+	step_free(&b->bs);
+	kt__buf_free(&b->last_part);
+	kt__buf_free(&b->last_sort);
+	free(b);
+}
+
 /* Copy every row below directory p (its index partition and all partitions
  * of its descendants: one range scan).  With @p cap, more than that many
  * rows stop it with KT__EBIG. */
@@ -308,35 +373,74 @@ static int big_plan(kt__tx *tx, int kind, const char *src, size_t slen,
 		    const char *dst, size_t dlen);
 static int big_point(kt__tx *tx, int kind, const char *src, size_t slen,
 		     const char *dst, size_t dlen);
+static int big_first(kt__tx *tx, big_state *b, int kind, const char *src,
+		     size_t slen, const char *dst, size_t dlen);
+
+/* Rows of a subtree the first attempt reads at most before it hands the
+ * operation to the fenced road (ops.c, "Large renames and deletes"). */
+static size_t plan_cap(void)
+{
+	/* Half the step size when tests make steps small, so that they
+	 * meet operations between the two sizes too. */
+	return kt__big_rows >= 2048 ? 1024 : (kt__big_rows + 1) / 2;
+}
+
+/* Read the rows below directory p for a rename or delete of it, as the
+ * attempt's mode allows: all of them (tx->big 0); a few, else KT__EBIG
+ * with the plan made (1); up to kt__big_rows into the operation's state,
+ * else KT__EBIG (2, fenced: the rows read are its first step).  *@p rvp
+ * receives the vector read into. */
+static int big_rows(kt__tx *tx, int kind, const char *src, size_t slen,
+		    const char *dst, size_t dlen, rowvec *own, rowvec **rvp)
+{
+	big_state *b;
+	int rc;
+
+	*rvp = own;
+	if (tx->big == 0)
+		return subtree_rows(tx, src, slen, own, 0);
+	if (tx->big == 1) {
+		rc = subtree_rows(tx, src, slen, own, plan_cap());
+		return rc == KT__EBIG ? big_plan(tx, kind, src, slen, dst, dlen)
+				      : rc;
+	}
+	if ((b = big_state_of(tx)) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	rowvec_free(&b->rv);
+	*rvp = &b->rv;
+	return subtree_rows(tx, src, slen, &b->rv, kt__big_rows);
+}
 
 /* Remove node n at p and everything below it. */
 static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 {
-	rowvec rv = {0};
+	rowvec own = {0}, *rv = &own;
 	int rc = 0;
 
 	if (!(n->kind & KT_KIND_DIR))
 		return remove_node(tx, p, len, n);
-	if (tx->big == 2) {
-		/* The commit point of a large delete: the node goes now,
-		 * its subtree in the steps after (big_drain). */
+	rc = big_rows(tx, 'D', p, len, NULL, 0, &own, &rv);
+	if (rc == KT__EBIG && tx->big == 2) {
+		/* The commit point of a large delete: the node goes now
+		 * with the rows read, the rest of its subtree in the steps
+		 * after (big_drain). */
 		if ((rc = big_point(tx, 'D', p, len, NULL, 0)) == 0 &&
 		    (rc = index_del(tx, p, len)) == 0 &&
 		    (rc = node_del(tx, p, len)) == 0 &&
 		    (rc = kt__id_del(tx, n->id)) == 0 &&
-		    (rc = kt__node_drop_data(tx, n)) == 0)
-			rc = kt__parent_touch(tx, p, len, -1);
+		    (rc = kt__node_drop_data(tx, n)) == 0 &&
+		    (rc = kt__parent_touch(tx, p, len, -1)) == 0)
+			rc = big_first(tx, tx->plan->run, 'D', p, len, NULL,
+				       0);
+		rowvec_free(&own);
 		return rc;
 	}
-	rc = subtree_rows(tx, p, len, &rv, tx->big == 1 ? kt__big_rows : 0);
-	if (rc == KT__EBIG)
-		rc = big_plan(tx, 'D', p, len, NULL, 0);
 	/* The index row goes first: from then on nothing below is
 	 * reachable. */
 	if (rc == 0)
 		rc = index_del(tx, p, len);
 	if (rc == 0)
-		rc = subtree_drop(tx, &rv);
+		rc = subtree_drop(tx, rv);
 	if (rc == 0)
 		rc = node_del(tx, p, len);
 	if (rc == 0)
@@ -345,7 +449,7 @@ static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 		rc = kt__node_drop_data(tx, n);
 	if (rc == 0)
 		rc = kt__parent_touch(tx, p, len, -1);
-	rowvec_free(&rv);
+	rowvec_free(&own);
 	return rc;
 }
 
@@ -476,28 +580,29 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 {
 	kt_store *st = tx->st;
 	kt__buf sp = {0}, dp = {0}, np = {0};
-	rowvec rv = {0};
+	rowvec own = {0}, *rv = &own;
 	size_t i;
-	int rc = 0;
+	int rc = 0, stepped = 0, mode = tx->big;
 
-	if ((n->kind & KT_KIND_DIR) && big == 2) {
+	tx->big = big; /* an EXCHANGE's moves are never large */
+	if (n->kind & KT_KIND_DIR)
+		rc = big_rows(tx, 'R', src, slen, dst, dlen, &own, &rv);
+	tx->big = mode;
+	if (rc == KT__EBIG && big == 2) {
 		/* The commit point of a large rename: check the limits
-		 * (reading the subtree, keeping none of it), then move the
-		 * node itself; its subtree follows in steps (big_drain). */
+		 * (reading the subtree, keeping none of it), move the node
+		 * itself and the rows read; the rest of its subtree
+		 * follows in steps (big_drain). */
+		stepped = 1;
 		rc = big_point(tx, 'R', src, slen, dst, dlen);
 		if (rc == 0 && check)
 			rc = subtree_fits(tx, src, slen, dst, dlen, n);
-	} else if (n->kind & KT_KIND_DIR) {
-		rc = subtree_rows(tx, src, slen, &rv,
-				  big == 1 ? kt__big_rows : 0);
-		if (rc == KT__EBIG)
-			rc = big_plan(tx, 'R', src, slen, dst, dlen);
 	}
 	/* The limits first, so that nothing is written for a move that
 	 * cannot be made. */
-	for (i = 0; i < rv.n && rc == 0 && check; i++)
-		if (rv.v[i].slen == 0)
-			rc = moved_fits(st, rv.v[i].part, rv.v[i].plen, src,
+	for (i = 0; !stepped && i < rv->n && rc == 0 && check; i++)
+		if (rv->v[i].slen == 0)
+			rc = moved_fits(st, rv->v[i].part, rv->v[i].plen, src,
 					slen, kt__depth(src, slen), dst, dlen,
 					kt__depth(dst, dlen));
 	if (rc == 0)
@@ -506,8 +611,8 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 		rc = kt__enc_node(&dp, &st->delim, dst, dlen);
 	/* New rows first, then the index row that shows them at dst, then
 	 * the removal of the old index row and the rows it reached. */
-	for (i = 0; i < rv.n && rc == 0; i++) {
-		const rowcopy *c = &rv.v[i];
+	for (i = 0; !stepped && i < rv->n && rc == 0; i++) {
+		const rowcopy *c = &rv->v[i];
 		np.len = 0;
 		rc = kt__buf_add(&np, dp.p, dp.len);
 		if (rc == 0)
@@ -545,12 +650,14 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 		rc = kt__index_put(tx, dst, dlen, n);
 	if (rc == 0)
 		rc = index_del(tx, src, slen);
-	for (i = 0; i < rv.n && rc == 0; i++)
-		rc = kt__tx_del(tx, kt__sl(rv.v[i].part, rv.v[i].plen),
-				kt__sl(rv.v[i].sort, rv.v[i].slen));
+	for (i = 0; !stepped && i < rv->n && rc == 0; i++)
+		rc = kt__tx_del(tx, kt__sl(rv->v[i].part, rv->v[i].plen),
+				kt__sl(rv->v[i].sort, rv->v[i].slen));
 	if (rc == 0)
 		rc = node_del(tx, src, slen);
-	rowvec_free(&rv);
+	if (rc == 0 && stepped)
+		rc = big_first(tx, tx->plan->run, 'R', src, slen, dst, dlen);
+	rowvec_free(&own);
 	kt__buf_free(&sp);
 	kt__buf_free(&dp);
 	kt__buf_free(&np);
@@ -1514,18 +1621,23 @@ static int op_dispatch(kt__tx *tx, const kt__op *op)
  * holding the whole subtree in memory.  On an engine with fences (rows.h;
  * LevelDB) one over kt__big_rows rows goes in steps instead:
  *
- * 1. A first attempt, in a transaction like any other, finds the subtree
- *    too large (KT__EBIG) and records what it is: the plan.
+ * 1. A first attempt, in a transaction like any other, finds more than
+ *    1024 rows below the node (KT__EBIG), and records what the operation
+ *    is: the plan.
  * 2. Under the store's writer lock, the engine fences off the rows below
  *    the source (and the destination): other threads and processes that
  *    would read them wait, and nobody writes there.
- * 3. The operation runs again, and this time its commit is the commit
- *    point: the node itself is moved or deleted with its index rows and
- *    parents, and a journal row (/meta "journal") with a header flag
- *    records the operation.  From here on the operation has happened.
- * 4. The rows below follow in commits of at most kt__big_rows rows each,
- *    read from one cursor (big_drain); then the journal row and the flag
- *    go, and the fence is lifted.
+ * 3. The operation runs again.  If the subtree now has at most
+ *    kt__big_rows rows, it is made in one commit as usual.  Otherwise
+ *    this commit is the commit point: the node itself is moved or
+ *    deleted with its index rows and parents, together with the first
+ *    kt__big_rows rows below it (the ones this attempt read), and a
+ *    journal row (/meta "journal") with a header flag records the
+ *    operation.  From here on the operation has happened.
+ * 4. The other rows below follow in commits of at most kt__big_rows rows
+ *    each, read from one cursor that starts past the first step's rows
+ *    (big_drain); then the journal row and the flag go, and the fence is
+ *    lifted.
  *
  * Readers never see the steps: outside the fence nothing changes but at
  * the commit point, and inside it they wait.  A process killed after the
@@ -1599,78 +1711,197 @@ static int big_point(kt__tx *tx, int kind, const char *src, size_t slen,
 	return rc;
 }
 
-/* One step: the rows in rv go. */
-typedef struct big_step {
-	int kind;
-	kt__slice sp, dp; /* node partitions of source and destination */
-	const rowvec *rv;
-	int last; /* and the journal with them */
-} big_step;
-
-/* Rewrite each row of the step under the destination. */
-static int step_move(kt__tx *tx, const big_step *bs)
+/* Write each row of the step under the destination, and remove it at the
+ * source. */
+static int step_move(kt__tx *tx, big_step *bs)
 {
 	kt__rd rd = {tx->st, tx, NULL};
-	kt__buf np = {0}, now = {0};
-	size_t i;
+	const rowvec *rv = bs->rv;
+	size_t i, n = rv->n, need = 0;
+	size_t *npos = NULL, *kpos = NULL;
+	unsigned char *paths = NULL; /* per row: 0 not a node row, else its
+					node's path count, 1 or 2 (several) */
+	kt__buf now = {0};
 	int rc = 0;
 
-	for (i = 0; i < bs->rv->n && rc == 0; i++) {
-		const rowcopy *c = &bs->rv->v[i];
-		kt__slice val = kt__sl(c->val, c->vlen);
-		np.len = 0;
-		if ((rc = kt__buf_add(&np, bs->dp.p, bs->dp.len)) != 0 ||
-		    (rc = kt__buf_add(&np, c->part + bs->sp.len,
-				      c->plen - bs->sp.len)) != 0)
-			break;
+	bs->w = calloc(n * 3 + 1, sizeof(*bs->w));
+	npos = calloc(n + 1, sizeof(*npos));
+	kpos = calloc(n + 1, sizeof(*kpos));
+	paths = calloc(n + 1, 1);
+	if (bs->w == NULL || npos == NULL || kpos == NULL || paths == NULL) {
+		rc = kt__err(KT_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* First every byte the writes point at: each row's new partition
+	 * and each single-path node's id row key, in one buffer that does
+	 * not move once filled. */
+	for (i = 0; i < n; i++)
+		need += bs->dp.len + rv->v[i].plen - bs->sp.len + 8;
+	if ((rc = kt__buf_reserve(&bs->bytes, need)) != 0)
+		goto out;
+	for (i = 0; i < n && rc == 0; i++) {
+		const rowcopy *c = &rv->v[i];
+		npos[i] = bs->bytes.len;
+		kt__buf_add(&bs->bytes, bs->dp.p, bs->dp.len);
+		kt__buf_add(&bs->bytes, c->part + bs->sp.len,
+			    c->plen - bs->sp.len);
 		if (c->slen == 0) {
 			kt__node sub = {0};
 			rc = kt__node_decode_hdr(&sub, c->val, c->vlen);
 			if (rc == 0 && sub.nlink > 1) {
-				/* A node with several paths: as it is now,
-				 * with its alias row moved. */
-				now.len = 0;
-				rc = kt__rd_get(&rd, kt__sl(c->part, c->plen),
-						kt__sl("", 0), &now);
-				val = kt__slb(&now);
-				if (rc == 0)
-					rc = kt__alias_move(
-						tx, sub.id,
-						kt__sl(c->part, c->plen),
-						kt__slb(&np));
+				paths[i] = 2;
 			} else if (rc == 0) {
-				rc = kt__id_put_enc(tx, sub.id, np.p, np.len);
+				unsigned char k[8];
+				paths[i] = 1;
+				kt__put64be(k, sub.id);
+				kpos[i] = bs->bytes.len;
+				kt__buf_add(&bs->bytes, k, 8);
 			}
 			kt__node_free(&sub);
 		}
-		if (rc == 0)
-			rc = kt__tx_put(tx, kt__slb(&np),
-					kt__sl(c->sort, c->slen), val);
-		if (rc == 0)
-			rc = kt__tx_del(tx, kt__sl(c->part, c->plen),
-					kt__sl(c->sort, c->slen));
 	}
-	kt__buf_free(&np);
+	for (i = 0; i < n && rc == 0; i++) {
+		const rowcopy *c = &rv->v[i];
+		kt__slice old = kt__sl(c->part, c->plen);
+		kt__slice np = kt__sl(bs->bytes.p + npos[i],
+				      bs->dp.len + c->plen - bs->sp.len);
+		kt__slice sort = kt__sl(c->sort, c->slen);
+		if (paths[i] == 2) {
+			/* A node with several paths: as it is now, through
+			 * the transaction, with its alias row moved. */
+			kt__node sub = {0};
+			now.len = 0;
+			rc = kt__node_decode_hdr(&sub, c->val, c->vlen);
+			if (rc == 0)
+				rc = kt__rd_get(&rd, old, sort, &now);
+			if (rc == 0)
+				rc = kt__tx_put(tx, np, sort, kt__slb(&now));
+			if (rc == 0)
+				rc = kt__alias_move(tx, sub.id, old, np);
+			kt__node_free(&sub);
+		} else {
+			step_add(bs, np, sort, kt__sl(c->val, c->vlen), 0);
+			if (paths[i] == 1)
+				step_add(bs, kt__sl(KT__PART_ID,
+						    strlen(KT__PART_ID)),
+					 kt__sl(bs->bytes.p + kpos[i], 8), np,
+					 0);
+		}
+		step_add(bs, old, sort, kt__sl(NULL, 0), 1);
+	}
+out:
+	free(npos);
+	free(kpos);
+	free(paths);
 	kt__buf_free(&now);
+	return rc;
+}
+
+/* Delete each row of the step, with what goes with its nodes: id row,
+ * value and attributes, or, of a node with other paths, only this one. */
+static int step_drop(kt__tx *tx, big_step *bs)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	const rowvec *rv = bs->rv;
+	size_t i, n = rv->n;
+	int rc = 0;
+
+	bs->w = calloc(n * 2 + 1, sizeof(*bs->w));
+	if (bs->w == NULL ||
+	    (rc = kt__buf_reserve(&bs->bytes, n * 8 + 1)) != 0) {
+		return rc != 0 ? rc : kt__err(KT_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		const rowcopy *c = &rv->v[i];
+		kt__slice part = kt__sl(c->part, c->plen);
+		if (c->slen == 0) {
+			kt__node nd = {0};
+			rc = kt__node_decode_hdr(&nd, c->val, c->vlen);
+			if (rc == 0 && nd.nlink > 1) {
+				/* It may have changed since the copy
+				 * (another of its paths went first). */
+				rc = kt__node_get_enc(&nd, &rd, part);
+				if (rc == 0)
+					rc = path_drop(tx, part, &nd);
+			} else if (rc == 0) {
+				unsigned char k[8];
+				kt__put64be(k, nd.id);
+				step_add(bs, kt__sl(KT__PART_ID,
+						    strlen(KT__PART_ID)),
+					 kt__sl(bs->bytes.p + bs->bytes.len, 8),
+					 kt__sl(NULL, 0), 1);
+				kt__buf_add(&bs->bytes, k, 8);
+				if (((nd.kind & KT_KIND_ITEM) &&
+				     !kt__node_inline(tx->st, &nd)) ||
+				    nd.nattrs > 0)
+					rc = kt__node_drop_data(tx, &nd);
+			}
+			kt__node_free(&nd);
+		}
+		if (rc == 0)
+			step_add(bs, part, kt__sl(c->sort, c->slen),
+				 kt__sl(NULL, 0), 1);
+	}
+	return rc;
+}
+
+/* The first step of a large operation, in its commit point: the rows
+ * big_rows read into @p b, written as a step; where it ended is noted
+ * for the drain. */
+static int big_first(kt__tx *tx, big_state *b, int kind, const char *src,
+		     size_t slen, const char *dst, size_t dlen)
+{
+	kt__buf sp = {0}, dp = {0};
+	const rowcopy *last;
+	int rc;
+
+	step_free(&b->bs);
+	memset(&b->bs, 0, sizeof(b->bs));
+	rc = kt__enc_node(&sp, &tx->st->delim, src, slen);
+	if (rc == 0 && dst != NULL)
+		rc = kt__enc_node(&dp, &tx->st->delim, dst, dlen);
+	b->bs.kind = kind;
+	b->bs.sp = kt__slb(&sp);
+	b->bs.dp = kt__slb(&dp);
+	b->bs.rv = &b->rv;
+	if (rc == 0)
+		rc = kind == 'R' ? step_move(tx, &b->bs)
+				 : step_drop(tx, &b->bs);
+	if (rc == 0 && b->rv.n > 0) {
+		last = &b->rv.v[b->rv.n - 1];
+		if ((rc = kt__buf_set(&b->last_part, last->part,
+				      last->plen)) == 0)
+			rc = kt__buf_set(&b->last_sort, last->sort,
+					 last->slen);
+	}
+	tx->extra = b->bs.w;
+	tx->nextra = b->bs.nw;
+	b->stepped = rc == 0;
+	kt__buf_free(&sp);
+	kt__buf_free(&dp);
 	return rc;
 }
 
 static int step_fn(kt__tx *tx, void *arg)
 {
-	const big_step *bs = arg;
+	big_step *bs = arg;
 	int rc;
 
-	rc = bs->kind == 'R' ? step_move(tx, bs) : subtree_drop(tx, bs->rv);
+	step_free(bs);
+	rc = bs->kind == 'R' ? step_move(tx, bs) : step_drop(tx, bs);
 	if (rc == 0 && bs->last &&
 	    (rc = kt__tx_del(tx, meta(), journal_key())) == 0)
 		rc = kt__header_put(tx, 0);
+	tx->extra = bs->w;
+	tx->nextra = bs->nw;
 	return rc;
 }
 
 /* The steps after the commit point: every row below source partition
  * @p sp, read from one cursor and moved under @p dp or deleted, a step
  * at a time; then the journal.  The caller holds the writer lock. */
-static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp)
+static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
+		     const big_state *from)
 {
 	kt__rows *r = st->rows;
 	kt__buf pre = {0};
@@ -1687,8 +1918,15 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp)
 	memset(&how, 0, sizeof(how));
 	how.part = kt__slb(&pre);
 	how.flags = KT__SCAN_PREFIX;
-	/* The cursor reads the subtree as it was at the commit point: the
-	 * fence keeps everyone else out, and the steps only take away. */
+	if (from != NULL && from->rv.n > 0) {
+		/* Past the rows the commit point took. */
+		how.flags |= KT__SCAN_PAST;
+		how.after = kt__slb(&from->last_part);
+		how.from = kt__slb(&from->last_sort);
+	}
+	/* The cursor reads the subtree as it was after the commit point:
+	 * the fence keeps everyone else out, and the steps only take
+	 * away. */
 	if ((rc = r->ops->scan(&cur, r, NULL, &how)) != 0)
 		goto out;
 	while (rc == 0 && !over) {
@@ -1711,6 +1949,7 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp)
 		bs.rv = &rv;
 		bs.last = over;
 		rc = kt__tx_run_held(st, step_fn, &bs);
+		step_free(&bs);
 		if (rc == 0 && kt__test_big_step != NULL)
 			kt__test_big_step(++step);
 	}
@@ -1766,10 +2005,11 @@ int kt__big_resume(kt_store *st)
 		bs.rv = &none;
 		bs.last = 1;
 		rc = kt__tx_run_held(st, step_fn, &bs);
+		step_free(&bs);
 		if (rc == 0)
 			st->journal = 0;
 	} else if (rc == 0 && (rc = journal_decode(&kind, &sp, &dp, &v)) == 0) {
-		rc = big_drain(st, kind, sp, dp);
+		rc = big_drain(st, kind, sp, dp, NULL);
 	}
 	pthread_mutex_unlock(&st->wlock);
 	kt__buf_free(&v);
@@ -1791,6 +2031,8 @@ static int op_apply_fn(kt__tx *tx, void *arg)
 
 	tx->big = c->big;
 	tx->plan = &c->plan;
+	if (c->plan.run != NULL)
+		((big_state *)c->plan.run)->stepped = 0;
 	return kt__op_apply(tx, c->op);
 }
 
@@ -1814,6 +2056,7 @@ static int big_run(kt_store *st, op_ctx *c)
 	kt__slice ps[2];
 	kt__buf sp = {0}, dp = {0};
 	char a[KT__SHOWSZ];
+	big_state *b;
 	uint64_t token;
 	size_t n, i;
 	int rc, attempt;
@@ -1822,6 +2065,7 @@ static int big_run(kt_store *st, op_ctx *c)
 	pthread_mutex_lock(&st->wlock);
 	for (attempt = 0;; attempt++) {
 		n = c->plan.kind == 'R' ? 2 : 1;
+		pre[0].len = pre[1].len = 0;
 		rc = kt__enc_index(&pre[0], &st->delim, c->plan.src.p,
 				   c->plan.src.len);
 		if (rc == 0 && n == 2)
@@ -1847,6 +2091,15 @@ static int big_run(kt_store *st, op_ctx *c)
 				break;
 			continue;
 		}
+		b = c->plan.run;
+		if (b == NULL || !b->stepped) {
+			/* It was no larger than one step: made in one
+			 * commit, behind the fence. */
+			r->ops->unfence(r, token, 0);
+			if (kt__test_big_step != NULL)
+				kt__test_big_step(-1);
+			break;
+		}
 		st->journal = 1;
 		if (kt__test_big_step != NULL)
 			kt__test_big_step(0);
@@ -1857,7 +2110,7 @@ static int big_run(kt_store *st, op_ctx *c)
 					  c->plan.dst.len);
 		if (rc == 0)
 			rc = big_drain(st, c->plan.kind, kt__slb(&sp),
-				       kt__slb(&dp));
+				       kt__slb(&dp), b);
 		if (rc != 0) {
 			/* Made, but not finished: the rows below stay
 			 * fenced until the store is opened again. */
@@ -1903,5 +2156,6 @@ int kt__op_run(kt_store *st, const kt__op *op)
 		rc = big_run(st, &c);
 	kt__buf_free(&c.plan.src);
 	kt__buf_free(&c.plan.dst);
+	big_state_free(c.plan.run);
 	return rc;
 }

@@ -121,6 +121,9 @@ typedef struct kt__commit {
 				 * after partition key 'after' (that one
 				 * excluded, those it is a prefix of not) */
 #define KT__SCAN_FROM 0x08u    /* single partition: sort keys >= 'from' */
+#define KT__SCAN_PAST 0x20u    /* with KT__SCAN_PREFIX, on an engine with
+				 * fences: start just past the row
+				 * (after, from), a step's last */
 #define KT__SCAN_NOVERIFY 0x10u /* a hint: the caller checks what it reads
 				 * (block checksums, value.c), so an engine
 				 * may skip its own checksums of the rows */

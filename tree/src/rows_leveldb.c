@@ -504,9 +504,22 @@ static int scan_plain(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 			c->hi.len--;
 		if (rc == 0 && c->hi.len > 0)
 			c->hi.p[c->hi.len - 1]++;
+		/* Past row (X, S): from X||00||S||00, the smallest key
+		 * after it. */
+		if (rc == 0 && (how->flags & KT__SCAN_PAST)) {
+			kt__buf a = {0};
+			if ((rc = key_make(&a, how->after, how->from)) == 0 &&
+			    (rc = kt__buf_addc(&a, '\0')) == 0 &&
+			    memcmp_len(a.p, a.len, c->lo.p, c->lo.len) > 0) {
+				kt__buf_free(&c->lo);
+				c->lo = a;
+				memset(&a, 0, sizeof(a));
+			}
+			kt__buf_free(&a);
+		}
 		/* After partition X: from X||01, past every key X||00||sort
 		 * of X and before those of partitions X is a prefix of. */
-		if (rc == 0 && (how->flags & KT__SCAN_AFTER)) {
+		else if (rc == 0 && (how->flags & KT__SCAN_AFTER)) {
 			kt__buf a = {0};
 			if ((rc = kt__buf_set(&a, how->after.p,
 					      how->after.len)) == 0 &&

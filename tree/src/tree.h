@@ -165,6 +165,7 @@ typedef struct kt__txscan {
 typedef struct kt__bigplan {
 	int kind;
 	kt__buf src, dst;
+	void *run; /* ops.c's state of the operation once fenced */
 } kt__bigplan;
 
 typedef struct kt__tx {
@@ -185,11 +186,18 @@ typedef struct kt__tx {
 	int alloc_dirty;
 	/* Set by the operation runner (ops.c) for the attempt: 0, a large
 	 * rename or delete is one commit like any other; 1, one over
-	 * kt__big_rows rows stops with KT__EBIG and says what it is in
-	 * *plan; 2, the fence is up and the operation makes its commit
-	 * point and journal, leaving the subtree's rows to later commits. */
+	 * a few rows stops with KT__EBIG and says what it is in *plan; 2,
+	 * the fence is up: one of up to kt__big_rows rows is made in this
+	 * commit, a larger one makes its commit point, journal and first
+	 * step, leaving the other rows of the subtree to later commits. */
 	int big;
 	kt__bigplan *plan;
+	/* Writes its caller owns, applied after the transaction's own and
+	 * never read back through it: the rows a step of a large operation
+	 * moves or deletes, which the engine's fence keeps everyone else
+	 * from (ops.c), go this way without a copy each into the overlay. */
+	const kt__write *extra;
+	size_t nextra;
 } kt__tx;
 
 void kt__tx_init(kt__tx *tx, kt_store *st);
@@ -368,7 +376,8 @@ int64_t kt__now(void);
  * one goes in steps behind a fence (tests lower it). */
 extern size_t kt__big_rows;
 /* For tests: called after each commit of a large operation, with 0 for
- * the commit point and 1, 2... for the steps after it. */
+ * the commit point and 1, 2... for the steps after it; -1 after one
+ * that was made in one commit behind the fence after all. */
 extern void (*kt__test_big_step)(int step);
 /* Finish the large operation a journal row records (at open). */
 int kt__big_resume(kt_store *st);

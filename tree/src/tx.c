@@ -375,10 +375,10 @@ int kt__tx_commit(kt__tx *tx)
 	size_t i, n = 0, live = 0, nc = 0;
 	int rc;
 
-	if (tx->nreal == 0)
+	if (tx->nreal == 0 && tx->nextra == 0)
 		return 0;
-	wv = malloc(tx->nw * sizeof(*wv));
-	order = malloc(tx->nw * sizeof(*order));
+	wv = malloc((tx->nw + tx->nextra) * sizeof(*wv));
+	order = malloc((tx->nw ? tx->nw : 1) * sizeof(*order));
 	if (wv == NULL || order == NULL) {
 		free(wv);
 		free(order);
@@ -417,6 +417,8 @@ int kt__tx_commit(kt__tx *tx)
 		wv[n].del = w->del;
 		n++;
 	}
+	for (i = 0; i < tx->nextra; i++)
+		wv[n++] = tx->extra[i];
 	rc = conds_make(&conds, &nc, tx);
 	if (rc == 0) {
 		memset(&cm, 0, sizeof(cm));
