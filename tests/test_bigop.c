@@ -374,27 +374,43 @@ static void test_readers_during_steps(void **state)
 /* ---------------------------------------------------------------------- */
 /* Killed between steps */
 
-/* In a child: open the store, run @p op with the hook ending the process
- * at step @p at; the parent sees it end that way. */
+/* The child (this program again, with --child, so that it starts with
+ * no threads rather than as a fork of LevelDB's): open the store at
+ * @p path, run the rename or delete with the hook ending the process at
+ * step @p at. */
+static int child(const char *path, int at, int rename)
+{
+	kt_store *s = NULL;
+
+	kt__big_rows = 8;
+	kt__test_big_step = count_step;
+	exit_at = at;
+	if (kt_open(&s, path, NULL) != 0)
+		return 2;
+	if (rename)
+		kt_rename(s, "/a", "/z", 0);
+	else
+		kt_delete(s, "/a", KT_DELETE_RECURSIVE);
+	return 3; /* the hook should have ended it */
+}
+
+/* Run the child on the fixture's store; it ends at step @p at. */
 static void killed_at(kt_test_fixture *f, int at, int rename)
 {
+	char a[16], r[4];
 	pid_t pid;
 	int status;
 
 	kt_close(f->store);
 	f->store = NULL;
+	snprintf(a, sizeof(a), "%d", at);
+	snprintf(r, sizeof(r), "%d", rename);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		kt_store *s = NULL;
-		exit_at = at;
-		if (kt_open(&s, f->path, NULL) != 0)
-			_exit(2);
-		if (rename)
-			kt_rename(s, "/a", "/z", 0);
-		else
-			kt_delete(s, "/a", KT_DELETE_RECURSIVE);
-		_exit(3); /* the hook should have ended it */
+		execl("/proc/self/exe", "test_bigop", "--child", f->path, a, r,
+		      (char *)NULL);
+		_exit(4);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
@@ -461,7 +477,7 @@ static void test_killed_between_steps_delete(void **state)
 	crash_case(state, 4, 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rename_in_steps, setup,
@@ -486,6 +502,8 @@ int main(void)
 			test_killed_between_steps_delete, setup, teardown),
 	};
 
+	if (argc == 5 && strcmp(argv[1], "--child") == 0)
+		return child(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (kt_test_on_rados()) {
 		fprintf(stderr, "LevelDB only: RADOS has no fences, and makes "
 			"a large rename or delete one commit\n");
