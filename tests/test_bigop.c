@@ -20,11 +20,14 @@
 #include "kt_helpers.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 extern size_t kt__big_rows;
 extern void (*kt__test_big_step)(int step);
 
+static pid_t holder_pid;  /* test_client_not_held_up's holder child */
+static int holder_fds[2] = {-1, -1}; /* and the parent's ends of its pipes */
 static int steps;        /* hook calls of the last operation */
 static int fenced_one;   /* ... that said "one commit behind the fence" */
 static int exit_at = -1; /* the hook ends the process at this step */
@@ -51,7 +54,20 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	int rc = kt_test_teardown(state);
+	int rc, i;
+
+	/* A failed test_client_not_held_up leaves its holder waiting. */
+	if (holder_pid > 0) {
+		kill(holder_pid, SIGKILL);
+		waitpid(holder_pid, NULL, 0);
+		holder_pid = 0;
+	}
+	for (i = 0; i < 2; i++)
+		if (holder_fds[i] >= 0) {
+			close(holder_fds[i]);
+			holder_fds[i] = -1;
+		}
+	rc = kt_test_teardown(state);
 
 	kt__big_rows = 16384;
 	kt__test_big_step = NULL;
@@ -394,6 +410,173 @@ static int child(const char *path, int at, int rename)
 	return 3; /* the hook should have ended it */
 }
 
+/* ---------------------------------------------------------------------- */
+/* Another process reads while the holder's steps run */
+
+static int hold_in = -1, hold_out = -1; /* the holder child's pipes */
+
+static void say(int fd, char c)
+{
+	if (write(fd, &c, 1) != 1)
+		_exit(5);
+}
+
+static char hear(int fd)
+{
+	char c = 0;
+
+	if (read(fd, &c, 1) != 1)
+		return 0;
+	return c;
+}
+
+/* At the first step: tell the parent, and wait until it says go on. */
+static void hold_park(int step)
+{
+	if (step != 1)
+		return;
+	say(hold_out, 'p');
+	if (hear(hold_in) != 'c')
+		_exit(6);
+}
+
+/* The holder (this program again, with --holder): open the store, say so,
+ * rename /a to /z when told, parked at its first step until told to go
+ * on, then say done and keep the store until told to close it. */
+static int holder(const char *path)
+{
+	kt_store *s = NULL;
+	int rc;
+
+	hold_in = 0;
+	hold_out = 1;
+	kt__big_rows = 8;
+	kt__test_big_step = hold_park;
+	if (kt_open(&s, path, NULL) != 0)
+		return 2;
+	say(hold_out, 'o');
+	if (hear(hold_in) != 'g')
+		return 3;
+	rc = kt_rename(s, "/a", "/z", 0);
+	say(hold_out, rc == 0 ? 'd' : 'f');
+	hear(hold_in);
+	kt_close(s);
+	return 0;
+}
+
+typedef struct client_find {
+	kt_store *s;
+	size_t n;
+	int rc, done;
+	int got; /* whole gets of /other, by get_other */
+} client_find;
+
+static void *get_other(void *arg)
+{
+	client_find *cf = arg;
+	void *v;
+	size_t vl;
+
+	while (__atomic_load_n(&cf->got, __ATOMIC_ACQUIRE) < 20) {
+		if (kt_get(&v, &vl, cf->s, "/other") != 0)
+			return NULL;
+		kt_free(v);
+		__atomic_add_fetch(&cf->got, 1, __ATOMIC_RELEASE);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static void *find_z(void *arg)
+{
+	client_find *cf = arg;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+
+	cf->rc = kt_find_new(&it, cf->s, "/z", 0);
+	while (cf->rc == 0 && (cf->rc = kt_iter_next(&e, it)) == 0)
+		cf->n++;
+	kt_iter_free(it);
+	__atomic_store_n(&cf->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* While the holder's rename stands parked behind its fence, a client
+ * process's thread that reads into the subtree waits, and its other
+ * threads, sharing the one connection to the holder, read the rest of the
+ * tree: the holder answers a fenced call at once and the client waits
+ * (KT__EFENCED), rather than the holder's connection thread waiting for
+ * the fence. */
+static void test_client_not_held_up(void **state)
+{
+	kt_test_fixture *f = *state;
+	int to_child[2], from_child[2];
+	client_find cf;
+	pthread_t t, tg;
+	pid_t pid;
+	size_t nodes = 0;
+	kt_iter *it = NULL;
+	const kt_entry *e;
+	int status, i, got, finder_waited;
+
+	build(f->store, "/a");
+	ok(kt_find_new(&it, f->store, "/a", 0));
+	while (kt_iter_next(&e, it) == 0)
+		nodes++;
+	kt_iter_free(it);
+	kt_close(f->store);
+	f->store = NULL;
+	assert_int_equal(pipe(to_child), 0);
+	assert_int_equal(pipe(from_child), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(to_child[0], 0);
+		dup2(from_child[1], 1);
+		execl("/proc/self/exe", "test_bigop", "--holder", f->path,
+		      (char *)NULL);
+		_exit(4);
+	}
+	holder_pid = pid;
+	holder_fds[0] = to_child[1];
+	holder_fds[1] = from_child[0];
+	close(to_child[0]);
+	close(from_child[1]);
+	assert_int_equal(hear(from_child[0]), 'o');
+	/* The holder has the store: this process is its client. */
+	ok(kt_open(&f->store, f->path, NULL));
+	say(to_child[1], 'g');
+	assert_int_equal(hear(from_child[0]), 'p');
+	memset(&cf, 0, sizeof(cf));
+	cf.s = f->store;
+	assert_int_equal(pthread_create(&t, NULL, find_z, &cf), 0);
+	usleep(100000); /* let it reach the fence */
+	/* Reads elsewhere go on: 20 gets, given up to 20 s. */
+	assert_int_equal(pthread_create(&tg, NULL, get_other, &cf), 0);
+	for (i = 0; i < 2000 && __atomic_load_n(&cf.got, __ATOMIC_ACQUIRE) <
+					    20; i++)
+		usleep(10000);
+	got = __atomic_load_n(&cf.got, __ATOMIC_ACQUIRE);
+	finder_waited = !__atomic_load_n(&cf.done, __ATOMIC_ACQUIRE);
+	say(to_child[1], 'c');
+	assert_int_equal(hear(from_child[0]), 'd');
+	pthread_join(t, NULL);
+	pthread_join(tg, NULL);
+	assert_int_equal(got, 20);
+	assert_true(finder_waited);
+	/* The finder saw the subtree whole, after the rename. */
+	assert_int_equal(cf.rc, KT_ITEROVER);
+	assert_int_equal(cf.n, nodes);
+	kt_close(f->store);
+	f->store = NULL;
+	say(to_child[1], 'x');
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	holder_pid = 0;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	ok(kt_open(&f->store, f->path, NULL));
+}
+
 /* Run the child on the fixture's store; it ends at step @p at. */
 static void killed_at(kt_test_fixture *f, int at, int rename)
 {
@@ -492,6 +675,8 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readers_during_steps,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_not_held_up,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_killed_at_commit_point_rename, setup, teardown),
 		cmocka_unit_test_setup_teardown(
@@ -504,6 +689,8 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && strcmp(argv[1], "--child") == 0)
 		return child(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (argc == 3 && strcmp(argv[1], "--holder") == 0)
+		return holder(argv[2]);
 	if (kt_test_on_rados()) {
 		fprintf(stderr, "LevelDB only: RADOS has no fences, and makes "
 			"a large rename or delete one commit\n");

@@ -44,6 +44,11 @@ char *kt__buf_detach(kt__buf *b, size_t *len);
 /* The tree changed between the plan of such an operation and its
  * commit point: plan again. */
 #define KT__ECHANGED (-1002)
+/* A fence (rows.h) stands over what a call of the holder's connection
+ * thread reads or writes: the holder does not wait, so that the client's
+ * connection stays free for its other threads; the client waits and asks
+ * again (rows_remote.c). */
+#define KT__EFENCED (-1003)
 
 /* Record this thread's error message and return @p code. */
 int kt__err(int code, const char *fmt, ...)

@@ -198,6 +198,8 @@ typedef struct kt__rows_ops {
 	 * *@p token names the fence for unfence. */
 	int (*fence)(kt__rows *r, const kt__slice *pre, size_t n,
 		     uint64_t *token);
+	/* (A thread that sets kt__fence_nowait, as the holder's connection
+	 * threads do, is told KT__EFENCED where it would wait.) */
 	/* Lift fence @p token.  With @p broken, the rewrite it guarded could
 	 * not be finished: the fence then stands until the engine is
 	 * closed, and whatever would have waited for it fails with KT_EIO
@@ -213,6 +215,10 @@ typedef struct kt__rows_ops {
 struct kt__rows {
 	const kt__rows_ops *ops;
 };
+
+/* Set on a thread that must not wait for fences (server.c): it is told
+ * KT__EFENCED instead (rows_leveldb.c). */
+extern _Thread_local int kt__fence_nowait;
 
 /* Options for opening the LevelDB engine. */
 typedef struct kt__leveldb_opts {

@@ -198,12 +198,18 @@ static int fence_broken(void)
 		       "close the store and open it again to finish it");
 }
 
+_Thread_local int kt__fence_nowait;
+
 /* Wait, holding cmu, until fence @p f is lifted.  A broken fence stands
- * for good (until the store is closed), and refuses at once. */
+ * for good (until the store is closed), and refuses at once.  A thread
+ * that may not wait is told KT__EFENCED while the fence stands. */
 static int fence_wait(kt__ldb *l, ldb_fence *f)
 {
-	while (!f->lifted && !f->broken)
+	while (!f->lifted && !f->broken) {
+		if (kt__fence_nowait)
+			return KT__EFENCED;
 		pthread_cond_wait(&l->fcv, &l->cmu);
+	}
 	return f->broken ? fence_broken() : 0;
 }
 

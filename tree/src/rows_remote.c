@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -115,6 +116,24 @@ static int round_trip(kt__remote *rm, kt__buf *req, kt__buf *rep,
 	return rc;
 }
 
+/* The holder answered KT__EFENCED: a large rename or delete stands over
+ * what the call reads or writes (rows.h, fences).  Wait a little, with
+ * the connection free for the process's other threads, and ask again:
+ * 1 ms, doubling up to 50 ms. */
+static void fenced_pause(unsigned int *waits)
+{
+	unsigned int ms = *waits < 6 ? 1u << *waits : 50;
+	struct timespec ts;
+
+	if (ms > 50)
+		ms = 50;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)ms * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	(*waits)++;
+}
+
 static int bad_reply(const kt__remote *rm)
 {
 	return kt__err(KT_EIO, "the holder of the store (pid %ld) sent a "
@@ -159,10 +178,12 @@ static int remote_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 	kt__buf req = {0}, rep = {0};
 	kt__wire_in in;
 	kt__slice v;
-	int rc;
+	unsigned int waits = 0;
+	int rc, take;
 
-	int take = snap_take(snap);
-
+again:
+	take = snap_take(snap);
+	req.len = 0;
 	if (kt__wire_begin(&req, KT__OP_GET) != 0 ||
 	    kt__wire_u64(&req, snap_handle(snap)) != 0 ||
 	    kt__wire_u8(&req, (unsigned int)take) != 0 ||
@@ -177,6 +198,10 @@ static int remote_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 		int trc = snap_taken(rm, snap, &in);
 		if (trc != 0)
 			rc = trc;
+	}
+	if (rc == KT__EFENCED) {
+		fenced_pause(&waits);
+		goto again;
 	}
 	if (rc == 0) {
 		v = kt__wire_get_bytes(&in);
@@ -218,6 +243,7 @@ static int remote_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	kt__remote *rm = (kt__remote *)r;
 	kt__buf req = {0};
 	kt__rcur *c;
+	unsigned int waits = 0;
 	int rc, take;
 
 	*out = NULL;
@@ -225,8 +251,10 @@ static int remote_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	if (c == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	c->rm = rm;
+again:
 	take = snap_take(snap);
 	c->in.p = NULL;
+	req.len = 0;
 	if (kt__wire_begin(&req, KT__OP_SCAN) != 0 ||
 	    kt__wire_u64(&req, snap_handle(snap)) != 0 ||
 	    kt__wire_u8(&req, (unsigned int)take) != 0 ||
@@ -241,6 +269,10 @@ static int remote_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		int trc = snap_taken(rm, snap, &c->in);
 		if (trc != 0)
 			rc = trc;
+	}
+	if (rc == KT__EFENCED) {
+		fenced_pause(&waits);
+		goto again;
 	}
 	if (rc == 0)
 		rc = batch_take(c);
@@ -365,6 +397,7 @@ static int remote_commit(kt__rows *r, const kt__commit *cm)
 	kt__remote *rm = (kt__remote *)r;
 	kt__buf req = {0}, rep = {0};
 	kt__wire_in in;
+	unsigned int waits = 0;
 	size_t i;
 	int rc;
 
@@ -411,8 +444,11 @@ static int remote_commit(kt__rows *r, const kt__commit *cm)
 	if (rc == 0 && req.len - 4 > KT__FRAME_MAX)
 		rc = kt__err(KT_ETOOBIG, "a commit of %zu bytes is too large "
 			     "to send to the holder", req.len);
-	if (rc == 0)
-		rc = round_trip(rm, &req, &rep, &in, 0);
+	while (rc == 0 &&
+	       (rc = round_trip(rm, &req, &rep, &in, 0)) == KT__EFENCED) {
+		fenced_pause(&waits);
+		rc = 0;
+	}
 	if (rc == 0) {
 		uint64_t seq = kt__wire_get_u64(&in);
 

@@ -409,7 +409,7 @@ static int reply_begin(kt__buf *b, int rc)
 	if (kt__buf_add(b, "\0\0\0\0", 4) != 0)
 		return KT_ENOMEM;
 	if (rc < 0 && rc != KT_ENOTFOUND && rc != KT_ITEROVER &&
-	    rc != KT__ERETRY)
+	    rc != KT__ERETRY && rc != KT__EFENCED)
 		msg = kt_errmsg();
 	if (kt__wire_u32(b, (uint32_t)rc) != 0)
 		return KT_ENOMEM;
@@ -1192,6 +1192,10 @@ static void *conn_main(void *arg)
 	size_t i;
 	int rc;
 
+	/* A call that meets a fence is answered at once (KT__EFENCED), and
+	 * the client waits: this thread serves every thread of the client's
+	 * process. */
+	kt__fence_nowait = 1;
 	/* Nothing large is read before the caller is known. */
 	rc = kt__wire_recv(c->fd, &req, KT__HELLO_MAX);
 	if (rc == 0)
