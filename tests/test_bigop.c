@@ -397,6 +397,7 @@ static void test_readers_during_steps(void **state)
 static int child(const char *path, int at, int rename)
 {
 	kt_store *s = NULL;
+	int rc;
 
 	kt__big_rows = 8;
 	kt__test_big_step = count_step;
@@ -404,9 +405,14 @@ static int child(const char *path, int at, int rename)
 	if (kt_open(&s, path, NULL) != 0)
 		return 2;
 	if (rename)
-		kt_rename(s, "/a", "/z", 0);
+		rc = kt_rename(s, "/a", "/z", 0);
 	else
-		kt_delete(s, "/a", KT_DELETE_RECURSIVE);
+		rc = kt_delete(s, "/a", KT_DELETE_RECURSIVE);
+	if (at == -2) {
+		/* Not to be ended: made in steps, and whole. */
+		kt_close(s);
+		return rc == 0 && steps > 10 ? 0 : 9;
+	}
 	return 3; /* the hook should have ended it */
 }
 
@@ -577,15 +583,20 @@ static void test_client_not_held_up(void **state)
 	ok(kt_open(&f->store, f->path, NULL));
 }
 
-/* Run the child on the fixture's store; it ends at step @p at. */
-static void killed_at(kt_test_fixture *f, int at, int rename)
+/* Run the child on the fixture's store; it ends at step @p at, with
+ * status @p want.  With @p hold, this process keeps the store open, so
+ * that the child is a client of it. */
+static void run_child(kt_test_fixture *f, int at, int rename, int hold,
+		      int want)
 {
 	char a[16], r[4];
 	pid_t pid;
 	int status;
 
-	kt_close(f->store);
-	f->store = NULL;
+	if (!hold) {
+		kt_close(f->store);
+		f->store = NULL;
+	}
 	snprintf(a, sizeof(a), "%d", at);
 	snprintf(r, sizeof(r), "%d", rename);
 	pid = fork();
@@ -597,7 +608,62 @@ static void killed_at(kt_test_fixture *f, int at, int rename)
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 7);
+	assert_int_equal(WEXITSTATUS(status), want);
+}
+
+static void killed_at(kt_test_fixture *f, int at, int rename)
+{
+	run_child(f, at, rename, 0, 7);
+}
+
+/* A client of the store's holder moves a large subtree in steps: its fence
+ * is on the holder, through a connection of its own (server.c). */
+static void test_client_in_steps(void **state)
+{
+	kt_test_fixture *f = *state;
+	char *before, *after;
+	size_t bad = 99;
+
+	build(f->store, "/a");
+	before = shape(f->store, "/a");
+	run_child(f, -2, 1, 1, 0);
+	after = shape(f->store, "/z");
+	assert_string_equal(before, after);
+	ok(kt_check(&bad, f->store, NULL));
+	assert_int_equal(bad, 0);
+	run_child(f, -2, 0, 1, 9); /* no /a any more: the delete fails */
+	free(before);
+	free(after);
+}
+
+/* A client killed between its steps: the holder finishes them from the
+ * journal as soon as the client's connection closes, while this process
+ * keeps the store open, and its readers then see the whole result. */
+static void test_client_killed_between_steps(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_statbuf sb;
+	char *before, *after;
+	size_t bad = 99;
+
+	build(f->store, "/a");
+	before = shape(f->store, "/a");
+	run_child(f, 3, 1, 1, 7);
+	after = shape(f->store, "/z");
+	assert_string_equal(before, after);
+	expect_rc(kt_lstat(&sb, f->store, "/a"), KT_ENOTFOUND);
+	ok(kt_check(&bad, f->store, NULL));
+	assert_int_equal(bad, 0);
+	/* The same for a delete. */
+	build(f->store, "/a");
+	run_child(f, 2, 0, 1, 7);
+	expect_rc(kt_lstat(&sb, f->store, "/a"), KT_ENOTFOUND);
+	ok(kt_stat(&sb, f->store, "/outside/shared"));
+	assert_int_equal(sb.nlink, 2); /* its path in /z is left */
+	ok(kt_check(&bad, f->store, NULL));
+	assert_int_equal(bad, 0);
+	free(after);
+	free(before);
 }
 
 static void crash_case(void **state, int at, int rename)
@@ -677,6 +743,10 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_not_held_up,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_in_steps, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_client_killed_between_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_killed_at_commit_point_rename, setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -698,7 +698,7 @@ static void test_remote__bad_peers_refused(void **state)
 	assert_int_equal((int32_t)(r[4] | r[5] << 8 | r[6] << 16 |
 				   (uint32_t)r[7] << 24),
 			 KT_EVERSION);
-	if (strstr((char *)r + 12, "protocol version 2") == NULL ||
+	if (strstr((char *)r + 12, "protocol version 3") == NULL ||
 	    strstr((char *)r + 12, "version 99") == NULL)
 		fail_msg("refusal '%s' does not name both versions",
 			 (char *)r + 12);

@@ -895,9 +895,11 @@ KT_EXTERN int kt_delete(kt_store *store, const char *path,
  * then).  If a step fails (KT_EIO, KT_ENOMEM), the call returns that error
  * although the change is made, saying so, and the subtree stays
  * unreadable through this handle (KT_EIO) until the store is opened
- * again.  Inside a batch, with KT_RENAME_EXCHANGE or KT_DELETE_ALL_PATHS,
- * through another process's store, and on RADOS, the whole subtree is one
- * batch in memory, as for a small one (docs/FORMAT.md §11).
+ * again.  Through another process's store the same holds, and if this
+ * process dies in the steps, that process finishes them.  Inside a batch,
+ * with KT_RENAME_EXCHANGE or KT_DELETE_ALL_PATHS, and on RADOS, the whole
+ * subtree is one batch in memory, as for a small one (docs/FORMAT.md
+ * §11).
  *
  * @return 0, KT_ENOTFOUND (no @p src, or no parent of @p dst),
  *   KT_EEXISTS (KT_RENAME_NOREPLACE), KT_ENOTEMPTY, KT_ENOTDIR, KT_EISDIR,

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <time.h>
+
 #include "ops.h"
 
 #define SHOW(buf, s) kt__show(buf, sizeof(buf), (s), strlen(s))
@@ -1987,7 +1989,7 @@ bad:
 		       "delete is damaged (%zu bytes)", v->len);
 }
 
-int kt__big_resume(kt_store *st)
+static int big_resume(kt_store *st, int clear)
 {
 	kt__rd rd = {st, NULL, NULL};
 	kt__buf v = {0};
@@ -1995,6 +1997,8 @@ int kt__big_resume(kt_store *st)
 	int kind = 0, rc;
 
 	rc = kt__rd_get(&rd, meta(), journal_key(), &v);
+	if (rc == KT_ENOTFOUND && !clear)
+		return 0;
 	pthread_mutex_lock(&st->wlock);
 	if (rc == KT_ENOTFOUND) {
 		/* The flag without its row: nothing to finish. */
@@ -2019,6 +2023,16 @@ int kt__big_resume(kt_store *st)
 	return rc;
 }
 
+int kt__big_resume(kt_store *st)
+{
+	return big_resume(st, 1);
+}
+
+int kt__big_finish(kt_store *st)
+{
+	return big_resume(st, 0);
+}
+
 typedef struct op_ctx {
 	const kt__op *op;
 	int big;
@@ -2039,13 +2053,32 @@ static int op_apply_fn(kt__tx *tx, void *arg)
 /* May this operation go in steps, if it is large? */
 static int big_ok(const kt_store *st, const kt__op *op)
 {
-	if (st->rows->ops->fence == NULL || st->remote)
+	if (st->rows->ops->fence == NULL)
 		return 0;
 	if (op->type == KT__OP_RENAME)
 		return !(op->flags & KT_RENAME_EXCHANGE);
 	return op->type == KT__OP_DELETE &&
 	       (op->flags & KT_DELETE_RECURSIVE) &&
 	       !(op->flags & KT_DELETE_ALL_PATHS);
+}
+
+/* Run the operation under the writer lock the caller holds; while
+ * another's fence stands over what it reads (KT__EFENCED: a large
+ * operation of another process), wait for it without the lock. */
+static int held_run(kt_store *st, op_ctx *c)
+{
+	unsigned int waits = 0;
+	int rc;
+
+	while ((rc = kt__tx_run_held(st, op_apply_fn, c)) == KT__EFENCED) {
+		struct timespec ts = {0, (long)(waits < 6 ? 1L << waits : 50) *
+					     1000000L};
+		pthread_mutex_unlock(&st->wlock);
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&st->wlock);
+		waits++;
+	}
+	return rc;
 }
 
 /* Run the operation that the first attempt found too large (c->plan). */
@@ -2081,12 +2114,14 @@ static int big_run(kt_store *st, op_ctx *c)
 		rc = kt__tx_run_held(st, op_apply_fn, c);
 		if (rc != 0) {
 			r->ops->unfence(r, token, 0);
+			if (rc == KT__EFENCED)
+				rc = KT__ECHANGED; /* another's fence */
 			if (rc != KT__ECHANGED || attempt == KT__RETRY_MAX)
 				break;
 			/* Another process changed the tree between the plan
 			 * and the fence: plan again (it may now be small). */
 			c->big = 1;
-			rc = kt__tx_run_held(st, op_apply_fn, c);
+			rc = held_run(st, c);
 			if (rc != KT__EBIG)
 				break;
 			continue;

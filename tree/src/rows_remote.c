@@ -31,7 +31,23 @@ typedef struct kt__remote {
 	pthread_mutex_t mu; /* one round trip at a time; protects dead */
 	int dead;           /* the connection is gone */
 	int dead_errno;     /* why: 0 for the holder exiting */
+	/* While this process moves or deletes a large subtree in steps
+	 * (ops.c): the connection that holds its fence on the holder, and
+	 * the thread whose calls go through it.  Everyone else's go through
+	 * this one, so the holder tells them KT__EFENCED. */
+	struct kt__remote *side;
+	pthread_t side_owner;
 } kt__remote;
+
+/* The connection the calling thread's calls go through. */
+static struct kt__remote *route(struct kt__remote *rm)
+{
+	struct kt__remote *side = __atomic_load_n(&rm->side, __ATOMIC_ACQUIRE);
+
+	if (side != NULL && pthread_equal(rm->side_owner, pthread_self()))
+		return side;
+	return rm;
+}
 
 /* A cursor: one batch of rows at a time. */
 typedef struct kt__rcur {
@@ -146,6 +162,7 @@ static int bad_reply(const kt__remote *rm)
  * then its handle is 0.  A snapshot is used by one thread at a time. */
 typedef struct kt__rsnap {
 	uint64_t h;
+	struct kt__remote *conn; /* the connection it was taken on */
 } kt__rsnap;
 
 static uint64_t snap_handle(const kt__snap *s)
@@ -168,13 +185,14 @@ static int snap_taken(kt__remote *rm, const kt__snap *s, kt__wire_in *in)
 	if (in->bad)
 		return bad_reply(rm);
 	((kt__rsnap *)(uintptr_t)s)->h = h;
+	((kt__rsnap *)(uintptr_t)s)->conn = rm;
 	return 0;
 }
 
 static int remote_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 		      kt__slice sort, kt__buf *out)
 {
-	kt__remote *rm = (kt__remote *)r;
+	kt__remote *rm = route((kt__remote *)r);
 	kt__buf req = {0}, rep = {0};
 	kt__wire_in in;
 	kt__slice v;
@@ -240,7 +258,7 @@ static int batch_end(kt__rcur *c)
 static int remote_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		       const kt__scan *how)
 {
-	kt__remote *rm = (kt__remote *)r;
+	kt__remote *rm = route((kt__remote *)r);
 	kt__buf req = {0};
 	kt__rcur *c;
 	unsigned int waits = 0;
@@ -371,6 +389,8 @@ static void remote_snapshot_free(kt__rows *r, kt__snap *snap)
 
 	if (snap == NULL)
 		return;
+	if (((kt__rsnap *)snap)->conn != NULL)
+		rm = ((kt__rsnap *)snap)->conn;
 	if (snap_handle(snap) != 0 &&
 	    kt__wire_begin(&req, KT__OP_SNAPSHOT_FREE) == 0 &&
 	    kt__wire_u64(&req, snap_handle(snap)) == 0)
@@ -394,7 +414,7 @@ static int scan_put(kt__buf *b, const kt__scan *how)
 
 static int remote_commit(kt__rows *r, const kt__commit *cm)
 {
-	kt__remote *rm = (kt__remote *)r;
+	kt__remote *rm = route((kt__remote *)r);
 	kt__buf req = {0}, rep = {0};
 	kt__wire_in in;
 	unsigned int waits = 0;
@@ -465,7 +485,7 @@ static int remote_commit(kt__rows *r, const kt__commit *cm)
 /* A call with no fields either way: its status. */
 static int simple_call(kt__rows *r, unsigned int op)
 {
-	kt__remote *rm = (kt__remote *)r;
+	kt__remote *rm = route((kt__remote *)r);
 	kt__buf req = {0}, rep = {0};
 	kt__wire_in in;
 	int rc;
@@ -488,12 +508,81 @@ static int remote_empty(kt__rows *r)
 	return simple_call(r, KT__OP_EMPTY);
 }
 
+static int dial(kt__remote **out, const char *dir);
+
+/* A fence (rows.h) on the holder, through a connection of the calling
+ * thread's own (server.c, "Fences"). */
+static int remote_fence(kt__rows *r, const kt__slice *pre, size_t n,
+			uint64_t *token)
+{
+	kt__remote *rm = (kt__remote *)r, *side = NULL;
+	kt__buf req = {0}, rep = {0};
+	kt__wire_in in;
+	size_t i;
+	int rc;
+
+	if (rm->side != NULL)
+		return kt__err(KT_EBUSY, "this handle has a fence up already");
+	if ((rc = dial(&side, rm->dir)) != 0)
+		return rc == KT_ENOTFOUND
+			       ? kt__err(KT_EIO, "the holder of the store "
+					 "went away")
+			       : rc;
+	rc = kt__wire_begin(&req, KT__OP_FENCE);
+	if (rc == 0)
+		rc = kt__wire_u32(&req, (uint32_t)n);
+	for (i = 0; rc == 0 && i < n; i++)
+		rc = kt__wire_bytes(&req, pre[i]);
+	if (rc != 0)
+		rc = kt__err(KT_ENOMEM, "out of memory");
+	else
+		rc = round_trip(side, &req, &rep, &in, 0);
+	if (rc == 0) {
+		*token = kt__wire_get_u64(&in);
+		if (in.bad)
+			rc = bad_reply(side);
+	}
+	kt__buf_free(&req);
+	kt__buf_free(&rep);
+	if (rc != 0) {
+		side->base.ops->close(&side->base);
+		return rc;
+	}
+	rm->side_owner = pthread_self();
+	__atomic_store_n(&rm->side, side, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Lift it, and close its connection.  A broken one (the steps failed) is
+ * not lifted: closing the connection with the fence up has the holder
+ * finish the steps from the journal before it lifts it. */
+static void remote_unfence(kt__rows *r, uint64_t token, int broken)
+{
+	kt__remote *rm = (kt__remote *)r, *side = rm->side;
+	kt__buf req = {0}, rep = {0};
+	kt__wire_in in;
+
+	if (side == NULL)
+		return;
+	if (!broken && kt__wire_begin(&req, KT__OP_UNFENCE) == 0 &&
+	    kt__wire_u64(&req, token) == 0 && kt__wire_u8(&req, 0) == 0)
+		round_trip(side, &req, &rep, &in, 0);
+	kt__buf_free(&req);
+	kt__buf_free(&rep);
+	__atomic_store_n(&rm->side, NULL, __ATOMIC_RELEASE);
+	side->base.ops->close(&side->base);
+}
+
 static void remote_close(kt__rows *r)
 {
 	kt__remote *rm = (kt__remote *)r;
 
 	if (rm == NULL)
 		return;
+	if (rm->side != NULL) {
+		rm->side->base.ops->close(&rm->side->base);
+		rm->side = NULL;
+	}
 	kt__remote_watch(r, NULL, NULL);
 	/* The holder frees this connection's snapshots and cursors. */
 	close(rm->fd);
@@ -513,6 +602,8 @@ static const kt__rows_ops remote_ops = {
 	.sync = remote_sync,
 	.empty = remote_empty,
 	.close = remote_close,
+	.fence = remote_fence,
+	.unfence = remote_unfence,
 	.atomic_batch = 1,
 };
 

@@ -15,7 +15,7 @@
  * own that reads a request, answers it, and reads the next.  kt__server_stop
  * shuts every socket down and joins them all.
  *
- * Protocol, version 2.  Every message is a frame: u32 length, then that
+ * Protocol, version 3.  Every message is a frame: u32 length, then that
  * many bytes.  Integers are little-endian; "bytes" is u32 length and the
  * bytes; snapshots and cursors are u64 handles, 0 meaning none.  A request
  * is u8 op and its fields; a reply is i32 status (0, or a kt_error code,
@@ -45,6 +45,8 @@
  *                 for each commit of another session, and the listener
  *                 answers each with
  *   ACK           (no reply) once its watcher has heard it.
+ *   FENCE         u32 n, n x bytes prefix               -> u64 token
+ *   UNFENCE       u64 token, u8 broken                  -> nothing
  *
  * Watching.  WATCH marks the connection as watching and names its
  * session; the client opens a second connection and sends LISTEN with
@@ -61,6 +63,16 @@
  * passes KT__NOTE_QUEUE_MAX is disconnected.  The holder's own watcher
  * (kt__server_watch) hears the same notes in process, on a thread of
  * its own.
+ *
+ * Fences (version 3).  A client that moves or deletes a large subtree in
+ * steps (ops.c) fences its rows off through a connection of its own: the
+ * fence belongs to that connection's thread, so the client's steps on it
+ * pass and everyone else's calls, its other connections' too, are told
+ * KT__EFENCED (they wait on their side and ask again).  One fence per
+ * connection.  If the connection closes with its fence up, the client was
+ * killed between the commit point and the last step: the holder finishes
+ * the steps from the journal on that thread (kt__server_on_abandon), and
+ * then lifts the fence.
  *
  * Orphans.  The holder remembers which orphan rows each connection's
  * commits created and did not delete; when the connection closes, the
@@ -323,6 +335,7 @@ typedef struct kt__conn {
 	size_t norphans, corphans;
 	pthread_t th;
 	int done; /* the thread has finished; protected by srv->mu */
+	uint64_t fence; /* its fence's token; 0: none */
 	/* Handles are slot index + 1. */
 	kt__snap **snaps;
 	size_t nsnaps;
@@ -347,6 +360,8 @@ struct kt__server {
 	int nlisteners;      /* also read without mu, as a hint */
 	kt__orphans_fn ofn;
 	void *oarg;
+	kt__abandon_fn afn;
+	void *aarg;
 };
 
 /* Is group @p gid among those of process @p pid (its /proc status)? */
@@ -926,6 +941,49 @@ void kt__server_on_orphans(kt__server *srv, kt__orphans_fn fn, void *arg)
 	pthread_mutex_unlock(&srv->mu);
 }
 
+void kt__server_on_abandon(kt__server *srv, kt__abandon_fn fn, void *arg)
+{
+	pthread_mutex_lock(&srv->mu);
+	srv->afn = fn;
+	srv->aarg = arg;
+	pthread_mutex_unlock(&srv->mu);
+}
+
+/* FENCE: the prefixes, then the engine's fence, owned by this thread. */
+static int serve_fence(kt__conn *c, kt__wire_in *in, kt__buf *out)
+{
+	kt__rows *r = c->srv->rows;
+	uint32_t n = kt__wire_get_u32(in), i;
+	kt__slice *pre;
+	uint64_t token = 0;
+	int rc;
+
+	if (in->bad || n == 0 || n > 16)
+		return 1;
+	if ((pre = calloc(n, sizeof(*pre))) == NULL)
+		return KT_ENOMEM;
+	for (i = 0; i < n; i++)
+		pre[i] = kt__wire_get_bytes(in);
+	if (in->bad || in->pos != in->len) {
+		free(pre);
+		return 1;
+	}
+	if (c->fence != 0)
+		rc = kt__err(KT_EBUSY, "this connection has a fence up "
+			     "already");
+	else if (r->ops->fence == NULL)
+		rc = kt__err(KT_EINVAL, "the holder's engine has no fences");
+	else
+		rc = r->ops->fence(r, pre, n, &token);
+	free(pre);
+	if (rc == 0)
+		c->fence = token;
+	if (reply_begin(out, rc) != 0 ||
+	    (rc == 0 && kt__wire_u64(out, token) != 0))
+		return KT_ENOMEM;
+	return 0;
+}
+
 /* Decode and run a COMMIT.  Returns the engine's status, or 1 for a
  * malformed request. */
 static int serve_commit(kt__conn *c, kt__wire_in *in, uint64_t *applied)
@@ -1126,6 +1184,17 @@ static int serve_one(kt__conn *c, const kt__buf *req, kt__buf *out)
 			return 1;
 		serve_listen(c, h, out);
 		return 1; /* the connection is done */
+	case KT__OP_FENCE:
+		return serve_fence(c, &in, out);
+	case KT__OP_UNFENCE:
+		h = kt__wire_get_u64(&in);
+		take = kt__wire_get_u8(&in);
+		if (in.bad || in.pos != in.len || h == 0 || h != c->fence ||
+		    take > 1)
+			return 1;
+		r->ops->unfence(r, h, (int)take);
+		c->fence = 0;
+		return reply_begin(out, 0) != 0 ? KT_ENOMEM : 0;
 	default:
 		return 1;
 	}
@@ -1165,7 +1234,8 @@ static void conn_end(kt__conn *c)
 	kt__server *srv = c->srv;
 	kt__listener *l;
 	kt__orphans_fn fn;
-	void *arg;
+	kt__abandon_fn afn;
+	void *arg, *aarg;
 	int stopping;
 
 	pthread_mutex_lock(&srv->mu);
@@ -1176,7 +1246,20 @@ static void conn_end(kt__conn *c)
 	stopping = srv->stopping;
 	fn = srv->ofn;
 	arg = srv->oarg;
+	afn = srv->afn;
+	aarg = srv->aarg;
 	pthread_mutex_unlock(&srv->mu);
+	/* A client killed in the steps of a large operation: finish them
+	 * here, the fence's owner, then lift it.  When the holder is
+	 * closing, the next open finishes them; the fence stands till
+	 * then. */
+	if (c->fence != 0) {
+		if (afn != NULL && !stopping)
+			afn(aarg);
+		srv->rows->ops->unfence(srv->rows, c->fence,
+					afn == NULL || stopping);
+		c->fence = 0;
+	}
 	if (c->norphans > 0 && fn != NULL && !stopping)
 		fn(arg, c->orphans, c->norphans);
 	free(c->orphans);

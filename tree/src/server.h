@@ -13,7 +13,7 @@
 #include "rows.h"
 
 #define KT__SOCK_NAME "keytree.sock"
-#define KT__PROTO_VERSION 2u
+#define KT__PROTO_VERSION 3u
 #define KT__PROTO_MAGIC "keytree-rows"
 #define KT__PROTO_MAGIC_LEN 12
 /* The largest frame either side accepts; larger ones close the
@@ -38,7 +38,9 @@ enum {
 	KT__OP_WATCH = 11,  /* version 2 */
 	KT__OP_LISTEN = 12,
 	KT__OP_NOTE = 13,   /* holder -> listener */
-	KT__OP_ACK = 14     /* listener -> holder, no reply */
+	KT__OP_ACK = 14,    /* listener -> holder, no reply */
+	KT__OP_FENCE = 15,  /* version 3 */
+	KT__OP_UNFENCE = 16
 };
 
 /* A note carries at most this many bytes of each written value: enough
@@ -58,6 +60,11 @@ typedef void (*kt__notify_fn)(void *arg, const kt__write *w, size_t n);
 /* Drops the orphans @p ids a client left when its connection closed. */
 typedef void (*kt__orphans_fn)(void *arg, const uint64_t *ids, size_t n);
 
+/* Finishes the large rename or delete (ops.c) whose client went away
+ * while its fence stood: called on the connection's thread, which owns
+ * the fence, before the fence is lifted. */
+typedef void (*kt__abandon_fn)(void *arg);
+
 /* Serve @p rows (the holder's LevelDB engine, which must outlive the
  * server) on DIR/keytree.sock, replacing a stale socket file.  0, or an
  * error with the message set. */
@@ -67,6 +74,12 @@ int kt__server_start(kt__server **out, kt__rows *rows, const char *dir);
  * closes (the orphan rows its commits wrote and did not delete), unless
  * the server is stopping.  Set once, before clients can commit. */
 void kt__server_on_orphans(kt__server *srv, kt__orphans_fn fn, void *arg);
+
+/* Call @p fn when a client's connection closes while it holds a fence
+ * (rows.h), unless the server is stopping: its large rename or delete
+ * was cut short, and the holder finishes it.  Set once, before clients
+ * can commit. */
+void kt__server_on_abandon(kt__server *srv, kt__abandon_fn fn, void *arg);
 
 /* Tell the watchers about @p cm, which the holder's own handle has just
  * committed; when the holder itself watches nothing, wait (a bounded

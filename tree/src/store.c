@@ -285,6 +285,16 @@ static int upgrade(kt_store *st, const char *dir)
 }
 
 /* A client's connection closed: nothing can reach the orphans it left. */
+/* A client went away in the steps of a large rename or delete: finish
+ * them (on the thread that owns their fence, server.c). */
+static void finish_abandoned(void *arg)
+{
+	kt_store *st = arg;
+
+	if (kt__big_finish(st) != 0)
+		fprintf(stderr, "keytree: %s\n", kt_errmsg());
+}
+
 static void drop_orphans(void *arg, const uint64_t *ids, size_t n)
 {
 	kt_store *st = arg;
@@ -717,8 +727,10 @@ int kt_open(kt_store **out, const char *location, const kt_options *opts)
 	if (l.dir != NULL && !st->remote &&
 	    kt__server_start(&st->server, st->rows, l.dir) != 0)
 		st->server = NULL;
-	if (st->server != NULL && !o.read_only)
+	if (st->server != NULL && !o.read_only) {
 		kt__server_on_orphans(st->server, drop_orphans, st);
+		kt__server_on_abandon(st->server, finish_abandoned, st);
+	}
 	st->read_only = o.read_only != 0;
 	*out = st;
 	return 0;

@@ -381,6 +381,10 @@ extern size_t kt__big_rows;
 extern void (*kt__test_big_step)(int step);
 /* Finish the large operation a journal row records (at open). */
 int kt__big_resume(kt_store *st);
+/* The same for the holder, when a client went away in its steps
+ * (server.c): nothing when no journal row is there (it went away before
+ * its commit point). */
+int kt__big_finish(kt_store *st);
 /* The header row as this library writes it, with or without the journal
  * flag (store.c). */
 int kt__header_put(kt__tx *tx, int journal);

@@ -462,6 +462,22 @@ static void backoff(unsigned int attempt, unsigned int *seed)
 		;
 }
 
+/* A fence stands over what a transaction reads or writes (rows.h): 1 ms,
+ * doubling up to 50 ms, before it runs again. */
+static void fence_pause(unsigned int *waits)
+{
+	unsigned int ms = *waits < 6 ? 1u << *waits : 50;
+	struct timespec ts;
+
+	if (ms > 50)
+		ms = 50;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)ms * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	(*waits)++;
+}
+
 static int tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg,
 		  int lock)
 {
@@ -469,13 +485,20 @@ static int tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg,
 				     (unsigned int)kt__now();
 	kt__rows *r = st->rows;
 	kt__tx tx;
-	int rc = KT__ERETRY;
+	int rc = KT__ERETRY, nowait = kt__fence_nowait;
+	unsigned int waits = 0;
 
 	for (attempt = 0; attempt < KT__RETRY_MAX; attempt++) {
-		if (attempt > 0)
+		if (rc == KT__EFENCED)
+			fence_pause(&waits);
+		else if (attempt > 0)
 			backoff(attempt, &seed);
 		if (lock)
 			pthread_mutex_lock(&st->wlock);
+		/* Never wait for a fence holding the writer lock: the
+		 * fence's owner may need it (server.c, a client that went
+		 * away in its steps).  Wait without it, then run again. */
+		kt__fence_nowait = 1;
 		kt__tx_init(&tx, st);
 		rc = fn(&tx, arg);
 		if (rc == 0)
@@ -493,9 +516,12 @@ static int tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg,
 			 * its guards refuse it. */
 			rc = KT__ERETRY;
 		kt__tx_free(&tx);
+		kt__fence_nowait = nowait;
 		if (lock)
 			pthread_mutex_unlock(&st->wlock);
-		if (rc != KT__ERETRY)
+		if (rc == KT__EFENCED && lock)
+			attempt--; /* waiting for a fence is no conflict */
+		else if (rc != KT__ERETRY)
 			return rc;
 	}
 	return kt__err(KT_EBUSY, "gave up after %d attempts: other processes "
