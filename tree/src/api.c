@@ -469,10 +469,20 @@ int kt_readlink(char **target, size_t *len, kt_store *st, const char *path)
 
 /* Fail unless node n has a value to read: KT_EISDIR for a directory,
  * KT_EINVAL for a special file (or a link, reached by id). */
-static int has_value(const kt__node *n, const char *op, const char *what)
+/* Does node n hold a value?  0, or the error naming it: by @p path, or by
+ * its id when @p path is NULL (made only then: this is every read's
+ * path). */
+static int has_value(const kt__node *n, const char *op, const char *path)
 {
+	char a[KT__SHOWSZ], what[KT__SHOWSZ + 32];
+
 	if (n->kind & KT_KIND_ITEM)
 		return 0;
+	if (path != NULL)
+		snprintf(what, sizeof(what), "'%s'", SHOW(a, path));
+	else
+		snprintf(what, sizeof(what), "node %llu",
+			 (unsigned long long)n->id);
 	if (n->kind & KT_KIND_DIR)
 		return kt__err(KT_EISDIR, "%s %s: a directory without a value",
 			       op, what);
@@ -484,14 +494,12 @@ static int has_value(const kt__node *n, const char *op, const char *what)
  * lives in blocks, so the node row and its blocks agree. */
 static int item_open(kt__res *r, kt__rd *rd, const char *path, const char *op)
 {
-	char a[KT__SHOWSZ], q[KT__SHOWSZ + 2];
 	int rc;
 
 	rc = lookup(r, rd, path, 1, op);
 	if (rc != 0)
 		return rc;
-	snprintf(q, sizeof(q), "'%s'", SHOW(a, path));
-	if ((rc = has_value(&r->node, op, q)) != 0)
+	if ((rc = has_value(&r->node, op, path)) != 0)
 		kt__res_free(r);
 	if (rc == 0 && rd->snap == NULL &&
 	    !kt__node_inline(rd->st, &r->node)) {
@@ -499,7 +507,7 @@ static int item_open(kt__res *r, kt__rd *rd, const char *path, const char *op)
 		rc = rd->st->rows->ops->snapshot(&rd->snap, rd->st->rows);
 		if (rc == 0)
 			rc = lookup(r, rd, path, 1, op);
-		if (rc == 0 && (rc = has_value(&r->node, op, q)) != 0)
+		if (rc == 0 && (rc = has_value(&r->node, op, path)) != 0)
 			kt__res_free(r);
 	}
 	return rc;
@@ -589,12 +597,8 @@ int kt_id_read(size_t *nread, kt_store *st, uint64_t id, void *buf,
 		 * blocks. */
 		if ((rc = kt__rd_begin_snap(&rd, st)) == 0)
 			rc = id_lookup_rd(&n, NULL, &rd, id);
-		if (rc == 0) {
-			char what[32];
-			snprintf(what, sizeof(what), "node %llu",
-				 (unsigned long long)id);
-			rc = has_value(&n, "reading", what);
-		}
+		if (rc == 0)
+			rc = has_value(&n, "reading", NULL);
 		if (rc == 0)
 			rc = kt__value_read(&rd, &n, buf, len, offset, nread);
 		kt__node_free(&n);
