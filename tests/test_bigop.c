@@ -201,6 +201,41 @@ static void test_small_is_one_commit(void **state)
 	assert_int_equal(steps, 0);
 }
 
+/* A node with a path inside a deleted subtree and one outside: the path
+ * outside shows the delete (one link fewer) from the commit point on, not
+ * from the step that reaches the inside path. */
+static kt_store *outside_store;
+static unsigned int outside_nlink;
+
+static void look_outside(int step)
+{
+	kt_statbuf sb;
+
+	steps++;
+	if (step == 1 && kt_stat(&sb, outside_store, "/outside/shared") == 0)
+		outside_nlink = sb.nlink;
+}
+
+static void test_outside_path_at_commit_point(void **state)
+{
+	kt_store *s = store_of(state);
+	kt_statbuf sb;
+
+	build(s, "/a");
+	ok(kt_stat(&sb, s, "/outside/shared"));
+	assert_int_equal(sb.nlink, 2);
+	outside_store = s;
+	outside_nlink = 0;
+	kt__test_big_step = look_outside;
+	steps = 0;
+	ok(kt_delete(s, "/a", KT_DELETE_RECURSIVE));
+	kt__test_big_step = count_step;
+	assert_true(steps > 10);
+	assert_int_equal(outside_nlink, 1);
+	ok(kt_stat(&sb, s, "/outside/shared"));
+	assert_int_equal(sb.nlink, 1);
+}
+
 /* Between the two sizes: more rows than the first attempt reads, no more
  * than one step.  Made in one commit behind the fence. */
 static void test_middle_is_one_commit(void **state)
@@ -284,6 +319,41 @@ static void *read_other(void *arg)
 	return NULL;
 }
 
+/* Gets of a node of the moving subtree, at either place: each finds it
+ * (or not) whole.  A get reads without a snapshot, so it waits for the
+ * fence (rows_leveldb.c, read_begin) rather than read again. */
+static void *get_moving(void *arg)
+{
+	watch *w = arg;
+	void *v;
+	size_t vl;
+
+	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+		static const char *p[2] = {"/a/d3/f1", "/z/d3/f1"};
+		int t, rc;
+
+		for (t = 0; t < 2; t++) {
+			rc = kt_get(&v, &vl, w->s, p[t]);
+			if (rc == 0) {
+				int same = vl == 8 && memcmp(v, "/a/d3/f1",
+							     8) == 0;
+				kt_free(v);
+				if (!same) {
+					snprintf(w->wrong, sizeof(w->wrong),
+						 "get %s: not its value", p[t]);
+					return NULL;
+				}
+			} else if (rc != KT_ENOTFOUND) {
+				snprintf(w->wrong, sizeof(w->wrong),
+					 "get %s: %d (%s)", p[t], rc,
+					 kt_errmsg());
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
 /* The subtree is at /a or at /z, whole, whenever it is looked at. */
 static void *read_moving(void *arg)
 {
@@ -351,7 +421,7 @@ static void park(int step)
 static void test_readers_during_steps(void **state)
 {
 	kt_store *s = store_of(state);
-	pthread_t to, tm;
+	pthread_t to, tm, tg;
 	watch w;
 	int round;
 
@@ -370,6 +440,7 @@ static void test_readers_during_steps(void **state)
 	kt__test_big_step = park;
 	assert_int_equal(pthread_create(&to, NULL, read_other, &w), 0);
 	assert_int_equal(pthread_create(&tm, NULL, read_moving, &w), 0);
+	assert_int_equal(pthread_create(&tg, NULL, get_moving, &w), 0);
 	for (round = 0; round < 4 && w.wrong[0] == '\0'; round++) {
 		steps = 0;
 		if (round % 2 == 0)
@@ -381,6 +452,7 @@ static void test_readers_during_steps(void **state)
 	__atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(to, NULL);
 	pthread_join(tm, NULL);
+	pthread_join(tg, NULL);
 	kt__test_big_step = count_step;
 	if (w.wrong[0] != '\0')
 		fail_msg("%s", w.wrong);
@@ -737,6 +809,8 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_middle_is_one_commit,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_outside_path_at_commit_point, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits_before_commit_point,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readers_during_steps,

@@ -1769,18 +1769,13 @@ static int step_move(kt__tx *tx, big_step *bs)
 				      bs->dp.len + c->plen - bs->sp.len);
 		kt__slice sort = kt__sl(c->sort, c->slen);
 		if (paths[i] == 2) {
-			/* A node with several paths: as it is now, through
-			 * the transaction, with its alias row moved. */
-			kt__node sub = {0};
+			/* A node with several paths: its alias and id rows
+			 * were moved at the commit point (big_paths); the
+			 * row moves as it is now. */
 			now.len = 0;
-			rc = kt__node_decode_hdr(&sub, c->val, c->vlen);
-			if (rc == 0)
-				rc = kt__rd_get(&rd, old, sort, &now);
+			rc = kt__rd_get(&rd, old, sort, &now);
 			if (rc == 0)
 				rc = kt__tx_put(tx, np, sort, kt__slb(&now));
-			if (rc == 0)
-				rc = kt__alias_move(tx, sub.id, old, np);
-			kt__node_free(&sub);
 		} else {
 			step_add(bs, np, sort, kt__sl(c->val, c->vlen), 0);
 			if (paths[i] == 1)
@@ -1803,7 +1798,6 @@ out:
  * value and attributes, or, of a node with other paths, only this one. */
 static int step_drop(kt__tx *tx, big_step *bs)
 {
-	kt__rd rd = {tx->st, tx, NULL};
 	const rowvec *rv = bs->rv;
 	size_t i, n = rv->n;
 	int rc = 0;
@@ -1820,11 +1814,9 @@ static int step_drop(kt__tx *tx, big_step *bs)
 			kt__node nd = {0};
 			rc = kt__node_decode_hdr(&nd, c->val, c->vlen);
 			if (rc == 0 && nd.nlink > 1) {
-				/* It may have changed since the copy
-				 * (another of its paths went first). */
-				rc = kt__node_get_enc(&nd, &rd, part);
-				if (rc == 0)
-					rc = path_drop(tx, part, &nd);
+				/* A path of a node with several: dropped at
+				 * the commit point (big_paths); only its
+				 * rows are left. */
 			} else if (rc == 0) {
 				unsigned char k[8];
 				kt__put64be(k, nd.id);
@@ -1847,6 +1839,94 @@ static int step_drop(kt__tx *tx, big_step *bs)
 	return rc;
 }
 
+/* Does the store hold any alias row, that is any node with several paths
+ * (FORMAT.md §7c)?  1, 0 or an error. */
+static int any_alias(kt__tx *tx)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	int rc;
+
+	memset(&how, 0, sizeof(how));
+	how.part = kt__sl(KT__PART_ALIAS, strlen(KT__PART_ALIAS));
+	how.flags = KT__SCAN_PREFIX;
+	rc = kt__rd_scan(&c, &rd, &how);
+	if (rc == 0)
+		rc = kt__mcur_next(c, &row);
+	kt__mcur_free(c);
+	return rc == 0 ? 1 : rc == KT_ITEROVER ? 0 : rc;
+}
+
+/* At the commit point: every node below with several paths gets the
+ * change now, since its other paths, id row and alias rows lie outside
+ * the fence: a delete drops this path of it (and its node row), a rename
+ * moves its id or alias row to the new path.  The steps then only move or
+ * delete rows.  Reads the subtree keeping only such rows' keys; none at
+ * all when the store has no alias row.  @p sp and @p dp are the node
+ * partitions of source and destination. */
+static int big_paths(kt__tx *tx, int kind, kt__slice sp, kt__slice dp)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__buf pre = {0}, keys = {0}, np = {0};
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	size_t off;
+	int rc;
+
+	if ((rc = any_alias(tx)) <= 0)
+		return rc;
+	if ((rc = kt__buf_set(&pre, sp.p, sp.len)) != 0 ||
+	    (rc = kt__buf_add(&pre, tx->st->delim.s, tx->st->delim.len)) != 0)
+		goto out;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&pre);
+	how.flags = KT__SCAN_PREFIX;
+	/* Partition keys hold no NUL: collect them NUL-ended. */
+	rc = kt__rd_scan(&c, &rd, &how);
+	while (rc == 0 && (rc = kt__mcur_next(c, &row)) == 0) {
+		kt__node n = {0};
+		if (row.sort.len != 0 ||
+		    kt__node_decode_hdr(&n, row.value.p, row.value.len) != 0 ||
+		    n.nlink <= 1)
+			continue;
+		if ((rc = kt__buf_add(&keys, row.part.p, row.part.len)) == 0)
+			rc = kt__buf_addc(&keys, '\0');
+	}
+	kt__mcur_free(c);
+	if (rc == KT_ITEROVER)
+		rc = 0;
+	for (off = 0; off < keys.len && rc == 0;) {
+		kt__slice part = kt__sl(keys.p + off, strlen(keys.p + off));
+		kt__node n = {0};
+		off += part.len + 1;
+		/* As it is now: another of its paths may have gone first. */
+		rc = kt__node_get_enc(&n, &rd, part);
+		if (rc == 0 && kind == 'D') {
+			if ((rc = path_drop(tx, part, &n)) == 0)
+				rc = kt__tx_del(tx, part, kt__sl("", 0));
+		} else if (rc == 0) {
+			np.len = 0;
+			if ((rc = kt__buf_add(&np, dp.p, dp.len)) == 0 &&
+			    (rc = kt__buf_add(&np, part.p + sp.len,
+					      part.len - sp.len)) == 0)
+				rc = n.nlink > 1
+					     ? kt__alias_move(tx, n.id, part,
+							      kt__slb(&np))
+					     : kt__id_put_enc(tx, n.id, np.p,
+							      np.len);
+		}
+		kt__node_free(&n);
+	}
+out:
+	kt__buf_free(&pre);
+	kt__buf_free(&keys);
+	kt__buf_free(&np);
+	return rc;
+}
+
 /* The first step of a large operation, in its commit point: the rows
  * big_rows read into @p b, written as a step; where it ended is noted
  * for the drain. */
@@ -1866,6 +1946,8 @@ static int big_first(kt__tx *tx, big_state *b, int kind, const char *src,
 	b->bs.sp = kt__slb(&sp);
 	b->bs.dp = kt__slb(&dp);
 	b->bs.rv = &b->rv;
+	if (rc == 0)
+		rc = big_paths(tx, kind, kt__slb(&sp), kt__slb(&dp));
 	if (rc == 0)
 		rc = kind == 'R' ? step_move(tx, &b->bs)
 				 : step_drop(tx, &b->bs);

@@ -38,6 +38,7 @@ typedef struct ldb_fence {
 	int lifted;
 	int broken;    /* lifted by a rewrite that could not finish */
 	size_t nsnaps; /* live snapshots that refer to it */
+	size_t nwait;  /* threads waiting for it to be lifted */
 	size_t n;
 	kt__buf *pre;
 } ldb_fence;
@@ -203,14 +204,24 @@ _Thread_local int kt__fence_nowait;
 /* Wait, holding cmu, until fence @p f is lifted.  A broken fence stands
  * for good (until the store is closed), and refuses at once.  A thread
  * that may not wait is told KT__EFENCED while the fence stands. */
+static void fence_drop(kt__ldb *l, ldb_fence *f);
+
 static int fence_wait(kt__ldb *l, ldb_fence *f)
 {
-	while (!f->lifted && !f->broken) {
-		if (kt__fence_nowait)
-			return KT__EFENCED;
+	int rc;
+
+	if (!f->lifted && !f->broken && kt__fence_nowait)
+		return KT__EFENCED;
+	f->nwait++;
+	while (!f->lifted && !f->broken)
 		pthread_cond_wait(&l->fcv, &l->cmu);
-	}
-	return f->broken ? fence_broken() : 0;
+	f->nwait--;
+	rc = f->broken ? fence_broken() : 0;
+	/* The last to leave a lifted fence nobody refers to frees it; the
+	 * caller does not touch it after this. */
+	if (f->lifted && f->nsnaps == 0 && f->nwait == 0)
+		fence_drop(l, f);
+	return rc;
 }
 
 /* Before a read through snapshot @p s of @p part: 0 to read, or
@@ -341,7 +352,7 @@ static void ldb_fence_lift(kt__rows *r, uint64_t token, int broken)
 		atomic_fetch_sub(&l->nactive, 1);
 		atomic_fetch_add(&l->fgen, 1);
 		pthread_cond_broadcast(&l->fcv);
-		if (f->nsnaps == 0)
+		if (f->nsnaps == 0 && f->nwait == 0)
 			fence_drop(l, f);
 	}
 	pthread_mutex_unlock(&l->cmu);
@@ -737,7 +748,7 @@ static void ldb_snapshot_free(kt__rows *r, kt__snap *s)
 		pthread_mutex_lock(&l->cmu);
 		for (i = 0; i < s->nrefs; i++) {
 			ldb_fence *f = s->refs[i];
-			if (--f->nsnaps == 0 && f->lifted)
+			if (--f->nsnaps == 0 && f->lifted && f->nwait == 0)
 				fence_drop(l, f);
 		}
 		pthread_mutex_unlock(&l->cmu);
