@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <time.h>
-
 #include "ops.h"
 
 #define SHOW(buf, s) kt__show(buf, sizeof(buf), (s), strlen(s))
@@ -2153,12 +2151,9 @@ static int held_run(kt_store *st, op_ctx *c)
 	int rc;
 
 	while ((rc = kt__tx_run_held(st, op_apply_fn, c)) == KT__EFENCED) {
-		struct timespec ts = {0, (long)(waits < 6 ? 1L << waits : 50) *
-					     1000000L};
 		pthread_mutex_unlock(&st->wlock);
-		nanosleep(&ts, NULL);
+		kt__fence_pause(&waits);
 		pthread_mutex_lock(&st->wlock);
-		waits++;
 	}
 	return rc;
 }

@@ -220,6 +220,10 @@ struct kt__rows {
  * KT__EFENCED instead (rows_leveldb.c). */
 extern _Thread_local int kt__fence_nowait;
 
+/* Wait before asking again after KT__EFENCED: 1 ms, doubling to 50 ms,
+ * counting in *@p waits (rows_leveldb.c). */
+void kt__fence_pause(unsigned int *waits);
+
 /* Options for opening the LevelDB engine. */
 typedef struct kt__leveldb_opts {
 	int create;

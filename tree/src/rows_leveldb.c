@@ -16,12 +16,14 @@
  * only a scan marked KT__SCAN_NOVERIFY, whose caller checks every row it
  * takes (value blocks with their own CRC-32C), skips them.
  */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <leveldb/c.h>
 
@@ -200,6 +202,20 @@ static int fence_broken(void)
 }
 
 _Thread_local int kt__fence_nowait;
+
+void kt__fence_pause(unsigned int *waits)
+{
+	struct timespec ts;
+	unsigned int ms = *waits < 6 ? 1u << *waits : 50;
+
+	if (ms > 50)
+		ms = 50;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)ms * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	(*waits)++;
+}
 
 /* Wait, holding cmu, until fence @p f is lifted.  A broken fence stands
  * for good (until the store is closed), and refuses at once.  A thread

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "server.h"
@@ -132,24 +131,6 @@ static int round_trip(kt__remote *rm, kt__buf *req, kt__buf *rep,
 	return rc;
 }
 
-/* The holder answered KT__EFENCED: a large rename or delete stands over
- * what the call reads or writes (rows.h, fences).  Wait a little, with
- * the connection free for the process's other threads, and ask again:
- * 1 ms, doubling up to 50 ms. */
-static void fenced_pause(unsigned int *waits)
-{
-	unsigned int ms = *waits < 6 ? 1u << *waits : 50;
-	struct timespec ts;
-
-	if (ms > 50)
-		ms = 50;
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)ms * 1000000L;
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-	(*waits)++;
-}
-
 static int bad_reply(const kt__remote *rm)
 {
 	return kt__err(KT_EIO, "the holder of the store (pid %ld) sent a "
@@ -218,7 +199,7 @@ again:
 			rc = trc;
 	}
 	if (rc == KT__EFENCED) {
-		fenced_pause(&waits);
+		kt__fence_pause(&waits); /* the connection stays free */
 		goto again;
 	}
 	if (rc == 0) {
@@ -289,7 +270,7 @@ again:
 			rc = trc;
 	}
 	if (rc == KT__EFENCED) {
-		fenced_pause(&waits);
+		kt__fence_pause(&waits); /* the connection stays free */
 		goto again;
 	}
 	if (rc == 0)
@@ -466,7 +447,7 @@ static int remote_commit(kt__rows *r, const kt__commit *cm)
 			     "to send to the holder", req.len);
 	while (rc == 0 &&
 	       (rc = round_trip(rm, &req, &rep, &in, 0)) == KT__EFENCED) {
-		fenced_pause(&waits);
+		kt__fence_pause(&waits); /* the connection stays free */
 		rc = 0;
 	}
 	if (rc == 0) {

@@ -462,22 +462,6 @@ static void backoff(unsigned int attempt, unsigned int *seed)
 		;
 }
 
-/* A fence stands over what a transaction reads or writes (rows.h): 1 ms,
- * doubling up to 50 ms, before it runs again. */
-static void fence_pause(unsigned int *waits)
-{
-	unsigned int ms = *waits < 6 ? 1u << *waits : 50;
-	struct timespec ts;
-
-	if (ms > 50)
-		ms = 50;
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)ms * 1000000L;
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-	(*waits)++;
-}
-
 static int tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg,
 		  int lock)
 {
@@ -490,7 +474,7 @@ static int tx_run(kt_store *st, int (*fn)(kt__tx *tx, void *arg), void *arg,
 
 	for (attempt = 0; attempt < KT__RETRY_MAX; attempt++) {
 		if (rc == KT__EFENCED)
-			fence_pause(&waits);
+			kt__fence_pause(&waits);
 		else if (attempt > 0)
 			backoff(attempt, &seed);
 		if (lock)
