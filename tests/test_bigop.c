@@ -13,8 +13,13 @@
  * - a process killed between steps leaves a store that the next open
  *   finishes, and that a read-only open refuses until then;
  * - the path limits are checked before the commit point.
- * RADOS has no fences (a large operation is one commit there), so these
- * run on LevelDB only.
+ * On RADOS the fence is a staged commit (rows_rados.c, "Staged commits"):
+ * the steps are parts of one commit that takes effect at the end, so
+ * there the tests check instead that readers see the subtree as it was
+ * until then, that a client killed before that end leaves nothing done
+ * (rolled back once its heartbeat stops), and one killed after it leaves
+ * everything done (rolled forward by whoever reads).  The cases about
+ * the holder, its clients and the journal are LevelDB's own.
  */
 #include "kt_test.h"
 #include "kt_helpers.h"
@@ -25,6 +30,9 @@
 
 extern size_t kt__big_rows;
 extern void (*kt__test_big_step)(int step);
+#ifdef KT_HAVE_RADOS
+extern void (*kt__rados_test_staged)(void);
+#endif
 
 static pid_t holder_pid;  /* test_client_not_held_up's holder child */
 static int holder_fds[2] = {-1, -1}; /* and the parent's ends of its pipes */
@@ -231,7 +239,8 @@ static void test_outside_path_at_commit_point(void **state)
 	ok(kt_delete(s, "/a", KT_DELETE_RECURSIVE));
 	kt__test_big_step = count_step;
 	assert_true(steps > 10);
-	assert_int_equal(outside_nlink, 1);
+	/* On RADOS nothing takes effect before the end of the stage. */
+	assert_int_equal(outside_nlink, kt_test_on_rados() ? 2 : 1);
 	ok(kt_stat(&sb, s, "/outside/shared"));
 	assert_int_equal(sb.nlink, 1);
 }
@@ -398,7 +407,9 @@ static void *read_moving(void *arg)
 static watch *the_watch;
 
 /* At the first step after the commit point: the fence stands, and this
- * thread holds the writer lock.  Wait for readers of /other to get on. */
+ * thread holds the writer lock.  Wait for readers of /other to get on.
+ * On RADOS, where nothing is fenced off, the subtree still reads as it
+ * was, at its old place only. */
 static void park(int step)
 {
 	unsigned long base;
@@ -407,6 +418,15 @@ static void park(int step)
 	steps++;
 	if (step != 1)
 		return;
+	if (kt_test_on_rados()) {
+		kt_statbuf sb;
+		int at_a = kt_lstat(&sb, the_watch->s, "/a/d3/f1");
+		int at_z = kt_lstat(&sb, the_watch->s, "/z/d3/f1");
+		if ((at_a == 0) == (at_z == 0))
+			snprintf(the_watch->wrong, sizeof(the_watch->wrong),
+				 "mid-stage: /a/d3/f1 %d, /z/d3/f1 %d", at_a,
+				 at_z);
+	}
 	base = __atomic_load_n(&the_watch->other_reads, __ATOMIC_ACQUIRE);
 	for (i = 0; i < 3000; i++) {
 		if (__atomic_load_n(&the_watch->other_reads,
@@ -439,7 +459,11 @@ static void test_readers_during_steps(void **state)
 	the_watch = &w;
 	kt__test_big_step = park;
 	assert_int_equal(pthread_create(&to, NULL, read_other, &w), 0);
-	assert_int_equal(pthread_create(&tm, NULL, read_moving, &w), 0);
+	/* A find spanning partitions is no snapshot on RADOS (keytree.h,
+	 * Engines): it may see part of the stage rolled forward. */
+	if (!kt_test_on_rados())
+		assert_int_equal(pthread_create(&tm, NULL, read_moving, &w),
+				 0);
 	assert_int_equal(pthread_create(&tg, NULL, get_moving, &w), 0);
 	for (round = 0; round < 4 && w.wrong[0] == '\0'; round++) {
 		steps = 0;
@@ -451,7 +475,8 @@ static void test_readers_during_steps(void **state)
 	}
 	__atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(to, NULL);
-	pthread_join(tm, NULL);
+	if (!kt_test_on_rados())
+		pthread_join(tm, NULL);
 	pthread_join(tg, NULL);
 	kt__test_big_step = count_step;
 	if (w.wrong[0] != '\0')
@@ -466,6 +491,13 @@ static void test_readers_during_steps(void **state)
  * no threads rather than as a fork of LevelDB's): open the store at
  * @p path, run the rename or delete with the hook ending the process at
  * step @p at. */
+#ifdef KT_HAVE_RADOS
+static void exit_now(void)
+{
+	_exit(7);
+}
+#endif
+
 static int child(const char *path, int at, int rename)
 {
 	kt_store *s = NULL;
@@ -474,6 +506,11 @@ static int child(const char *path, int at, int rename)
 	kt__big_rows = 8;
 	kt__test_big_step = count_step;
 	exit_at = at;
+#ifdef KT_HAVE_RADOS
+	/* -3: end just after a staged commit takes effect (RADOS). */
+	if (at == -3)
+		kt__rados_test_staged = exit_now;
+#endif
 	if (kt_open(&s, path, NULL) != 0)
 		return 2;
 	if (rename)
@@ -597,6 +634,9 @@ static void test_client_not_held_up(void **state)
 	const kt_entry *e;
 	int status, i, got, finder_waited;
 
+	KT_TEST_LEVELDB_ONLY("the holder and its clients are LevelDB's; on "
+			     "RADOS every process is a client of the cluster");
+
 	build(f->store, "/a");
 	ok(kt_find_new(&it, f->store, "/a", 0));
 	while (kt_iter_next(&e, it) == 0)
@@ -696,6 +736,9 @@ static void test_client_in_steps(void **state)
 	char *before, *after;
 	size_t bad = 99;
 
+	KT_TEST_LEVELDB_ONLY("the holder and its clients are LevelDB's; on "
+			     "RADOS every process is a client of the cluster");
+
 	build(f->store, "/a");
 	before = shape(f->store, "/a");
 	run_child(f, -2, 1, 1, 0);
@@ -717,6 +760,9 @@ static void test_client_killed_between_steps(void **state)
 	kt_statbuf sb;
 	char *before, *after;
 	size_t bad = 99;
+
+	KT_TEST_LEVELDB_ONLY("the holder and its clients are LevelDB's; on "
+			     "RADOS every process is a client of the cluster");
 
 	build(f->store, "/a");
 	before = shape(f->store, "/a");
@@ -746,6 +792,9 @@ static void crash_case(void **state, int at, int rename)
 	kt_statbuf sb;
 	char *before, *after;
 	size_t bad = 99;
+
+	KT_TEST_LEVELDB_ONLY("the journal that the next open finishes is "
+			     "LevelDB's; RADOS: test_killed_*_stage_*");
 
 	build(f->store, "/a");
 	before = shape(f->store, "/a");
@@ -798,6 +847,116 @@ static void test_killed_between_steps_delete(void **state)
 	crash_case(state, 4, 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* RADOS: clients killed in a staged commit */
+
+#define KT_TEST_RADOS_ONLY(why)                                           \
+	do {                                                              \
+		if (!kt_test_on_rados()) {                                \
+			fprintf(stderr, "skipped on LevelDB: %s\n", why); \
+			skip();                                           \
+		}                                                         \
+	} while (0)
+
+/* Killed between two parts of the stage: none of it took effect.  The
+ * readers see the subtree as it was, at once; a writer into it waits until
+ * the dead client's heartbeat has stood still for a lease, rolls the
+ * stage back, and is made; the operation can be made again. */
+static void stage_killed_case(void **state, int rename)
+{
+	kt_test_fixture *f = *state;
+	kt_statbuf sb;
+	char *before, *after;
+	size_t bad = 99;
+	void *v = NULL;
+	size_t vl = 0;
+
+	KT_TEST_RADOS_ONLY("a staged commit is RADOS's fence");
+	build(f->store, "/a");
+	before = shape(f->store, "/a");
+	run_child(f, 4, rename, 1, 7);
+	after = shape(f->store, "/a");
+	assert_string_equal(before, after);
+	free(after);
+	expect_rc(kt_lstat(&sb, f->store, "/z"), KT_ENOTFOUND);
+	ok(kt_stat(&sb, f->store, "/outside/shared"));
+	assert_int_equal(sb.nlink, 2);
+	put_str(f->store, "/a/d0/f0", "new");
+	ok(kt_get(&v, &vl, f->store, "/a/d0/f0"));
+	assert_int_equal(vl, 3);
+	assert_memory_equal(v, "new", 3);
+	kt_free(v);
+	ok(kt_check(&bad, f->store, NULL));
+	assert_int_equal(bad, 0);
+	steps = 0;
+	if (rename) {
+		ok(kt_rename(f->store, "/a", "/z", 0));
+		ok(kt_lstat(&sb, f->store, "/z/d2/deep/er/big"));
+		assert_int_equal(sb.size, 40000);
+	} else {
+		ok(kt_delete(f->store, "/a", KT_DELETE_RECURSIVE));
+		ok(kt_stat(&sb, f->store, "/outside/shared"));
+		assert_int_equal(sb.nlink, 1);
+	}
+	assert_true(steps > 10);
+	expect_rc(kt_lstat(&sb, f->store, "/a"), KT_ENOTFOUND);
+	free(before);
+}
+
+/* Killed just after the stage took effect, before applying it: all of
+ * it took effect.  Every reader rolls forward what it meets, and
+ * kt_repair removes the records left behind. */
+static void stage_committed_case(void **state, int rename)
+{
+	kt_test_fixture *f = *state;
+	kt_statbuf sb;
+	char *before, *after;
+	size_t bad = 99, fixed = 0;
+
+	KT_TEST_RADOS_ONLY("a staged commit is RADOS's fence");
+	build(f->store, "/a");
+	before = shape(f->store, "/a");
+	run_child(f, -3, rename, 1, 7);
+	expect_rc(kt_lstat(&sb, f->store, "/a"), KT_ENOTFOUND);
+	if (rename) {
+		after = shape(f->store, "/z");
+		assert_string_equal(before, after);
+		free(after);
+	} else {
+		expect_rc(kt_lstat(&sb, f->store, "/z"), KT_ENOTFOUND);
+		ok(kt_stat(&sb, f->store, "/outside/shared"));
+		assert_int_equal(sb.nlink, 1);
+	}
+	ok(kt_check(&bad, f->store, NULL));
+	assert_int_equal(bad, 0);
+	/* The header and its parts are what is left: one repair. */
+	ok(kt_repair(&fixed, f->store, NULL));
+	assert_int_equal(fixed, 1);
+	ok(kt_repair(&fixed, f->store, NULL));
+	assert_int_equal(fixed, 0);
+	free(before);
+}
+
+static void test_killed_in_stage_rename(void **state)
+{
+	stage_killed_case(state, 1);
+}
+
+static void test_killed_in_stage_delete(void **state)
+{
+	stage_killed_case(state, 0);
+}
+
+static void test_killed_after_stage_rename(void **state)
+{
+	stage_committed_case(state, 1);
+}
+
+static void test_killed_after_stage_delete(void **state)
+{
+	stage_committed_case(state, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -829,16 +988,19 @@ int main(int argc, char **argv)
 			test_killed_at_commit_point_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_killed_between_steps_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_in_stage_rename,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_in_stage_delete,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_after_stage_rename,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_after_stage_delete,
+						setup, teardown),
 	};
 
 	if (argc == 5 && strcmp(argv[1], "--child") == 0)
 		return child(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 3 && strcmp(argv[1], "--holder") == 0)
 		return holder(argv[2]);
-	if (kt_test_on_rados()) {
-		fprintf(stderr, "LevelDB only: RADOS has no fences, and makes "
-			"a large rename or delete one commit\n");
-		return 0;
-	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

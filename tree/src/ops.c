@@ -1701,9 +1701,10 @@ static int big_point(kt__tx *tx, int kind, const char *src, size_t slen,
 	kt__put32(n, (uint32_t)dp.len);
 	if (rc == 0 && (rc = kt__buf_add(&v, n, 4)) == 0 && dp.len > 0)
 		rc = kt__buf_add(&v, dp.p, dp.len);
-	if (rc == 0)
-		rc = kt__tx_put(tx, meta(), journal_key(), kt__slb(&v));
-	if (rc == 0)
+	/* A staged engine makes every step take effect at once, at the
+	 * end, or none: nothing is left to finish after a crash. */
+	if (rc == 0 && !tx->st->rows->ops->staged &&
+	    (rc = kt__tx_put(tx, meta(), journal_key(), kt__slb(&v))) == 0)
 		rc = kt__header_put(tx, 1);
 	kt__buf_free(&v);
 	kt__buf_free(&sp);
@@ -1971,7 +1972,7 @@ static int step_fn(kt__tx *tx, void *arg)
 
 	step_free(bs);
 	rc = bs->kind == 'R' ? step_move(tx, bs) : step_drop(tx, bs);
-	if (rc == 0 && bs->last &&
+	if (rc == 0 && bs->last && !tx->st->rows->ops->staged &&
 	    (rc = kt__tx_del(tx, meta(), journal_key())) == 0)
 		rc = kt__header_put(tx, 0);
 	tx->extra = bs->w;
@@ -2158,10 +2159,30 @@ static int held_run(kt_store *st, op_ctx *c)
 	return rc;
 }
 
-/* Run the operation that the first attempt found too large (c->plan). */
+/* After a try of a large operation that came to nothing (@p *rc): if
+ * another process changed what it read (KT__ECHANGED), plan it again,
+ * and say 1 if it is still large and worth another try. */
+static int big_again(kt_store *st, op_ctx *c, int *rc, int attempt)
+{
+	if (*rc == KT__EFENCED)
+		*rc = KT__ECHANGED; /* another's fence */
+	if (*rc != KT__ECHANGED || attempt == KT__RETRY_MAX)
+		return 0;
+	/* Another process changed the tree between the plan and the fence
+	 * (or, staged, before the end): plan again; it may now be small. */
+	c->big = 1;
+	*rc = held_run(st, c);
+	return *rc == KT__EBIG;
+}
+
+/* Run the operation that the first attempt found too large (c->plan).
+ * On a staged engine (RADOS) the fence is one commit in parts, which
+ * the unfence makes take effect or not; there is no journal, and the
+ * operation runs again if another client's change makes it fail. */
 static int big_run(kt_store *st, op_ctx *c)
 {
 	kt__rows *r = st->rows;
+	const int staged = r->ops->staged;
 	kt__buf pre[2];
 	kt__slice ps[2];
 	kt__buf sp = {0}, dp = {0};
@@ -2169,7 +2190,7 @@ static int big_run(kt_store *st, op_ctx *c)
 	big_state *b;
 	uint64_t token;
 	size_t n, i;
-	int rc, attempt;
+	int rc, rc2, attempt;
 
 	memset(pre, 0, sizeof(pre));
 	pthread_mutex_lock(&st->wlock);
@@ -2190,31 +2211,28 @@ static int big_run(kt_store *st, op_ctx *c)
 		c->big = 2;
 		rc = kt__tx_run_held(st, op_apply_fn, c);
 		if (rc != 0) {
-			r->ops->unfence(r, token, 0);
-			if (rc == KT__EFENCED)
-				rc = KT__ECHANGED; /* another's fence */
-			if (rc != KT__ECHANGED || attempt == KT__RETRY_MAX)
-				break;
-			/* Another process changed the tree between the plan
-			 * and the fence: plan again (it may now be small). */
-			c->big = 1;
-			rc = held_run(st, c);
-			if (rc != KT__EBIG)
-				break;
-			continue;
+			/* Nothing made: lifted, or rolled back. */
+			(void)r->ops->unfence(r, token, staged);
+			if (big_again(st, c, &rc, attempt))
+				continue;
+			break;
 		}
 		b = c->plan.run;
 		if (b == NULL || !b->stepped) {
 			/* It was no larger than one step: made in one
 			 * commit, behind the fence. */
-			r->ops->unfence(r, token, 0);
-			if (kt__test_big_step != NULL)
+			rc = r->ops->unfence(r, token, 0);
+			if (rc == 0 && kt__test_big_step != NULL)
 				kt__test_big_step(-1);
+			if (rc != 0 && big_again(st, c, &rc, attempt))
+				continue;
 			break;
 		}
-		st->journal = 1;
+		if (!staged)
+			st->journal = 1;
 		if (kt__test_big_step != NULL)
 			kt__test_big_step(0);
+		sp.len = dp.len = 0;
 		rc = kt__enc_node(&sp, &st->delim, c->plan.src.p,
 				  c->plan.src.len);
 		if (rc == 0 && n == 2)
@@ -2223,10 +2241,17 @@ static int big_run(kt_store *st, op_ctx *c)
 		if (rc == 0)
 			rc = big_drain(st, c->plan.kind, kt__slb(&sp),
 				       kt__slb(&dp), b);
-		if (rc != 0) {
+		if (staged) {
+			/* All of it now, or none of it. */
+			rc2 = r->ops->unfence(r, token, rc != 0);
+			if (rc == 0)
+				rc = rc2;
+			if (rc != 0 && big_again(st, c, &rc, attempt))
+				continue;
+		} else if (rc != 0) {
 			/* Made, but not finished: the rows below stay
 			 * fenced until the store is opened again. */
-			r->ops->unfence(r, token, 1);
+			(void)r->ops->unfence(r, token, 1);
 			kt__err_prefix("%s '%s': done, but the rows below "
 				       "could not all be %s; they will be when "
 				       "the store is next opened",
@@ -2237,7 +2262,7 @@ static int big_run(kt_store *st, op_ctx *c)
 				       c->plan.kind == 'R' ? "moved"
 							   : "removed");
 		} else {
-			r->ops->unfence(r, token, 0);
+			(void)r->ops->unfence(r, token, 0);
 		}
 		break;
 	}

@@ -203,8 +203,19 @@ typedef struct kt__rows_ops {
 	/* Lift fence @p token.  With @p broken, the rewrite it guarded could
 	 * not be finished: the fence then stands until the engine is
 	 * closed, and whatever would have waited for it fails with KT_EIO
-	 * at once, the caller's thread included. */
-	void (*unfence)(kt__rows *r, uint64_t token, int broken);
+	 * at once, the caller's thread included.  0, or for a staged engine
+	 * (below) what became of the commits made behind it. */
+	int (*unfence)(kt__rows *r, uint64_t token, int broken);
+	/* 1 (RADOS): the fence is a staged commit instead.  Nobody is held
+	 * back; the commits the calling thread makes behind it are the
+	 * parts of one commit, written and locked as they come but seen by
+	 * nobody until unfence, which makes them all take effect at once
+	 * (0) or, with @p broken, none of them (0).  A part that meets a
+	 * change by another client fails with KT__ECHANGED, and so does
+	 * the unfence that follows it, or one whose stage another client
+	 * rolled back (its writer was thought gone): nothing took effect,
+	 * run the operation again.  0: a fence as above (LevelDB, remote). */
+	int staged;
 	/* 1: a commit's writes become visible all at once, whatever their
 	 * order (LevelDB's write batch; the remote engine, whose holder
 	 * applies them so), and the tree layer need not sort them into the
@@ -295,6 +306,9 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
  * point, so that a test can look at the store while the commit is
  * pending. */
 extern void (*kt__rados_test_pending)(void);
+/* For tests: called when a staged commit (rad_fence) has just committed,
+ * before it is applied. */
+extern void (*kt__rados_test_staged)(void);
 
 /* For tests: the layout (docs/FORMAT.md §14) of the trees
  * kt__rados_open makes from now on; 0, the current one. */

@@ -351,7 +351,7 @@ static int ldb_fence_set(kt__rows *r, const kt__slice *pre, size_t n,
 	return 0;
 }
 
-static void ldb_fence_lift(kt__rows *r, uint64_t token, int broken)
+static int ldb_fence_lift(kt__rows *r, uint64_t token, int broken)
 {
 	kt__ldb *l = (kt__ldb *)r;
 	ldb_fence *f;
@@ -372,6 +372,7 @@ static void ldb_fence_lift(kt__rows *r, uint64_t token, int broken)
 			fence_drop(l, f);
 	}
 	pthread_mutex_unlock(&l->cmu);
+	return 0;
 }
 
 /* A commit of another thread than a fence's owner that writes into it,

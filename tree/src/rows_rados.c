@@ -154,6 +154,7 @@
 	X(write_op_omap_clear) \
 	X(write_op_remove) \
 	X(write_op_setxattr) \
+	X(write_op_rmxattr) \
 	X(write_op_write) \
 	X(write_op_write_full) \
 	X(write_op_zero) \
@@ -247,6 +248,7 @@ static void lib_load(void)
 #define rados_write_op_omap_clear (lib.write_op_omap_clear)
 #define rados_write_op_remove (lib.write_op_remove)
 #define rados_write_op_setxattr (lib.write_op_setxattr)
+#define rados_write_op_rmxattr (lib.write_op_rmxattr)
 #define rados_write_op_write_full (lib.write_op_write_full)
 #define rados_write_op_write (lib.write_op_write)
 #define rados_write_op_zero (lib.write_op_zero)
@@ -258,6 +260,9 @@ static void lib_load(void)
 #define LKSCOPE "kt.lks"
 #define STX "kt.st"
 #define FREE "-"
+#define STG_PART "kt.s."  /* + 8 hex digits: the object has writes in that part */
+#define STG_DONE "kt.sa"  /* the last part applied to the object */
+#define STG_BEAT "kt.hb"  /* a staged commit's heartbeat */
 #define PAGE_MAX 1024          /* librados returns at most this per call */
 #define OID_MAX 1024           /* longer partitions get hashed names */
 #define LEASE_DEFAULT_MS 3000
@@ -318,6 +323,12 @@ typedef struct rad {
 	struct { uint64_t inst, at; } alive[8];
 	uint64_t fenced[8];        /* clients this handle fenced, lately */
 	unsigned int nfenced;
+	/* Staged commits (rad_fence): this handle's, if one is open, and,
+	 * under mu, the heartbeats of other clients' ones lately met, with
+	 * when each was first seen at that beat. */
+	struct stage *stage;
+	struct { char id[80]; char beat[24]; uint64_t at; } beats[8];
+	unsigned int nbeats;
 } rad;
 
 static const kt__rows_ops rad_ops;
@@ -1479,11 +1490,16 @@ bad:
 		       oid);
 }
 
-/* Read the record of commit @p txid: its state ('P', 'C', 'A'), or 0
- * when there is none; with @p body, its writes too. */
-static int rec_read(rad *e, const char *txid, char *state, rec *body)
+static int is_staged(const char *txid);
+
+/* Read the record object @p oname (taken over): its state ('P', 'C',
+ * 'A'; 's' for a part of a staged commit), or 0 when there is none; with
+ * @p body, its writes too; with @p beat, a staged commit's heartbeat
+ * (STG_BEAT, at most 23 characters; "" when none). */
+static int rec_read_obj(rad *e, kt__buf oname, char *state, rec *body,
+			char *beat)
 {
-	kt__buf name = {0};
+	kt__buf name = oname;
 	rados_read_op_t op = rados_create_read_op();
 	rados_completion_t c = NULL;
 	rados_xattrs_iter_t xi = NULL;
@@ -1493,13 +1509,11 @@ static int rec_read(rad *e, const char *txid, char *state, rec *body)
 	time_t mt;
 
 	*state = 0;
-	if (op == NULL)
-		return kt__err(KT_ENOMEM, "out of memory");
-	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
-	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0) {
-		rados_release_read_op(op);
+	if (beat != NULL)
+		beat[0] = '\0';
+	if (op == NULL) {
 		kt__buf_free(&name);
-		return rc;
+		return kt__err(KT_ENOMEM, "out of memory");
 	}
 	/* The state, and the size so that the body can be read whole. */
 	rados_read_op_stat(op, &size, &mt, &strv);
@@ -1515,9 +1529,15 @@ static int rec_read(rad *e, const char *txid, char *state, rec *body)
 		const char *xn, *xv;
 		size_t xl;
 		while (rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
-		       xn != NULL)
+		       xn != NULL) {
 			if (strcmp(xn, STX) == 0 && xl == 1)
 				*state = *xv;
+			if (beat != NULL && strcmp(xn, STG_BEAT) == 0 &&
+			    xl < 24) {
+				memcpy(beat, xv, xl);
+				beat[xl] = '\0';
+			}
+		}
 	}
 	if (xi != NULL)
 		rados_getxattrs_end(xi);
@@ -1570,6 +1590,23 @@ static int rec_read(rad *e, const char *txid, char *state, rec *body)
 	}
 	kt__buf_free(&name);
 	return rc;
+}
+
+/* Read the record of commit @p txid: its state ('P', 'C', 'A'), or 0
+ * when there is none; with @p body, its writes too (not of a staged
+ * commit, whose writes are in its parts). */
+static int rec_read(rad *e, const char *txid, char *state, rec *body)
+{
+	kt__buf name = {0};
+	int rc;
+
+	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
+	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0) {
+		kt__buf_free(&name);
+		return rc;
+	}
+	return rec_read_obj(e, name, state, is_staged(txid) ? NULL : body,
+			    NULL);
 }
 
 /* Flip the record of @p txid from state P to @p to.  0 done, 1 it was
@@ -1684,6 +1721,289 @@ static unsigned int tx_budget(const char *txid)
 	return (unsigned int)strtoul(p + 1, NULL, 16);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Staged commits: what every client needs to settle their locks */
+
+/*
+ * A large rename or recursive delete is too large for one commit record
+ * (one RADOS operation, 64 MiB) and for one batch in memory.  The tree
+ * layer makes it in steps behind a fence (ops.c, "Large renames and
+ * deletes"); on RADOS that fence is a staged commit, one commit in parts:
+ *
+ * - rad_fence writes the header record T!tx.ID, ID ending in ".S", in
+ *   state P, before any lock, and starts a heartbeat: every quarter lease
+ *   it rewrites the header's kt.hb, guarded on the state being P.
+ * - Each commit of the fencing thread is a part k: its writes go to the
+ *   part record T!tx.ID.k (8 hex digits), written alongside the locks of
+ *   its objects.  An object's lock is kt.lk = ID as for any commit,
+ *   guarded as usual, and xattr kt.s.k says the object has writes in part
+ *   k.  An object the stage locked in an earlier part only gains kt.s.k,
+ *   guarded on kt.lk still being ID.  Nothing is applied: readers read
+ *   what was there before (the record is P).
+ * - rad_unfence flips the header from P to C, the commit point of all the
+ *   parts at once, then applies each part in order and unlocks.  An
+ *   object with writes in several parts keeps kt.sa, the last part
+ *   applied to it, and each application is guarded on coming after it
+ *   (cmpxattr greater-than on zero-padded hex), so that whoever applies,
+ *   the writer or a reader rolling forward, each part reaches each object
+ *   once and in order.
+ * - A part that fails (a guard: something changed since it was read)
+ *   dooms the stage: rad_unfence flips it to A and unlocks, and the tree
+ *   layer runs the operation again.
+ *
+ * Memory is bounded by one part, plus the set of objects with writes in
+ * more than one part (id-index shards, the catalog, partitions cut by a
+ * step boundary).  Another client that meets such a lock: P with a
+ * heartbeat that moved within the lease, it reads past it (a reader) or
+ * waits (a writer); P whose heartbeat stood still for a lease, it flips
+ * the header to A (the writer is gone or stuck, and can no longer
+ * commit); C, it rolls the object forward from the parts its kt.s.*
+ * name; A or no header, it unlocks the object.
+ */
+typedef struct stage {
+	rad *e;
+	char id[80];
+	kt__buf name;        /* the header record's object */
+	pthread_t owner;     /* the thread whose commits are parts */
+	uint32_t nparts;     /* parts written and locked */
+	int doomed;          /* a part failed: roll back at unfence */
+	char *busy;          /* an object another commit held */
+	kt__snap *snap;      /* the reads the owner made without a snapshot
+				of its own (the steps' cursor), since the
+				last part */
+	kt__snap *multi;     /* objects with writes in several parts (a set) */
+	pthread_t beat;
+	pthread_mutex_t bmu;
+	pthread_cond_t bcv;
+	int bstop;
+	int lost;            /* the header left P: another client rolled the
+				stage back (under bmu) */
+} stage;
+
+static int is_staged(const char *txid)
+{
+	size_t n = strlen(txid);
+	return n > 2 && strcmp(txid + n - 2, ".S") == 0;
+}
+
+/* The stage open on this handle, if the calling thread is its owner. */
+static stage *stage_mine(rad *e)
+{
+	stage *g;
+
+	pthread_mutex_lock(&e->mu);
+	g = e->stage;
+	pthread_mutex_unlock(&e->mu);
+	return g != NULL && pthread_equal(g->owner, pthread_self()) ? g : NULL;
+}
+
+/* The name of part @p k of staged commit @p txid. */
+static int stage_part_name(kt__buf *out, const rad *e, const char *txid,
+			   uint32_t k)
+{
+	char sfx[16];
+	int rc;
+
+	out->len = 0;
+	snprintf(sfx, sizeof(sfx), ".%08" PRIx32, k);
+	if ((rc = name_of(out, e, "!tx.")) != 0 ||
+	    (rc = kt__buf_add(out, txid, strlen(txid))) != 0 ||
+	    (rc = kt__buf_add(out, sfx, strlen(sfx))) != 0)
+		return rc;
+	if ((rc = kt__buf_addc(out, '\0')) == 0)
+		out->len--;
+	return rc;
+}
+
+/* Part @p k of @p txid, parsed into @p r.  0; 1 it is gone (the stage
+ * was finished meanwhile); <0 an error. */
+static int stage_part_read(rad *e, const char *txid, uint32_t k, rec *r)
+{
+	kt__buf name = {0};
+	char state;
+	int rc;
+
+	if ((rc = stage_part_name(&name, e, txid, k)) != 0) {
+		kt__buf_free(&name);
+		return rc;
+	}
+	rc = rec_read_obj(e, name, &state, r, NULL);
+	if (rc == 0 && state == 0)
+		return 1;
+	return rc;
+}
+
+/* The op that applies part @p k of an object and notes it, guarded on
+ * its lock being @p txid's and on no later part having been applied. */
+static void stage_apply_op(rados_write_op_t op, const objw *o,
+			   const char *txid, uint32_t k)
+{
+	char xn[24], kv[12];
+
+	snprintf(xn, sizeof(xn), STG_PART "%08" PRIx32, k);
+	snprintf(kv, sizeof(kv), "%08" PRIx32, k);
+	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
+				strlen(txid));
+	rados_write_op_cmpxattr(op, STG_DONE, LIBRADOS_CMPXATTR_OP_GT, kv,
+				strlen(kv));
+	if (o != NULL)
+		objw_ops(op, o);
+	rados_write_op_setxattr(op, STG_DONE, kv, strlen(kv));
+	rados_write_op_rmxattr(op, xn);
+}
+
+/*
+ * Settle object @p oid locked by staged commit @p txid, whose header says
+ * C (@p apply: roll it forward from the parts its kt.s.* name) or A or is
+ * gone (unlock it).  0: done, or the object changed meanwhile (read it
+ * again); <0 an error.
+ */
+static int stage_obj_finish(rad *e, const char *oid, const char *txid,
+			    int apply)
+{
+	rados_read_op_t rop = rados_create_read_op();
+	rados_write_op_t op;
+	rados_xattrs_iter_t xi = NULL;
+	uint32_t parts[64];
+	size_t np = 0, i, j;
+	int xrv = 0, rc, mine = 0;
+
+	if (rop == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	rados_read_op_getxattrs(rop, &xi, &xrv);
+	rc = rados_read_op_operate(rop, e->io, oid, 0);
+	if (rc == 0 && xrv == 0 && xi != NULL) {
+		const char *xn, *xv;
+		size_t xl;
+		while (rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
+		       xn != NULL) {
+			if (strcmp(xn, LK) == 0)
+				mine = xl == strlen(txid) &&
+				       memcmp(xv, txid, xl) == 0;
+			else if (strncmp(xn, STG_PART, strlen(STG_PART)) == 0 &&
+				 np < sizeof(parts) / sizeof(parts[0]))
+				parts[np++] = (uint32_t)strtoul(
+					xn + strlen(STG_PART), NULL, 16);
+		}
+	}
+	if (xi != NULL)
+		rados_getxattrs_end(xi);
+	rados_release_read_op(rop);
+	if (rc == -ENOENT || (rc == 0 && !mine))
+		return 0; /* finished by someone else */
+	if (rc < 0)
+		return rerr(rc, "reading the lock of", oid);
+	/* In order of parts. */
+	for (i = 1; i < np; i++)
+		for (j = i; j > 0 && parts[j - 1] > parts[j]; j--) {
+			uint32_t t = parts[j];
+			parts[j] = parts[j - 1];
+			parts[j - 1] = t;
+		}
+	for (i = 0; apply && i < np; i++) {
+		rec r = {0};
+		const objw *o = NULL;
+		size_t k;
+		if ((rc = stage_part_read(e, txid, parts[i], &r)) != 0) {
+			rec_free(&r);
+			return rc < 0 ? rc : 0;
+		}
+		for (k = 0; k < r.n && o == NULL; k++)
+			if (strcmp(r.o[k].oid, oid) == 0)
+				o = &r.o[k];
+		op = rados_create_write_op();
+		stage_apply_op(op, o, txid, parts[i]);
+		rc = wop_run(e, op, oid);
+		rados_release_write_op(op);
+		rec_free(&r);
+		if (rc == -ECANCELED || rc == -ENOENT)
+			return 0; /* applied by another: read again */
+		if (rc < 0)
+			return rerr(rc, "applying a commit to", oid);
+	}
+	op = rados_create_write_op();
+	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
+				strlen(txid));
+	rados_write_op_setxattr(op, LK, FREE, 1);
+	rados_write_op_rmxattr(op, STG_DONE);
+	for (i = 0; i < np; i++) {
+		char xn[24];
+		snprintf(xn, sizeof(xn), STG_PART "%08" PRIx32, parts[i]);
+		rados_write_op_rmxattr(op, xn);
+	}
+	rc = wop_run(e, op, oid);
+	rados_release_write_op(op);
+	if (rc < 0 && rc != -ECANCELED && rc != -ENOENT)
+		return rerr(rc, "unlocking", oid);
+	return 0;
+}
+
+/* How long has staged commit @p txid's heartbeat stood at @p beat, as
+ * far as this handle has seen? */
+static uint64_t beat_still(rad *e, const char *txid, const char *beat)
+{
+	uint64_t t = now_ms(), d = 0;
+	unsigned int i, n;
+
+	pthread_mutex_lock(&e->mu);
+	n = e->nbeats < 8 ? e->nbeats : 8;
+	for (i = 0; i < n; i++)
+		if (strcmp(e->beats[i].id, txid) == 0)
+			break;
+	if (i == n) {
+		i = e->nbeats++ % 8;
+		snprintf(e->beats[i].id, sizeof(e->beats[i].id), "%s", txid);
+		e->beats[i].beat[0] = '\001'; /* differs from any */
+	}
+	if (strcmp(e->beats[i].beat, beat) != 0) {
+		snprintf(e->beats[i].beat, sizeof(e->beats[i].beat), "%s",
+			 beat);
+		e->beats[i].at = t;
+	}
+	d = t - e->beats[i].at;
+	pthread_mutex_unlock(&e->mu);
+	return d;
+}
+
+/* lock_settle for the lock of a staged commit (above). */
+static int stage_settle(rad *e, const char *oid, const char *txid,
+			int *pending)
+{
+	kt__buf name = {0};
+	char state, beat[24];
+	int rc, own, owner;
+
+	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
+	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0) {
+		kt__buf_free(&name);
+		return rc;
+	}
+	if ((rc = rec_read_obj(e, name, &state, NULL, beat)) != 0)
+		return rc;
+	if (state != 'P')
+		return stage_obj_finish(e, oid, txid, state == 'C');
+	pthread_mutex_lock(&e->mu);
+	own = e->stage != NULL && strcmp(e->stage->id, txid) == 0;
+	owner = own && pthread_equal(e->stage->owner, pthread_self());
+	pthread_mutex_unlock(&e->mu);
+	if (!own && beat_still(e, txid, beat) >= e->lease_ms) {
+		/* Its writer stopped beating a lease ago: gone or stuck,
+		 * and once the header is A it can commit no more. */
+		if ((rc = rec_flip(e, txid, 'A')) < 0)
+			return rc;
+		return 0;
+	}
+	if (pending != NULL) {
+		*pending = 1;
+		return 0;
+	}
+	if (owner)
+		return kt__err(KT_EIO, "ceph: object '%s' is locked by this "
+			       "thread's own staged commit", oid);
+	sleep_ms(10);
+	return 0;
+}
+
 /* Settle the lock @p txid found on @p oid.  0: settled (or it is worth
  * reading again); <0 an error.  @p pending_since keeps, across calls for
  * the same object, when the record was first seen pending.  With
@@ -1697,6 +2017,8 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 	char state;
 	int rc;
 
+	if (is_staged(txid))
+		return stage_settle(e, oid, txid, pending);
 	rc = rec_read(e, txid, &state, &r);
 	if (rc != 0) {
 		rec_free(&r);
@@ -1904,6 +2226,11 @@ static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 
 	memset(&rd, 0, sizeof(rd));
 	memset(&q, 0, sizeof(q));
+	if (snap == NULL && e->stage != NULL) {
+		stage *g = stage_mine(e); /* as rad_scan */
+		if (g != NULL)
+			snap = g->snap;
+	}
 	part = phys_part(e, part, sort, pb);
 	if ((rc = oid_of(&oid, e, part)) == 0 && (rc = okey(&k, sort)) == 0) {
 		q.key = k.p;
@@ -1996,6 +2323,8 @@ struct kt__cursor {
 	size_t pfnext;    /* the next position to send */
 	size_t curpos;    /* the position of the partition being read, + 1 */
 	int done;
+	int past;         /* KT__SCAN_PAST: the first partition from past
+			     the bound */
 	kt__buf key;      /* scratch: an omap key */
 };
 
@@ -2101,7 +2430,7 @@ static int first_req(kt__cursor *c, oreq *q)
 	q->after = "";
 	q->max = FIRST_PAGE;
 	if (!(c->flags & KT__SCAN_REVERSE) &&
-	    (c->flags & (KT__SCAN_AFTER | KT__SCAN_FROM))) {
+	    ((c->flags & (KT__SCAN_AFTER | KT__SCAN_FROM)) || c->past)) {
 		if ((rc = okey(&c->key, kt__slb(&c->bound))) != 0)
 			return rc;
 		q->after = c->key.p;
@@ -2159,8 +2488,9 @@ static int cur_load(kt__cursor *c)
 		rc = take_sent(c, &c->first, &q); /* first_send's */
 	else if (first && prefetched(c))
 		rc = take_prefetched(c, &q);
-	else if (first && !(c->flags & (KT__SCAN_REVERSE | KT__SCAN_AFTER |
-					KT__SCAN_FROM)) &&
+	else if (first && !c->past &&
+		 !(c->flags & (KT__SCAN_REVERSE | KT__SCAN_AFTER |
+			       KT__SCAN_FROM)) &&
 		 (rc = pf_take(c->e, c->snap, c->oid.p, NULL, &q,
 			       &c->page)) != 0)
 		rc = rc < 0 ? rc : 0; /* sent ahead (rad_prefetch_scan) */
@@ -2172,6 +2502,7 @@ static int cur_load(kt__cursor *c)
 		rc = part_check(c->e, c->oid.p, &c->page, kt__slb(&c->part));
 	c->loaded = 1;
 	c->pos = 0;
+	c->past = 0; /* the bound was the first partition's only */
 	if (rc != 0 || !(c->flags & KT__SCAN_REVERSE))
 		return rc;
 	/* Reverse: gather the rest, then drop what lies at or past the
@@ -2307,6 +2638,13 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		return kt__err(KT_ENOMEM, "out of memory");
 	c->e = e;
 	c->snap = (kt__snap *)snap;
+	/* The steps of a staged commit read without a snapshot: through
+	 * the stage's, which its next part is guarded on. */
+	if (snap == NULL && e->stage != NULL) {
+		stage *g = stage_mine(e);
+		if (g != NULL)
+			c->snap = g->snap;
+	}
 	c->flags = how->flags;
 	if (!(how->flags & KT__SCAN_PREFIX) &&
 	    sh_kind(e, how->part) == SH_BLK) {
@@ -2364,6 +2702,18 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		if (rc == 0 && (how->flags & KT__SCAN_AFTER)) {
 			rc = okey(&c->catafter, how->after);
 			c->flags &= ~KT__SCAN_AFTER;
+		} else if (rc == 0 && (how->flags & KT__SCAN_PAST)) {
+			/* The rest of partition 'after' past sort key
+			 * 'from' (the last row a step took), then the
+			 * partitions after it. */
+			if ((rc = okey(&c->catafter, how->after)) == 0 &&
+			    (rc = kt__buf_set(&c->part, how->after.p,
+					      how->after.len)) == 0 &&
+			    (rc = oid_of(&c->oid, e, how->after)) == 0)
+				rc = kt__buf_set(&c->bound, how->from.p,
+						 how->from.len);
+			c->past = 1;
+			c->flags &= ~KT__SCAN_PAST;
 		}
 	} else {
 		if ((rc = kt__buf_set(&c->part, how->part.p, how->part.len)) ==
@@ -3313,6 +3663,474 @@ out:
 	return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Staged commits: the writer (see "Staged commits" above) */
+
+static int stage_lost(stage *g)
+{
+	int lost;
+
+	pthread_mutex_lock(&g->bmu);
+	lost = g->lost;
+	pthread_mutex_unlock(&g->bmu);
+	return lost;
+}
+
+/* The heartbeat: the header's kt.hb rewritten every quarter lease while
+ * it is P.  Another client rolls the stage back only once the beat has
+ * stood still for a lease. */
+static void *stage_beat(void *arg)
+{
+	stage *g = arg;
+	rad *e = g->e;
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&g->bmu);
+	while (!g->bstop) {
+		struct timespec ts;
+		unsigned int ms = e->lease_ms / 4 ? e->lease_ms / 4 : 1;
+		rados_write_op_t op;
+		char v[24];
+		int rc;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += ms / 1000;
+		ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&g->bcv, &g->bmu, &ts);
+		if (g->bstop)
+			break;
+		pthread_mutex_unlock(&g->bmu);
+		snprintf(v, sizeof(v), "%" PRIu64, ++n);
+		op = rados_create_write_op();
+		rados_write_op_cmpxattr(op, STX, LIBRADOS_CMPXATTR_OP_EQ, "P",
+					1);
+		rados_write_op_setxattr(op, STG_BEAT, v, strlen(v));
+		rc = wop_run(e, op, g->name.p);
+		rados_release_write_op(op);
+		pthread_mutex_lock(&g->bmu);
+		if (rc == -ECANCELED || rc == -ENOENT) {
+			g->lost = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g->bmu);
+	return NULL;
+}
+
+static void stage_free(rad *e, stage *g)
+{
+	if (g->snap != NULL)
+		rad_snapshot_free(&e->base, g->snap);
+	if (g->multi != NULL)
+		rad_snapshot_free(&e->base, g->multi);
+	kt__buf_free(&g->name);
+	free(g->busy);
+	free(g);
+}
+
+/* The fence of the seam, on RADOS: open a staged commit for the calling
+ * thread.  Nobody is held back, so the prefixes are not needed. */
+static int rad_fence(kt__rows *r, const kt__slice *pre, size_t n,
+		     uint64_t *token)
+{
+	rad *e = (rad *)r;
+	rados_write_op_t op;
+	stage *g;
+	uint64_t seq;
+	int rc, open;
+
+	(void)pre;
+	(void)n;
+	pthread_mutex_lock(&e->mu);
+	open = e->stage != NULL;
+	seq = ++e->txseq;
+	pthread_mutex_unlock(&e->mu);
+	if (open)
+		return kt__err(KT_EBUSY, "ceph: a staged commit is already "
+			       "open on this handle");
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	g->e = e;
+	snprintf(g->id, sizeof(g->id), "%" PRIx64 ".%" PRIx64 ".%" PRIx64 ".S",
+		 e->inst, (uint64_t)getpid(), seq);
+	if ((rc = name_of(&g->name, e, "!tx.")) != 0 ||
+	    (rc = kt__buf_add(&g->name, g->id, strlen(g->id))) != 0 ||
+	    (rc = kt__buf_addc(&g->name, '\0')) != 0 ||
+	    (rc = rad_snapshot(&g->snap, r)) != 0 ||
+	    (rc = rad_snapshot(&g->multi, r)) != 0) {
+		stage_free(e, g);
+		return rc;
+	}
+	g->name.len--;
+	/* The header before any lock, so that a lock whose header is gone
+	 * is known to be of a stage that never committed. */
+	op = rados_create_write_op();
+	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	rados_write_op_setxattr(op, STX, "P", 1);
+	rados_write_op_setxattr(op, STG_BEAT, "0", 1);
+	rados_write_op_write_full(op, "KTS1", 4);
+	rc = wop_run(e, op, g->name.p);
+	rados_release_write_op(op);
+	if (rc < 0) {
+		rc = rerr(rc, "writing commit record", g->name.p);
+		stage_free(e, g);
+		return rc;
+	}
+	pthread_mutex_init(&g->bmu, NULL);
+	pthread_cond_init(&g->bcv, NULL);
+	if (pthread_create(&g->beat, NULL, stage_beat, g) != 0) {
+		rec_remove(e, g->id);
+		pthread_mutex_destroy(&g->bmu);
+		pthread_cond_destroy(&g->bcv);
+		stage_free(e, g);
+		return kt__err(KT_ENOMEM, "cannot start a thread");
+	}
+	g->owner = pthread_self();
+	pthread_mutex_lock(&e->mu);
+	e->stage = g;
+	pthread_mutex_unlock(&e->mu);
+	*token = seq;
+	return 0;
+}
+
+/* A blind write of a part met another commit's lock on @p oid: settle it
+ * now if that commit is over or its writer gone, without waiting.  0
+ * settled (or free by now), 1 still pending, <0 an error. */
+static int stage_unblock(rad *e, stage *g, const char *oid)
+{
+	uint64_t since = 0;
+	oread r;
+	oreq q;
+	int rc, pending = 0;
+
+	memset(&r, 0, sizeof(r));
+	memset(&q, 0, sizeof(q));
+	rc = oread_once(e, oid, &q, &r);
+	if (rc == 0 && r.exists && r.lock[0] != '\0' &&
+	    strcmp(r.lock, FREE) != 0 && strcmp(r.lock, g->id) != 0) {
+		rc = lock_settle(e, oid, r.lock, &since, &pending);
+		if (rc == 0 && pending)
+			rc = 1;
+	}
+	oread_clear(&r);
+	return rc;
+}
+
+/* One part: its record and its objects' locks, all in flight together.
+ * An object this stage locked already gains the part's mark only. */
+static int stage_part(rad *e, stage *g, oset *s)
+{
+	kt__buf name = {0}, body = {0};
+	rados_write_op_t op, recop;
+	unsigned char *app = NULL;
+	const char *busy = NULL;
+	char xn[24];
+	rwrite w;
+	size_t i;
+	int rc, rrc, conflict = 0, err = 0;
+
+	if (g->doomed || stage_lost(g) || g->snap->torn) {
+		g->doomed = 1;
+		return KT__ECHANGED;
+	}
+	snprintf(xn, sizeof(xn), STG_PART "%08" PRIx32, g->nparts);
+	if ((rc = stage_part_name(&name, e, g->id, g->nparts)) != 0 ||
+	    (rc = record_body(&body, s->o, s->n)) != 0)
+		goto out;
+	if ((app = calloc(s->n + 1, 1)) == NULL) {
+		rc = kt__err(KT_ENOMEM, "out of memory");
+		goto out;
+	}
+	recop = rados_create_write_op();
+	rados_write_op_create(recop, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	rados_write_op_setxattr(recop, STX, "s", 1);
+	rados_write_op_write_full(recop, body.p, body.len);
+	rw_send(e, &w, recop, name.p, NULL);
+	for (i = 0; i < s->n; i++) {
+		objw *o = &s->o[i];
+		app[i] = o->saw != NULL && o->saw->lk != NULL &&
+			 strcmp(o->saw->lk, g->id) == 0;
+		o->op = rados_create_write_op();
+		o->c = NULL;
+		o->locked = 0;
+		if (app[i])
+			rados_write_op_cmpxattr(o->op, LK,
+						LIBRADOS_CMPXATTR_OP_EQ, g->id,
+						strlen(g->id));
+		else
+			guard_ops(o->op, e, o, must_make(o), g->id);
+		rados_write_op_setxattr(o->op, xn, "", 0);
+		o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
+		if (o->rc == 0)
+			o->rc = rados_aio_write_op_operate(o->op, e->io, o->c,
+							   o->oid, NULL, 0);
+	}
+	for (i = 0; i < s->n; i++) {
+		objw *o = &s->o[i];
+		if (o->rc == 0) {
+			rados_aio_wait_for_complete(o->c);
+			o->rc = rados_aio_get_return_value(o->c);
+		}
+		if (o->c != NULL)
+			rados_aio_release(o->c);
+		rados_release_write_op(o->op);
+		o->op = NULL;
+		o->c = NULL;
+		if (o->rc == -ENOENT && !app[i] && o->saw == NULL) {
+			/* A blind write to an object not made yet. */
+			op = rados_create_write_op();
+			guard_ops(op, e, o, 1, g->id);
+			rados_write_op_setxattr(op, xn, "", 0);
+			o->rc = wop_run(e, op, o->oid);
+			rados_release_write_op(op);
+		}
+		if (o->rc != 0 && !app[i] && is_conflict(o->rc)) {
+			/* Locked by this stage in an earlier part, which
+			 * a blind write (id rows, the catalog) cannot know:
+			 * add the mark, on the lock still being ours. */
+			op = rados_create_write_op();
+			rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ,
+						g->id, strlen(g->id));
+			rados_write_op_setxattr(op, xn, "", 0);
+			if (wop_run(e, op, o->oid) == 0) {
+				o->rc = 0;
+				app[i] = 1;
+			}
+			rados_release_write_op(op);
+		}
+		if (o->rc != 0 && !app[i] && o->saw == NULL &&
+		    is_conflict(o->rc) && stage_unblock(e, g, o->oid) == 0) {
+			/* Another's lock, of a commit that is over (a
+			 * client killed in its own stage leaves many):
+			 * settled; lock it now. */
+			op = rados_create_write_op();
+			guard_ops(op, e, o, 0, g->id);
+			rados_write_op_setxattr(op, xn, "", 0);
+			o->rc = wop_run(e, op, o->oid);
+			rados_release_write_op(op);
+			if (o->rc == -ENOENT) {
+				op = rados_create_write_op();
+				guard_ops(op, e, o, 1, g->id);
+				rados_write_op_setxattr(op, xn, "", 0);
+				o->rc = wop_run(e, op, o->oid);
+				rados_release_write_op(op);
+			}
+		}
+		if (o->rc == 0) {
+			o->locked = !app[i];
+		} else if (is_conflict(o->rc)) {
+			conflict = 1;
+			if (busy == NULL)
+				busy = o->oid;
+		} else if (err == 0) {
+			err = rerr(o->rc, "locking", o->oid);
+		}
+	}
+	rrc = rw_wait(e, &w, name.p, NULL);
+	rados_release_write_op(recop);
+	if (rrc != 0 && err == 0)
+		err = rrc;
+	if (err != 0 || conflict) {
+		/* This part's own locks go now, the earlier parts' when the
+		 * stage is rolled back (rad_unfence). */
+		(void)finish_all(e, s->o, s->n, g->id, 0, 1);
+		if (w.rc == 0) {
+			rados_write_op_t rop = rados_create_write_op();
+			rados_write_op_remove(rop);
+			(void)wop_run(e, rop, name.p);
+			rados_release_write_op(rop);
+		}
+		g->doomed = 1;
+		if (busy != NULL && g->busy == NULL)
+			g->busy = strdup(busy);
+		rc = err != 0 ? err : KT__ECHANGED;
+		goto out;
+	}
+	for (i = 0; i < s->n && rc == 0; i++)
+		if (app[i])
+			rc = seen_note(g->multi, s->o[i].oid, 1, 0, NULL);
+	if (rc == 0)
+		g->nparts++;
+	else
+		g->doomed = 1;
+	/* The next part is guarded on the reads made for it. */
+	snap_clear(g->snap);
+out:
+	free(app);
+	kt__buf_free(&name);
+	kt__buf_free(&body);
+	return rc;
+}
+
+/* Settle every object of every part of @p g: with @p apply, each part's
+ * writes in order, unlocking an object with its last part; else only
+ * unlock.  Objects of several parts are unlocked at the end.  Errors are
+ * left for the readers who meet the locks (and kt_repair). */
+static void stage_settle_all(rad *e, stage *g, int apply)
+{
+	uint32_t k;
+	size_t i;
+
+	for (k = 0; k < g->nparts; k++) {
+		rec r = {0};
+		char xn[24];
+		if (stage_part_read(e, g->id, k, &r) != 0) {
+			rec_free(&r);
+			continue;
+		}
+		snprintf(xn, sizeof(xn), STG_PART "%08" PRIx32, k);
+		for (i = 0; i < r.n; i++) {
+			objw *o = &r.o[i];
+			int multi = seen_find(g->multi, o->oid) != NULL;
+			o->op = rados_create_write_op();
+			o->c = NULL;
+			if (apply) {
+				stage_apply_op(o->op, o, g->id, k);
+			} else {
+				rados_write_op_cmpxattr(o->op, LK,
+							LIBRADOS_CMPXATTR_OP_EQ,
+							g->id, strlen(g->id));
+				rados_write_op_rmxattr(o->op, xn);
+			}
+			if (!apply || !multi) {
+				rados_write_op_setxattr(o->op, LK, FREE, 1);
+				rados_write_op_rmxattr(o->op, STG_DONE);
+			}
+			if (!apply && multi) {
+				uint32_t j;
+				for (j = 0; j < g->nparts; j++) {
+					char xj[24];
+					snprintf(xj, sizeof(xj),
+						 STG_PART "%08" PRIx32, j);
+					rados_write_op_rmxattr(o->op, xj);
+				}
+			}
+			o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
+			if (o->rc == 0)
+				o->rc = rados_aio_write_op_operate(
+					o->op, e->io, o->c, o->oid, NULL, 0);
+		}
+		for (i = 0; i < r.n; i++) {
+			objw *o = &r.o[i];
+			if (o->rc == 0)
+				rados_aio_wait_for_complete(o->c);
+			if (o->c != NULL)
+				rados_aio_release(o->c);
+			rados_release_write_op(o->op);
+			o->op = NULL;
+		}
+		rec_free(&r);
+	}
+	if (!apply)
+		return;
+	for (i = 0; i < g->multi->capv; i++) {
+		const char *oid = g->multi->v[i].oid;
+		rados_write_op_t op;
+		if (oid == NULL)
+			continue;
+		op = rados_create_write_op();
+		rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, g->id,
+					strlen(g->id));
+		rados_write_op_setxattr(op, LK, FREE, 1);
+		rados_write_op_rmxattr(op, STG_DONE);
+		(void)wop_run(e, op, oid);
+		rados_release_write_op(op);
+	}
+}
+
+/* Remove the parts of @p txid (the first @p n, or while they are there
+ * when @p n is UINT32_MAX), then its header: last, since a lock whose
+ * header is gone is undone. */
+static void stage_remove(rad *e, const char *txid, uint32_t n)
+{
+	kt__buf name = {0};
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		rados_write_op_t op;
+		int rc;
+		if (stage_part_name(&name, e, txid, k) != 0)
+			break;
+		op = rados_create_write_op();
+		rados_write_op_remove(op);
+		rc = wop_run(e, op, name.p);
+		rados_release_write_op(op);
+		if (rc == -ENOENT && n == UINT32_MAX)
+			break;
+	}
+	kt__buf_free(&name);
+	rec_remove(e, txid);
+}
+
+/* For tests: called once a stage has committed, before it is applied. */
+void (*kt__rados_test_staged)(void);
+
+/* Close the stage: commit it (all parts take effect at once) or, with
+ * @p broken, roll it back.  0; KT__ECHANGED when asked to commit a stage
+ * that a part doomed or another client rolled back; another error when
+ * the commit point's outcome is unknown (whoever meets a lock settles it
+ * from the header). */
+static int rad_unfence(kt__rows *r, uint64_t token, int broken)
+{
+	rad *e = (rad *)r;
+	stage *g = stage_mine(e);
+	char *busy = NULL;
+	int rc = 0, st;
+
+	(void)token;
+	if (g == NULL)
+		return 0;
+	pthread_mutex_lock(&g->bmu);
+	g->bstop = 1;
+	pthread_cond_signal(&g->bcv);
+	pthread_mutex_unlock(&g->bmu);
+	pthread_join(g->beat, NULL);
+	pthread_mutex_destroy(&g->bmu);
+	pthread_cond_destroy(&g->bcv);
+	if (!broken && !g->doomed && !g->lost) {
+		/* The commit point of every part. */
+		st = rec_flip(e, g->id, 'C');
+		if (st == 0 && kt__rados_test_staged != NULL)
+			kt__rados_test_staged();
+		if (st == 0) {
+			stage_settle_all(e, g, 1);
+			stage_remove(e, g->id, g->nparts);
+			goto out;
+		}
+		if (st < 0) {
+			rc = st;
+			goto out;
+		}
+	}
+	if (!broken)
+		rc = KT__ECHANGED;
+	if ((st = rec_flip(e, g->id, 'A')) < 0) {
+		rc = st;
+		goto out;
+	}
+	stage_settle_all(e, g, 0);
+	stage_remove(e, g->id, g->nparts);
+	busy = g->busy;
+	g->busy = NULL;
+out:
+	pthread_mutex_lock(&e->mu);
+	e->stage = NULL;
+	pthread_mutex_unlock(&e->mu);
+	stage_free(e, g);
+	/* What another commit held: wait until it is free, so that the
+	 * next try does not meet it again at once. */
+	if (busy != NULL) {
+		int wrc = wait_free(e, busy);
+		if (rc == 0)
+			rc = wrc;
+		free(busy);
+	}
+	return rc;
+}
+
 /* Add to @p s the objects condition @p c depends on: the partition of a
  * row or of a scan; for a prefix scan the catalog and every partition
  * with the prefix that the snapshot read (a hashed name cannot be told
@@ -3456,10 +4274,16 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	uint64_t num = 0;
 	size_t i;
 	int rc;
+	/* A part of this thread's staged commit (rad_fence)? */
+	stage *g = e->stage != NULL ? stage_mine(e) : NULL;
+
+	/* A stage is numbered by its first part, which holds the counter
+	 * until the stage ends; the later parts leave the number be. */
+	int number = g == NULL || g->nparts == 0;
 
 	memset(&s, 0, sizeof(s));
 	memset(&pre, 0, sizeof(pre));
-	if (cm->applied != NULL)
+	if (cm->applied != NULL && number)
 		*cm->applied = 0;
 	if (cm->nw == 0)
 		return 0;
@@ -3468,7 +4292,7 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		return KT__ERETRY;
 	if ((rc = name_of(&catoid, e, "!cat")) != 0)
 		return rc;
-	if (e->numbered && cm->applied != NULL) {
+	if (e->numbered && cm->applied != NULL && number) {
 		if (gs == NULL && (rc = rad_snapshot(&own, r)) == 0)
 			gs = own;
 		if (rc == 0)
@@ -3515,6 +4339,15 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 					    0)) != 0)
 				break;
 		}
+		if (cat == (size_t)-1 && g != NULL) {
+			/* A part: the entries take effect with the stage,
+			 * and the catalog is most likely the stage's
+			 * already (its first part scanned a prefix). */
+			if ((rc = oset_get(&s, catoid.p, kt__sl("", 0), &o)) !=
+			    0)
+				break;
+			cat = (size_t)(o - s.o);
+		}
 		if (cat != (size_t)-1) {
 			/* This commit depends on the catalog: the entry
 			 * goes in the commit itself. */
@@ -3537,6 +4370,12 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	for (i = 0; rc == 0 && i < s.n; i++) {
 		s.o[i].saw = s.o[i].guarded ? seen_find(gs, s.o[i].oid)
 					    : NULL;
+		/* A part is guarded on every object it writes that was
+		 * read, by its transaction or by the steps' cursor. */
+		if (g != NULL && s.o[i].saw == NULL && gs != NULL)
+			s.o[i].saw = seen_find(gs, s.o[i].oid);
+		if (g != NULL && s.o[i].saw == NULL)
+			s.o[i].saw = seen_find(g->snap, s.o[i].oid);
 		s.o[i].hashed = is_hashed(s.o[i].oid, e);
 	}
 	/* An object read under another commit's pending lock (oread_do)
@@ -3546,8 +4385,18 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	 * pass it.  Wait for the lock, then run again. */
 	for (i = 0; rc == 0 && i < s.n; i++)
 		if (s.o[i].saw != NULL && s.o[i].saw->lk != NULL) {
-			if ((rc = wait_free(e, s.o[i].oid)) == 0)
+			if (g != NULL && strcmp(s.o[i].saw->lk, g->id) == 0)
+				continue; /* the stage's own */
+			if (g != NULL) {
+				/* Waiting holding the stage's locks could
+				 * deadlock: roll back, wait, run again. */
+				g->doomed = 1;
+				if (g->busy == NULL)
+					g->busy = strdup(s.o[i].oid);
+				rc = KT__ECHANGED;
+			} else if ((rc = wait_free(e, s.o[i].oid)) == 0) {
 				rc = KT__ERETRY;
+			}
 		}
 	/* New catalog entries go in before the commit can take effect: on
 	 * their own before a one-object commit, alongside the record of a
@@ -3559,13 +4408,16 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 		rc = size_check(&s);
 	/* Remember the new entries only once they are certainly in. */
 	if (rc == 0)
-		rc = s.n == 1 ? commit_one(e, &s.o[0])
-			      : commit_many(e, &s, &pre);
+		rc = g != NULL	 ? stage_part(e, g, &s)
+		     : s.n == 1 ? commit_one(e, &s.o[0])
+				: commit_many(e, &s, &pre);
 	if (rc == 0 && num != 0)
 		*cm->applied = num;
-	if (rc == 0)
+	if (rc == 0 && g == NULL)
 		publish(e, cm);
-	if (rc == 0) {
+	/* (A part's catalog entries are not certainly in before the stage
+	 * commits: not remembered.) */
+	if (rc == 0 && g == NULL) {
 		for (i = 0; i < pre.nw; i++) {
 			kt__buf d = {0};
 			if (okey_dec(&d, pre.k[i], pre.kl[i]) == 0)
@@ -4734,6 +5586,9 @@ static const kt__rows_ops rad_ops = {
 	.sync = rad_sync,
 	.empty = rad_empty,
 	.close = rad_close,
+	.fence = rad_fence,
+	.unfence = rad_unfence,
+	.staged = 1,
 };
 
 static int tree_name_ok(const char *t)
@@ -4996,6 +5851,27 @@ static int remove_all(rados_ioctx_t io, const char *names, size_t n)
  * alone), then removed; a record still P after a lease is flipped to A
  * first, as a reader would after waiting that long.
  */
+/* Finish staged commit @p txid, whose writer is gone: every object of
+ * every part rolled forward (@p apply) or back, then the records. */
+static int stage_sweep_one(rad *e, const char *txid, int apply)
+{
+	uint32_t k;
+	size_t i;
+	int rc = 0;
+
+	for (k = 0; rc == 0; k++) {
+		rec r = {0};
+		rc = stage_part_read(e, txid, k, &r);
+		for (i = 0; rc == 0 && i < r.n; i++)
+			rc = stage_obj_finish(e, r.o[i].oid, txid, apply);
+		rec_free(&r);
+	}
+	if (rc < 0)
+		return rc;
+	stage_remove(e, txid, UINT32_MAX);
+	return 0;
+}
+
 int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		    void *arg, size_t *nswept)
 {
@@ -5005,6 +5881,7 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 	const char *ent, *key, *ns;
 	size_t elen, klen, nslen, pre, n = 0, i, at;
 	char *pending;
+	char (*beats)[24];
 	int rc = 0, lr, pass;
 
 	*nswept = 0;
@@ -5024,7 +5901,10 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		    strncmp(ent, e->tree, e->treelen) != 0 ||
 		    memcmp(ent + e->treelen, "!tx.", 4) != 0)
 			continue;
-		/* Keep the commit ids. */
+		/* Keep the commit ids; a staged commit's parts go with its
+		 * header. */
+		if (elen - pre > 3 && memmem(ent + pre, elen - pre, ".S.", 3))
+			continue;
 		if ((rc = kt__buf_add(&names, ent + pre, elen - pre)) == 0)
 			rc = kt__buf_add(&names, "", 1);
 		n++;
@@ -5037,7 +5917,11 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		kt__buf_free(&names);
 		return rc;
 	}
-	if ((pending = calloc(n, 1)) == NULL) {
+	pending = calloc(n, 1);
+	beats = calloc(n, sizeof(*beats));
+	if (pending == NULL || beats == NULL) {
+		free(pending);
+		free(beats);
 		kt__buf_free(&names);
 		return kt__err(KT_ENOMEM, "out of memory");
 	}
@@ -5067,6 +5951,52 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 			if (pass == 1 && !pending[i])
 				continue;
 			pending[i] = 0;
+			if (is_staged(txid)) {
+				/* A staged commit beats while its writer
+				 * works: rolled back only if it stood still
+				 * for the lease. */
+				char beat[24];
+				kt__buf hn = {0};
+				if ((rc = name_of(&hn, e, "!tx.")) != 0 ||
+				    (rc = kt__buf_add(&hn, txid,
+						      strlen(txid))) != 0) {
+					kt__buf_free(&hn);
+					break;
+				}
+				/* (hn is taken over) */
+				if ((rc = rec_read_obj(e, hn, &state, NULL,
+						       beat)) != 0)
+					break;
+				if (state == 'P' && pass == 0) {
+					pending[i] = 1;
+					memcpy(beats[i], beat, sizeof(beat));
+					continue;
+				}
+				if (state == 'P' &&
+				    strcmp(beats[i], beat) != 0)
+					continue; /* alive */
+				if (state == 'P' &&
+				    (rc = rec_flip(e, txid, 'A')) < 0)
+					break;
+				if ((rc = rec_read(e, txid, &state, NULL)) != 0)
+					break;
+				if (state != 'C' && state != 'A')
+					continue;
+				rc = stage_sweep_one(e, txid, state == 'C');
+				if (rc == 0) {
+					(*nswept)++;
+					snprintf(msg, sizeof(msg),
+						 "staged commit record %.80s "
+						 "(%s) finished and removed",
+						 txid,
+						 state == 'C' ? "committed, "
+								"rolled forward"
+							      : "rolled back");
+					if (note != NULL)
+						(void)note(msg, arg);
+				}
+				continue;
+			}
 			if ((rc = rec_read(e, txid, &state, NULL)) != 0)
 				break;
 			if (state == 'P' && pass == 0) {
@@ -5096,6 +6026,7 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		}
 	}
 	free(pending);
+	free(beats);
 	kt__buf_free(&names);
 	return rc;
 }

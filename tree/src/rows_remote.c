@@ -537,14 +537,14 @@ static int remote_fence(kt__rows *r, const kt__slice *pre, size_t n,
 /* Lift it, and close its connection.  A broken one (the steps failed) is
  * not lifted: closing the connection with the fence up has the holder
  * finish the steps from the journal before it lifts it. */
-static void remote_unfence(kt__rows *r, uint64_t token, int broken)
+static int remote_unfence(kt__rows *r, uint64_t token, int broken)
 {
 	kt__remote *rm = (kt__remote *)r, *side = rm->side;
 	kt__buf req = {0}, rep = {0};
 	kt__wire_in in;
 
 	if (side == NULL)
-		return;
+		return 0;
 	if (!broken && kt__wire_begin(&req, KT__OP_UNFENCE) == 0 &&
 	    kt__wire_u64(&req, token) == 0 && kt__wire_u8(&req, 0) == 0)
 		round_trip(side, &req, &rep, &in, 0);
@@ -552,6 +552,7 @@ static void remote_unfence(kt__rows *r, uint64_t token, int broken)
 	kt__buf_free(&rep);
 	__atomic_store_n(&rm->side, NULL, __ATOMIC_RELEASE);
 	side->base.ops->close(&side->base);
+	return 0;
 }
 
 static void remote_close(kt__rows *r)

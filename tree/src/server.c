@@ -1192,7 +1192,7 @@ static int serve_one(kt__conn *c, const kt__buf *req, kt__buf *out)
 		if (in.bad || in.pos != in.len || h == 0 || h != c->fence ||
 		    take > 1)
 			return 1;
-		r->ops->unfence(r, h, (int)take);
+		(void)r->ops->unfence(r, h, (int)take);
 		c->fence = 0;
 		return reply_begin(out, 0) != 0 ? KT_ENOMEM : 0;
 	default:
@@ -1256,7 +1256,7 @@ static void conn_end(kt__conn *c)
 	if (c->fence != 0) {
 		if (afn != NULL && !stopping)
 			afn(aarg);
-		srv->rows->ops->unfence(srv->rows, c->fence,
+		(void)srv->rows->ops->unfence(srv->rows, c->fence,
 					afn == NULL || stopping);
 		c->fence = 0;
 	}
