@@ -74,7 +74,9 @@
  * at all, also when its process is killed (a commit cut short is rolled
  * forward or back by the next client that meets it, after at most the
  * lease, 3 s by default, or for a commit over thousands of objects its
- * budget, which grows with its size: docs/FORMAT.md §14); and every call that reads without changing
+ * budget, which grows with its size; a large rename or recursive delete,
+ * one staged commit, once its heartbeat has stood still for a lease:
+ * docs/FORMAT.md §14); and every call that reads without changing
  * anything (kt_get, kt_read, kt_stat, kt_readlink, kt_attr_get, the kt_id_
  * and _at readers, kt_orphan_stat and _read, kt_stats), like every
  * mutation that fails, answers from what the store held at one moment,
@@ -101,8 +103,11 @@
  * several (its objects are updated after it returns; docs/FORMAT.md §14,
  * docs/PERFORMANCE.md); a find or a walk of a subtree reads up to 32
  * partitions at once.  Limit on RADOS: one mutation (a put, a batch, a
- * rename or recursive delete) carries at most 64 MiB of rows, the size of
- * one RADOS operation; a larger one fails with KT_ETOOBIG and says so.
+ * rename or recursive delete inside a batch or of at most 1024 rows)
+ * carries at most 64 MiB of rows, the size of one RADOS operation; a
+ * larger one fails with KT_ETOOBIG and says so.  A larger rename or
+ * recursive delete is a staged commit (see "Large subtrees" at
+ * kt_rename()), with no such limit.
  *
  * Threads
  * -------
@@ -896,8 +901,15 @@ KT_EXTERN int kt_delete(kt_store *store, const char *path,
  * although the change is made, saying so, and the subtree stays
  * unreadable through this handle (KT_EIO) until the store is opened
  * again.  Through another process's store the same holds, and if this
- * process dies in the steps, that process finishes them.  Inside a batch,
- * with KT_RENAME_EXCHANGE or KT_DELETE_ALL_PATHS, and on RADOS, the whole
+ * process dies in the steps, that process finishes them.  On RADOS a
+ * subtree of more than 1024 rows goes in steps too, as the parts of one
+ * staged commit: nothing of it is seen before the last part, when all of
+ * it takes effect at once; readers of the subtree read it as it was until
+ * then and wait for nothing, writers of it wait; a client that dies
+ * before that point leaves nothing done (its locks are rolled back once
+ * its heartbeat has stood still for a lease), one that dies after it
+ * leaves all of it done (docs/FORMAT.md §14, "Staged commits").  Inside
+ * a batch, and with KT_RENAME_EXCHANGE or KT_DELETE_ALL_PATHS, the whole
  * subtree is one batch in memory, as for a small one (docs/FORMAT.md
  * §11).
  *

@@ -5882,6 +5882,7 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 	size_t elen, klen, nslen, pre, n = 0, i, at;
 	char *pending;
 	char (*beats)[24];
+	kt__buf parts = {0};
 	int rc = 0, lr, pass;
 
 	*nswept = 0;
@@ -5902,9 +5903,12 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		    memcmp(ent + e->treelen, "!tx.", 4) != 0)
 			continue;
 		/* Keep the commit ids; a staged commit's parts go with its
-		 * header. */
-		if (elen - pre > 3 && memmem(ent + pre, elen - pre, ".S.", 3))
+		 * header, and only those left without one here. */
+		if (elen - pre > 3 && memmem(ent + pre, elen - pre, ".S.", 3)) {
+			if ((rc = kt__buf_add(&parts, ent, elen)) == 0)
+				rc = kt__buf_add(&parts, "", 1);
 			continue;
+		}
 		if ((rc = kt__buf_add(&names, ent + pre, elen - pre)) == 0)
 			rc = kt__buf_add(&names, "", 1);
 		n++;
@@ -5913,6 +5917,40 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 		rados_nobjects_list_close(ls);
 	if (rc == 0 && lr < 0 && lr != -ENOENT)
 		rc = rerr(lr, "listing the commit records of tree", e->tree);
+	/* Parts whose header is gone: their writer was killed while it
+	 * removed them (the header goes last). */
+	for (at = 0; rc == 0 && at < parts.len;
+	     at += strlen(parts.p + at) + 1) {
+		const char *pn = parts.p + at;
+		const char *end = strstr(pn + pre, ".S.");
+		kt__buf hn = {0};
+		char state = 0;
+		if (end == NULL ||
+		    (rc = kt__buf_add(&hn, pn, (size_t)(end - pn) + 2)) != 0 ||
+		    (rc = kt__buf_addc(&hn, '\0')) != 0) {
+			kt__buf_free(&hn);
+			continue;
+		}
+		hn.len--;
+		if ((rc = rec_read_obj(e, hn, &state, NULL, NULL)) == 0 &&
+		    state == 0) {
+			rados_write_op_t op = rados_create_write_op();
+			rados_write_op_remove(op);
+			if (wop_run(e, op, pn) == 0) {
+				(*nswept)++;
+				if (note != NULL) {
+					char msg[200];
+					snprintf(msg, sizeof(msg),
+						 "part %.80s of a finished "
+						 "staged commit removed",
+						 pn + pre);
+					(void)note(msg, arg);
+				}
+			}
+			rados_release_write_op(op);
+		}
+	}
+	kt__buf_free(&parts);
 	if (rc != 0 || n == 0) {
 		kt__buf_free(&names);
 		return rc;
