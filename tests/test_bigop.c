@@ -937,6 +937,70 @@ static void stage_committed_case(void **state, int rename)
 	free(before);
 }
 
+/* RADOS: watchers hear a staged rename, once it has taken effect, names
+ * from every part of it included (the top's in the first part, the
+ * deepest in the last). */
+typedef struct heard {
+	pthread_mutex_t mu;
+	kt_test_str names; /* "dir|name\n" per NAME change */
+} heard;
+
+static void hear_names(const kt_change *c, size_t n, void *payload)
+{
+	heard *h = payload;
+	size_t i;
+
+	pthread_mutex_lock(&h->mu);
+	for (i = 0; i < n; i++)
+		if (c[i].what == KT_CHANGE_NAME)
+			kt_test_str_addf(&h->names, "%.*s|%.*s\n",
+					 (int)c[i].dir_len, c[i].dir,
+					 (int)c[i].name_len, c[i].name);
+	pthread_mutex_unlock(&h->mu);
+}
+
+static int heard_has(heard *h, const char *line)
+{
+	int has;
+
+	pthread_mutex_lock(&h->mu);
+	has = h->names.p != NULL && strstr(h->names.p, line) != NULL;
+	pthread_mutex_unlock(&h->mu);
+	return has;
+}
+
+static void test_watchers_hear_stage(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *w = NULL;
+	heard h;
+	int i;
+
+	KT_TEST_RADOS_ONLY("a staged commit is RADOS's fence");
+	memset(&h, 0, sizeof(h));
+	pthread_mutex_init(&h.mu, NULL);
+	build(f->store, "/a");
+	ok(kt_open(&w, f->path, NULL));
+	ok(kt_watch(w, hear_names, &h));
+	steps = 0;
+	ok(kt_rename(f->store, "/a", "/z", 0));
+	assert_true(steps > 10);
+	/* The rename returns once the watchers have acknowledged, 2 s at
+	 * most; give their thread a little longer to run the callback. */
+	for (i = 0; i < 500 && !(heard_has(&h, "/z/d5|f7\n") &&
+				 heard_has(&h, "/|z\n")); i++)
+		usleep(10000);
+	assert_true(heard_has(&h, "/|a\n"));
+	assert_true(heard_has(&h, "/|z\n"));
+	assert_true(heard_has(&h, "/z/d0|f0\n"));
+	assert_true(heard_has(&h, "/z/d5|f7\n"));
+	assert_true(heard_has(&h, "/a/d5|f7\n"));
+	ok(kt_watch(w, NULL, NULL));
+	kt_close(w);
+	free(h.names.p);
+	pthread_mutex_destroy(&h.mu);
+}
+
 static void test_killed_in_stage_rename(void **state)
 {
 	stage_killed_case(state, 1);
@@ -995,6 +1059,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_killed_after_stage_rename,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_killed_after_stage_delete,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watchers_hear_stage,
 						setup, teardown),
 	};
 

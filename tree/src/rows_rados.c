@@ -1864,8 +1864,8 @@ static int stage_obj_finish(rad *e, const char *oid, const char *txid,
 	rados_read_op_t rop = rados_create_read_op();
 	rados_write_op_t op;
 	rados_xattrs_iter_t xi = NULL;
-	uint32_t parts[64];
-	size_t np = 0, i, j;
+	uint32_t *parts = NULL;
+	size_t np = 0, cap = 0, i, j;
 	int xrv = 0, rc, mine = 0;
 
 	if (rop == NULL)
@@ -1880,19 +1880,35 @@ static int stage_obj_finish(rad *e, const char *oid, const char *txid,
 			if (strcmp(xn, LK) == 0)
 				mine = xl == strlen(txid) &&
 				       memcmp(xv, txid, xl) == 0;
-			else if (strncmp(xn, STG_PART, strlen(STG_PART)) == 0 &&
-				 np < sizeof(parts) / sizeof(parts[0]))
+			else if (strncmp(xn, STG_PART, strlen(STG_PART)) ==
+				 0) {
+				if (np == cap) {
+					size_t nc = cap ? 2 * cap : 16;
+					uint32_t *np2 = realloc(
+						parts, nc * sizeof(*parts));
+					if (np2 == NULL) {
+						rc = -ENOMEM;
+						break;
+					}
+					parts = np2;
+					cap = nc;
+				}
 				parts[np++] = (uint32_t)strtoul(
 					xn + strlen(STG_PART), NULL, 16);
+			}
 		}
 	}
 	if (xi != NULL)
 		rados_getxattrs_end(xi);
 	rados_release_read_op(rop);
-	if (rc == -ENOENT || (rc == 0 && !mine))
+	if (rc == -ENOENT || (rc == 0 && !mine)) {
+		free(parts);
 		return 0; /* finished by someone else */
-	if (rc < 0)
+	}
+	if (rc < 0) {
+		free(parts);
 		return rerr(rc, "reading the lock of", oid);
+	}
 	/* In order of parts. */
 	for (i = 1; i < np; i++)
 		for (j = i; j > 0 && parts[j - 1] > parts[j]; j--) {
@@ -1906,6 +1922,7 @@ static int stage_obj_finish(rad *e, const char *oid, const char *txid,
 		size_t k;
 		if ((rc = stage_part_read(e, txid, parts[i], &r)) != 0) {
 			rec_free(&r);
+			free(parts);
 			return rc < 0 ? rc : 0;
 		}
 		for (k = 0; k < r.n && o == NULL; k++)
@@ -1916,10 +1933,14 @@ static int stage_obj_finish(rad *e, const char *oid, const char *txid,
 		rc = wop_run(e, op, oid);
 		rados_release_write_op(op);
 		rec_free(&r);
-		if (rc == -ECANCELED || rc == -ENOENT)
+		if (rc == -ECANCELED || rc == -ENOENT) {
+			free(parts);
 			return 0; /* applied by another: read again */
-		if (rc < 0)
+		}
+		if (rc < 0) {
+			free(parts);
 			return rerr(rc, "applying a commit to", oid);
+		}
 	}
 	op = rados_create_write_op();
 	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
@@ -1933,6 +1954,7 @@ static int stage_obj_finish(rad *e, const char *oid, const char *txid,
 	}
 	rc = wop_run(e, op, oid);
 	rados_release_write_op(op);
+	free(parts);
 	if (rc < 0 && rc != -ECANCELED && rc != -ENOENT)
 		return rerr(rc, "unlocking", oid);
 	return 0;
@@ -3965,6 +3987,52 @@ out:
 	return rc;
 }
 
+static void publish(rad *e, const kt__commit *cm);
+
+/* Tell the watchers what part @p r of a committed stage changed, as a
+ * commit of its own (on a directory store they hear each step so). */
+static void stage_publish(rad *e, const rec *r)
+{
+	kt__write *w;
+	kt__buf *keys;
+	kt__commit cm;
+	size_t i, j, n = 0, total = 0;
+
+	for (i = 0; i < r->n; i++)
+		total += r->o[i].nw;
+	w = calloc(total + 1, sizeof(*w));
+	keys = calloc(total + 1, sizeof(*keys));
+	for (i = 0; w != NULL && keys != NULL && i < r->n; i++) {
+		const objw *o = &r->o[i];
+		kt__slice lp;
+		if (o->part.len == 0)
+			continue; /* the catalog */
+		lp = logical_part(o->part);
+		for (j = 0; j < o->nw; j++) {
+			/* Rows only: a stripe list's keys are not. */
+			if (o->kl[j] == 0 || o->k[j][0] != '.' ||
+			    okey_dec(&keys[n], o->k[j], o->kl[j]) != 0)
+				continue;
+			w[n].part = lp;
+			w[n].sort = kt__slb(&keys[n]);
+			w[n].del = o->del[j];
+			w[n].value = o->del[j] ? kt__sl(NULL, 0)
+					       : kt__sl(o->v[j], o->vl[j]);
+			n++;
+		}
+	}
+	if (n > 0) {
+		memset(&cm, 0, sizeof(cm));
+		cm.w = w;
+		cm.nw = n;
+		publish(e, &cm);
+	}
+	for (i = 0; keys != NULL && i < total; i++)
+		kt__buf_free(&keys[i]);
+	free(keys);
+	free(w);
+}
+
 /* Settle every object of every part of @p g: with @p apply, each part's
  * writes in order, unlocking an object with its last part; else only
  * unlock.  Objects of several parts are unlocked at the end.  Errors are
@@ -4022,6 +4090,8 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 			rados_release_write_op(o->op);
 			o->op = NULL;
 		}
+		if (apply)
+			stage_publish(e, &r);
 		rec_free(&r);
 	}
 	if (!apply)
@@ -4258,8 +4328,6 @@ static int size_check(const oset *s)
 		       "pieces (kt_write), or load a large dump in parts",
 		       (double)n / (1 << 20), COMMIT_MAX >> 20);
 }
-
-static void publish(rad *e, const kt__commit *cm);
 
 static int rad_commit(kt__rows *r, const kt__commit *cm)
 {
