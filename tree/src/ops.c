@@ -184,9 +184,21 @@ static void big_state_free(big_state *b)
 	free(b);
 }
 
+/* At most this many bytes of rows in one step of a large rename or
+ * delete (besides kt__big_rows rows); a quarter of it on a staged engine
+ * (RADOS), whose readers may read a whole step back to roll one object
+ * forward, and whose client keeps a few copies of it while its locks are
+ * written. */
+#define BIG_BYTES (32u << 20)
+
+static size_t big_bytes(const kt_store *st)
+{
+	return st->rows->ops->staged ? BIG_BYTES / 4 : BIG_BYTES;
+}
+
 /* Copy every row below directory p (its index partition and all partitions
  * of its descendants: one range scan).  With @p cap, more than that many
- * rows stop it with KT__EBIG. */
+ * rows, or more than a step's bytes, stop it with KT__EBIG. */
 static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv,
 			size_t cap)
 {
@@ -205,7 +217,7 @@ static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv,
 	rc = kt__rd_scan(&c, &rd, &how);
 	while (rc == 0 && (rc = kt__mcur_next(c, &row)) == 0)
 		if ((rc = rowvec_add(rv, &row)) == 0 && cap != 0 &&
-		    rv->n > cap)
+		    (rv->n > cap || rv->bytes.len > big_bytes(tx->st)))
 			rc = KT__EBIG;
 	kt__mcur_free(c);
 	kt__buf_free(&pre);
@@ -1649,7 +1661,6 @@ static int op_dispatch(kt__tx *tx, const kt__op *op)
 size_t kt__big_rows = 16384;
 void (*kt__test_big_step)(int step);
 
-#define BIG_BYTES (32u << 20) /* and at most this many bytes of rows */
 
 static kt__slice journal_key(void)
 {
@@ -2014,7 +2025,7 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
 		goto out;
 	while (rc == 0 && !over) {
 		rowvec_free(&rv);
-		while (rv.n < kt__big_rows && rv.bytes.len < BIG_BYTES &&
+		while (rv.n < kt__big_rows && rv.bytes.len < big_bytes(st) &&
 		       (rc = r->ops->next(cur, &row)) == 0)
 			if ((rc = rowvec_add(&rv, &row)) != 0)
 				break;

@@ -3841,6 +3841,8 @@ static int stage_unblock(rad *e, stage *g, const char *oid)
 	return rc;
 }
 
+#define STAGE_WINDOW 512 /* operations of a part in flight at once */
+
 /* One part: its record and its objects' locks, all in flight together.
  * An object this stage locked already gains the part's mark only. */
 static int stage_part(rad *e, stage *g, oset *s)
@@ -3851,7 +3853,7 @@ static int stage_part(rad *e, stage *g, oset *s)
 	const char *busy = NULL;
 	char xn[24];
 	rwrite w;
-	size_t i;
+	size_t i, b0, b1;
 	int rc, rrc, conflict = 0, err = 0;
 
 	if (g->doomed || stage_lost(g) || g->snap->torn) {
@@ -3871,84 +3873,92 @@ static int stage_part(rad *e, stage *g, oset *s)
 	rados_write_op_setxattr(recop, STX, "s", 1);
 	rados_write_op_write_full(recop, body.p, body.len);
 	rw_send(e, &w, recop, name.p, NULL);
-	for (i = 0; i < s->n; i++) {
-		objw *o = &s->o[i];
-		app[i] = o->saw != NULL && o->saw->lk != NULL &&
-			 strcmp(o->saw->lk, g->id) == 0;
-		o->op = rados_create_write_op();
-		o->c = NULL;
-		o->locked = 0;
-		if (app[i])
-			rados_write_op_cmpxattr(o->op, LK,
-						LIBRADOS_CMPXATTR_OP_EQ, g->id,
-						strlen(g->id));
-		else
-			guard_ops(o->op, e, o, must_make(o), g->id);
-		rados_write_op_setxattr(o->op, xn, "", 0);
-		o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
-		if (o->rc == 0)
-			o->rc = rados_aio_write_op_operate(o->op, e->io, o->c,
-							   o->oid, NULL, 0);
-	}
-	for (i = 0; i < s->n; i++) {
-		objw *o = &s->o[i];
-		if (o->rc == 0) {
-			rados_aio_wait_for_complete(o->c);
-			o->rc = rados_aio_get_return_value(o->c);
+	/* STAGE_WINDOW objects at a time: an operation in flight costs
+	 * librados a few KiB, and a part may hold thousands. */
+	for (b0 = 0; b0 < s->n; b0 = b1) {
+		b1 = b0 + STAGE_WINDOW < s->n ? b0 + STAGE_WINDOW : s->n;
+		for (i = b0; i < b1; i++) {
+			objw *o = &s->o[i];
+			app[i] = o->saw != NULL && o->saw->lk != NULL &&
+				 strcmp(o->saw->lk, g->id) == 0;
+			o->op = rados_create_write_op();
+			o->c = NULL;
+			o->locked = 0;
+			if (app[i])
+				rados_write_op_cmpxattr(o->op, LK,
+							LIBRADOS_CMPXATTR_OP_EQ,
+							g->id, strlen(g->id));
+			else
+				guard_ops(o->op, e, o, must_make(o), g->id);
+			rados_write_op_setxattr(o->op, xn, "", 0);
+			o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
+			if (o->rc == 0)
+				o->rc = rados_aio_write_op_operate(
+					o->op, e->io, o->c, o->oid, NULL, 0);
 		}
-		if (o->c != NULL)
-			rados_aio_release(o->c);
-		rados_release_write_op(o->op);
-		o->op = NULL;
-		o->c = NULL;
-		if (o->rc == -ENOENT && !app[i] && o->saw == NULL) {
-			/* A blind write to an object not made yet. */
-			op = rados_create_write_op();
-			guard_ops(op, e, o, 1, g->id);
-			rados_write_op_setxattr(op, xn, "", 0);
-			o->rc = wop_run(e, op, o->oid);
-			rados_release_write_op(op);
-		}
-		if (o->rc != 0 && !app[i] && is_conflict(o->rc)) {
-			/* Locked by this stage in an earlier part, which
-			 * a blind write (id rows, the catalog) cannot know:
-			 * add the mark, on the lock still being ours. */
-			op = rados_create_write_op();
-			rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ,
-						g->id, strlen(g->id));
-			rados_write_op_setxattr(op, xn, "", 0);
-			if (wop_run(e, op, o->oid) == 0) {
-				o->rc = 0;
-				app[i] = 1;
+		for (i = b0; i < b1; i++) {
+			objw *o = &s->o[i];
+			if (o->rc == 0) {
+				rados_aio_wait_for_complete(o->c);
+				o->rc = rados_aio_get_return_value(o->c);
 			}
-			rados_release_write_op(op);
-		}
-		if (o->rc != 0 && !app[i] && o->saw == NULL &&
-		    is_conflict(o->rc) && stage_unblock(e, g, o->oid) == 0) {
-			/* Another's lock, of a commit that is over (a
-			 * client killed in its own stage leaves many):
-			 * settled; lock it now. */
-			op = rados_create_write_op();
-			guard_ops(op, e, o, 0, g->id);
-			rados_write_op_setxattr(op, xn, "", 0);
-			o->rc = wop_run(e, op, o->oid);
-			rados_release_write_op(op);
-			if (o->rc == -ENOENT) {
+			if (o->c != NULL)
+				rados_aio_release(o->c);
+			rados_release_write_op(o->op);
+			o->op = NULL;
+			o->c = NULL;
+			if (o->rc == -ENOENT && !app[i] && o->saw == NULL) {
+				/* A blind write to an object not made yet. */
 				op = rados_create_write_op();
 				guard_ops(op, e, o, 1, g->id);
 				rados_write_op_setxattr(op, xn, "", 0);
 				o->rc = wop_run(e, op, o->oid);
 				rados_release_write_op(op);
 			}
-		}
-		if (o->rc == 0) {
-			o->locked = !app[i];
-		} else if (is_conflict(o->rc)) {
-			conflict = 1;
-			if (busy == NULL)
-				busy = o->oid;
-		} else if (err == 0) {
-			err = rerr(o->rc, "locking", o->oid);
+			if (o->rc != 0 && !app[i] && is_conflict(o->rc)) {
+				/* Locked by this stage in an earlier part,
+				 * which a blind write (id rows, the catalog)
+				 * cannot know: add the mark, on the lock still
+				 * being ours. */
+				op = rados_create_write_op();
+				rados_write_op_cmpxattr(op, LK,
+							LIBRADOS_CMPXATTR_OP_EQ,
+							g->id, strlen(g->id));
+				rados_write_op_setxattr(op, xn, "", 0);
+				if (wop_run(e, op, o->oid) == 0) {
+					o->rc = 0;
+					app[i] = 1;
+				}
+				rados_release_write_op(op);
+			}
+			if (o->rc != 0 && !app[i] && o->saw == NULL &&
+			    is_conflict(o->rc) &&
+			    stage_unblock(e, g, o->oid) == 0) {
+				/* Another's lock, of a commit that is over (a
+				 * client killed in its own stage leaves many):
+				 * settled; lock it now. */
+				op = rados_create_write_op();
+				guard_ops(op, e, o, 0, g->id);
+				rados_write_op_setxattr(op, xn, "", 0);
+				o->rc = wop_run(e, op, o->oid);
+				rados_release_write_op(op);
+				if (o->rc == -ENOENT) {
+					op = rados_create_write_op();
+					guard_ops(op, e, o, 1, g->id);
+					rados_write_op_setxattr(op, xn, "", 0);
+					o->rc = wop_run(e, op, o->oid);
+					rados_release_write_op(op);
+				}
+			}
+			if (o->rc == 0) {
+				o->locked = !app[i];
+			} else if (is_conflict(o->rc)) {
+				conflict = 1;
+				if (busy == NULL)
+					busy = o->oid;
+			} else if (err == 0) {
+				err = rerr(o->rc, "locking", o->oid);
+			}
 		}
 	}
 	rrc = rw_wait(e, &w, name.p, NULL);
@@ -4040,7 +4050,7 @@ static void stage_publish(rad *e, const rec *r)
 static void stage_settle_all(rad *e, stage *g, int apply)
 {
 	uint32_t k;
-	size_t i;
+	size_t i, b0, b1;
 
 	for (k = 0; k < g->nparts; k++) {
 		rec r = {0};
@@ -4050,45 +4060,54 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 			continue;
 		}
 		snprintf(xn, sizeof(xn), STG_PART "%08" PRIx32, k);
-		for (i = 0; i < r.n; i++) {
-			objw *o = &r.o[i];
-			int multi = seen_find(g->multi, o->oid) != NULL;
-			o->op = rados_create_write_op();
-			o->c = NULL;
-			if (apply) {
-				stage_apply_op(o->op, o, g->id, k);
-			} else {
-				rados_write_op_cmpxattr(o->op, LK,
-							LIBRADOS_CMPXATTR_OP_EQ,
-							g->id, strlen(g->id));
-				rados_write_op_rmxattr(o->op, xn);
-			}
-			if (!apply || !multi) {
-				rados_write_op_setxattr(o->op, LK, FREE, 1);
-				rados_write_op_rmxattr(o->op, STG_DONE);
-			}
-			if (!apply && multi) {
-				uint32_t j;
-				for (j = 0; j < g->nparts; j++) {
-					char xj[24];
-					snprintf(xj, sizeof(xj),
-						 STG_PART "%08" PRIx32, j);
-					rados_write_op_rmxattr(o->op, xj);
+		for (b0 = 0; b0 < r.n; b0 = b1) {
+			b1 = b0 + STAGE_WINDOW < r.n ? b0 + STAGE_WINDOW : r.n;
+			for (i = b0; i < b1; i++) {
+				objw *o = &r.o[i];
+				int multi = seen_find(g->multi, o->oid) != NULL;
+				o->op = rados_create_write_op();
+				o->c = NULL;
+				if (apply) {
+					stage_apply_op(o->op, o, g->id, k);
+				} else {
+					rados_write_op_cmpxattr(
+						o->op, LK,
+						LIBRADOS_CMPXATTR_OP_EQ, g->id,
+						strlen(g->id));
+					rados_write_op_rmxattr(o->op, xn);
 				}
+				if (!apply || !multi) {
+					rados_write_op_setxattr(o->op, LK, FREE,
+								1);
+					rados_write_op_rmxattr(o->op, STG_DONE);
+				}
+				if (!apply && multi) {
+					uint32_t j;
+					for (j = 0; j < g->nparts; j++) {
+						char xj[24];
+						snprintf(xj, sizeof(xj),
+							 STG_PART "%08" PRIx32,
+							 j);
+						rados_write_op_rmxattr(o->op,
+								       xj);
+					}
+				}
+				o->rc = rados_aio_create_completion2(NULL, NULL,
+								     &o->c);
+				if (o->rc == 0)
+					o->rc = rados_aio_write_op_operate(
+						o->op, e->io, o->c, o->oid,
+						NULL, 0);
 			}
-			o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
-			if (o->rc == 0)
-				o->rc = rados_aio_write_op_operate(
-					o->op, e->io, o->c, o->oid, NULL, 0);
-		}
-		for (i = 0; i < r.n; i++) {
-			objw *o = &r.o[i];
-			if (o->rc == 0)
-				rados_aio_wait_for_complete(o->c);
-			if (o->c != NULL)
-				rados_aio_release(o->c);
-			rados_release_write_op(o->op);
-			o->op = NULL;
+			for (i = b0; i < b1; i++) {
+				objw *o = &r.o[i];
+				if (o->rc == 0)
+					rados_aio_wait_for_complete(o->c);
+				if (o->c != NULL)
+					rados_aio_release(o->c);
+				rados_release_write_op(o->op);
+				o->op = NULL;
+			}
 		}
 		if (apply)
 			stage_publish(e, &r);
