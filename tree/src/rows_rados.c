@@ -1791,10 +1791,16 @@ static stage *stage_mine(rad *e)
 {
 	stage *g;
 
+	/* Any thread may look; only the owner frees it, so a stage that is
+	 * this thread's stays valid after the unlock. */
+	if (__atomic_load_n(&e->stage, __ATOMIC_ACQUIRE) == NULL)
+		return NULL;
 	pthread_mutex_lock(&e->mu);
 	g = e->stage;
+	if (g != NULL && !pthread_equal(g->owner, pthread_self()))
+		g = NULL;
 	pthread_mutex_unlock(&e->mu);
-	return g != NULL && pthread_equal(g->owner, pthread_self()) ? g : NULL;
+	return g;
 }
 
 /* The name of part @p k of staged commit @p txid. */
@@ -2248,7 +2254,7 @@ static int rad_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 
 	memset(&rd, 0, sizeof(rd));
 	memset(&q, 0, sizeof(q));
-	if (snap == NULL && e->stage != NULL) {
+	if (snap == NULL) {
 		stage *g = stage_mine(e); /* as rad_scan */
 		if (g != NULL)
 			snap = g->snap;
@@ -2662,7 +2668,7 @@ static int rad_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	c->snap = (kt__snap *)snap;
 	/* The steps of a staged commit read without a snapshot: through
 	 * the stage's, which its next part is guarded on. */
-	if (snap == NULL && e->stage != NULL) {
+	if (snap == NULL) {
 		stage *g = stage_mine(e);
 		if (g != NULL)
 			c->snap = g->snap;
@@ -3812,7 +3818,7 @@ static int rad_fence(kt__rows *r, const kt__slice *pre, size_t n,
 	}
 	g->owner = pthread_self();
 	pthread_mutex_lock(&e->mu);
-	e->stage = g;
+	__atomic_store_n(&e->stage, g, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&e->mu);
 	*token = seq;
 	return 0;
@@ -4206,7 +4212,7 @@ static int rad_unfence(kt__rows *r, uint64_t token, int broken)
 	g->busy = NULL;
 out:
 	pthread_mutex_lock(&e->mu);
-	e->stage = NULL;
+	__atomic_store_n(&e->stage, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&e->mu);
 	stage_free(e, g);
 	/* What another commit held: wait until it is free, so that the
@@ -4362,7 +4368,7 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	size_t i;
 	int rc;
 	/* A part of this thread's staged commit (rad_fence)? */
-	stage *g = e->stage != NULL ? stage_mine(e) : NULL;
+	stage *g = stage_mine(e);
 
 	/* A stage is numbered by its first part, which holds the counter
 	 * until the stage ends; the later parts leave the number be. */
