@@ -103,8 +103,8 @@
  * several (its objects are updated after it returns; docs/FORMAT.md §14,
  * docs/PERFORMANCE.md); a find or a walk of a subtree reads up to 32
  * partitions at once.  Limit on RADOS: one mutation (a put, a batch, a
- * rename or recursive delete inside a batch or of at most 1024 rows)
- * carries at most 64 MiB of rows, the size of one RADOS operation; a
+ * rename or recursive delete inside a batch) carries at most 64 MiB of
+ * rows, the size of one RADOS operation; a
  * larger one fails with KT_ETOOBIG and says so.  A larger rename or
  * recursive delete is a staged commit (see "Large subtrees" at
  * kt_rename()), with no such limit.
@@ -902,8 +902,8 @@ KT_EXTERN int kt_delete(kt_store *store, const char *path,
  * unreadable through this handle (KT_EIO) until the store is opened
  * again.  Through another process's store the same holds, and if this
  * process dies in the steps, that process finishes them.  On RADOS a
- * subtree of more than 1024 rows goes in steps too, as the parts of one
- * staged commit: nothing of it is seen before the last part, when all of
+ * subtree of more than 16384 rows (or 8 MiB) goes in steps too, as the
+ * parts of one staged commit: nothing of it is seen before the last part, when all of
  * it takes effect at once; readers of the subtree read it as it was until
  * then and wait for nothing, writers of it wait; a client that dies
  * before that point leaves nothing done (its locks are rolled back once

@@ -3849,6 +3849,46 @@ static int stage_unblock(rad *e, stage *g, const char *oid)
 
 #define STAGE_WINDOW 512 /* operations of a part in flight at once */
 
+/* Write operations sent together, STAGE_WINDOW at most, whose results
+ * nobody needs (settling is guarded, and whoever comes later settles
+ * what one of them failed to). */
+typedef struct wbatch {
+	rados_write_op_t op[STAGE_WINDOW];
+	rados_completion_t c[STAGE_WINDOW];
+	size_t n;
+} wbatch;
+
+static void wb_wait(wbatch *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->n; i++) {
+		if (b->c[i] != NULL) {
+			rados_aio_wait_for_complete(b->c[i]);
+			rados_aio_release(b->c[i]);
+		}
+		rados_release_write_op(b->op[i]);
+	}
+	b->n = 0;
+}
+
+/* Send @p op (taken over) to @p oid, which is copied by librados. */
+static void wb_send(rad *e, wbatch *b, rados_write_op_t op, const char *oid)
+{
+	if (b->n == STAGE_WINDOW)
+		wb_wait(b);
+	b->op[b->n] = op;
+	b->c[b->n] = NULL;
+	if (rados_aio_create_completion2(NULL, NULL, &b->c[b->n]) != 0 ||
+	    rados_aio_write_op_operate(op, e->io, b->c[b->n], oid, NULL, 0) !=
+		    0) {
+		if (b->c[b->n] != NULL)
+			rados_aio_release(b->c[b->n]);
+		b->c[b->n] = NULL;
+	}
+	b->n++;
+}
+
 /* One part: its record and its objects' locks, all in flight together.
  * An object this stage locked already gains the part's mark only. */
 static int stage_part(rad *e, stage *g, oset *s)
@@ -4057,6 +4097,9 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 {
 	uint32_t k;
 	size_t i, b0, b1;
+	wbatch wb;
+
+	wb.n = 0;
 
 	for (k = 0; k < g->nparts; k++) {
 		rec r = {0};
@@ -4131,9 +4174,9 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 					strlen(g->id));
 		rados_write_op_setxattr(op, LK, FREE, 1);
 		rados_write_op_rmxattr(op, STG_DONE);
-		(void)wop_run(e, op, oid);
-		rados_release_write_op(op);
+		wb_send(e, &wb, op, oid);
 	}
+	wb_wait(&wb);
 }
 
 /* Remove the parts of @p txid (the first @p n, or while they are there
@@ -4143,7 +4186,9 @@ static void stage_remove(rad *e, const char *txid, uint32_t n)
 {
 	kt__buf name = {0};
 	uint32_t k;
+	wbatch wb;
 
+	wb.n = 0;
 	for (k = 0; k < n; k++) {
 		rados_write_op_t op;
 		int rc;
@@ -4151,11 +4196,17 @@ static void stage_remove(rad *e, const char *txid, uint32_t n)
 			break;
 		op = rados_create_write_op();
 		rados_write_op_remove(op);
+		if (n != UINT32_MAX) {
+			wb_send(e, &wb, op, name.p);
+			continue;
+		}
+		/* How many there are is not known: one at a time. */
 		rc = wop_run(e, op, name.p);
 		rados_release_write_op(op);
-		if (rc == -ENOENT && n == UINT32_MAX)
+		if (rc == -ENOENT)
 			break;
 	}
+	wb_wait(&wb);
 	kt__buf_free(&name);
 	rec_remove(e, txid);
 }
