@@ -785,13 +785,31 @@ static void test_client_killed_between_steps(void **state)
 	free(before);
 }
 
+/* The whole result of renaming /a (as @p before) to /z, or of deleting
+ * /a, is there. */
+static void assert_done(kt_store *s, const char *before, int rename)
+{
+	kt_statbuf sb;
+	char *after;
+
+	expect_rc(kt_lstat(&sb, s, "/a"), KT_ENOTFOUND);
+	if (rename) {
+		after = shape(s, "/z");
+		assert_string_equal(before, after);
+		free(after);
+	} else {
+		expect_rc(kt_lstat(&sb, s, "/z"), KT_ENOTFOUND);
+		ok(kt_stat(&sb, s, "/outside/shared"));
+		assert_int_equal(sb.nlink, 1);
+	}
+}
+
 static void crash_case(void **state, int at, int rename)
 {
 	kt_test_fixture *f = *state;
 	kt_options ro = KT_OPTIONS_INIT;
 	kt_store *r = NULL;
-	kt_statbuf sb;
-	char *before, *after;
+	char *before;
 	size_t bad = 99;
 
 	KT_TEST_LEVELDB_ONLY("the journal that the next open finishes is "
@@ -808,16 +826,7 @@ static void crash_case(void **state, int at, int rename)
 	steps = 0;
 	ok(kt_open(&f->store, f->path, NULL));
 	assert_true(steps > 0);
-	expect_rc(kt_lstat(&sb, f->store, "/a"), KT_ENOTFOUND);
-	if (rename) {
-		after = shape(f->store, "/z");
-		assert_string_equal(before, after);
-		free(after);
-	} else {
-		expect_rc(kt_lstat(&sb, f->store, "/z"), KT_ENOTFOUND);
-		ok(kt_stat(&sb, f->store, "/outside/shared"));
-		assert_int_equal(sb.nlink, 1);
-	}
+	assert_done(f->store, before, rename);
 	ok(kt_check(&bad, f->store, NULL));
 	assert_int_equal(bad, 0);
 	/* And the store is as any other: read-only opens work again. */
@@ -910,24 +919,14 @@ static void stage_killed_case(void **state, int rename)
 static void stage_committed_case(void **state, int rename)
 {
 	kt_test_fixture *f = *state;
-	kt_statbuf sb;
-	char *before, *after;
+	char *before;
 	size_t bad = 99, fixed = 0;
 
 	KT_TEST_RADOS_ONLY("a staged commit is RADOS's fence");
 	build(f->store, "/a");
 	before = shape(f->store, "/a");
 	run_child(f, -3, rename, 1, 7);
-	expect_rc(kt_lstat(&sb, f->store, "/a"), KT_ENOTFOUND);
-	if (rename) {
-		after = shape(f->store, "/z");
-		assert_string_equal(before, after);
-		free(after);
-	} else {
-		expect_rc(kt_lstat(&sb, f->store, "/z"), KT_ENOTFOUND);
-		ok(kt_stat(&sb, f->store, "/outside/shared"));
-		assert_int_equal(sb.nlink, 1);
-	}
+	assert_done(f->store, before, rename);
 	ok(kt_check(&bad, f->store, NULL));
 	assert_int_equal(bad, 0);
 	/* The header and its parts are what is left: one repair. */

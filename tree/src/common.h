@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "keytree.h"
 
@@ -17,6 +18,20 @@
  * the header row, so a later library can change them for new stores. */
 #define KT__INLINE_MAX 4096u
 #define KT__BLOCK 16384u
+
+/* The moment @p ms milliseconds from now on clock @p clk: a deadline for
+ * pthread_cond_timedwait on a condition variable of that clock. */
+static inline void kt__deadline(struct timespec *ts, clockid_t clk,
+				unsigned int ms)
+{
+	clock_gettime(clk, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
 
 /* A growable byte buffer.  p is NUL-terminated whenever it is non-NULL, so
  * a buffer holding text can be passed where a C string is expected. */

@@ -1230,6 +1230,32 @@ static void objw_free(objw *o)
 	kt__buf_free(&o->scope);
 }
 
+/* Send @p o's prepared operation (o->op) to its object; o->rc says
+ * whether it went. */
+static void objw_send(rad *e, objw *o)
+{
+	o->c = NULL;
+	o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
+	if (o->rc == 0)
+		o->rc = rados_aio_write_op_operate(o->op, e->io, o->c, o->oid,
+						   NULL, 0);
+}
+
+/* Wait for @p o's operation sent by objw_send, into o->rc, and release
+ * it. */
+static void objw_reap(objw *o)
+{
+	if (o->rc == 0) {
+		rados_aio_wait_for_complete(o->c);
+		o->rc = rados_aio_get_return_value(o->c);
+	}
+	if (o->c != NULL)
+		rados_aio_release(o->c);
+	rados_release_write_op(o->op);
+	o->op = NULL;
+	o->c = NULL;
+}
+
 /* Add a write of omap key @p kp (taken over, length @p kpl): a put of
  * @p val, or with @p del a deletion. */
 static int objw_addk(objw *o, char *kp, size_t kpl, kt__slice val, int del)
@@ -3291,24 +3317,12 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy)
 	for (i = 0; i < s->n; i++) {
 		objw *o = &s->o[i];
 		o->op = rados_create_write_op();
-		o->c = NULL;
 		guard_ops(o->op, e, o, must_make(o), txid);
-		o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
-		if (o->rc == 0)
-			o->rc = rados_aio_write_op_operate(o->op, e->io, o->c,
-							   o->oid, NULL, 0);
+		objw_send(e, o);
 	}
 	for (i = 0; i < s->n; i++) {
 		objw *o = &s->o[i];
-		if (o->rc == 0) {
-			rados_aio_wait_for_complete(o->c);
-			o->rc = rados_aio_get_return_value(o->c);
-		}
-		if (o->c != NULL)
-			rados_aio_release(o->c);
-		rados_release_write_op(o->op);
-		o->op = NULL;
-		o->c = NULL;
+		objw_reap(o);
 		if (o->rc == -ENOENT && o->saw == NULL) {
 			rados_write_op_t op = rados_create_write_op();
 			guard_ops(op, e, o, 1, txid);
@@ -3716,17 +3730,11 @@ static void *stage_beat(void *arg)
 	pthread_mutex_lock(&g->bmu);
 	while (!g->bstop) {
 		struct timespec ts;
-		unsigned int ms = e->lease_ms / 4 ? e->lease_ms / 4 : 1;
 		rados_write_op_t op;
 		char v[24];
 		int rc;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += ms / 1000;
-		ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		kt__deadline(&ts, CLOCK_MONOTONIC,
+			     e->lease_ms / 4 ? e->lease_ms / 4 : 1);
 		(void)pthread_cond_timedwait(&g->bcv, &g->bmu, &ts);
 		if (g->bstop)
 			break;
@@ -3808,7 +3816,13 @@ static int rad_fence(kt__rows *r, const kt__slice *pre, size_t n,
 		return rc;
 	}
 	pthread_mutex_init(&g->bmu, NULL);
-	pthread_cond_init(&g->bcv, NULL);
+	{
+		pthread_condattr_t ca; /* beats by the monotonic clock */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&g->bcv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	if (pthread_create(&g->beat, NULL, stage_beat, g) != 0) {
 		rec_remove(e, g->id);
 		pthread_mutex_destroy(&g->bmu);
@@ -3928,7 +3942,6 @@ static int stage_part(rad *e, stage *g, oset *s)
 			app[i] = o->saw != NULL && o->saw->lk != NULL &&
 				 strcmp(o->saw->lk, g->id) == 0;
 			o->op = rados_create_write_op();
-			o->c = NULL;
 			o->locked = 0;
 			if (app[i])
 				rados_write_op_cmpxattr(o->op, LK,
@@ -3937,22 +3950,11 @@ static int stage_part(rad *e, stage *g, oset *s)
 			else
 				guard_ops(o->op, e, o, must_make(o), g->id);
 			rados_write_op_setxattr(o->op, xn, "", 0);
-			o->rc = rados_aio_create_completion2(NULL, NULL, &o->c);
-			if (o->rc == 0)
-				o->rc = rados_aio_write_op_operate(
-					o->op, e->io, o->c, o->oid, NULL, 0);
+			objw_send(e, o);
 		}
 		for (i = b0; i < b1; i++) {
 			objw *o = &s->o[i];
-			if (o->rc == 0) {
-				rados_aio_wait_for_complete(o->c);
-				o->rc = rados_aio_get_return_value(o->c);
-			}
-			if (o->c != NULL)
-				rados_aio_release(o->c);
-			rados_release_write_op(o->op);
-			o->op = NULL;
-			o->c = NULL;
+			objw_reap(o);
 			if (o->rc == -ENOENT && !app[i] && o->saw == NULL) {
 				/* A blind write to an object not made yet. */
 				op = rados_create_write_op();
@@ -4115,7 +4117,6 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 				objw *o = &r.o[i];
 				int multi = seen_find(g->multi, o->oid) != NULL;
 				o->op = rados_create_write_op();
-				o->c = NULL;
 				if (apply) {
 					stage_apply_op(o->op, o, g->id, k);
 				} else {
@@ -4141,22 +4142,10 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 								       xj);
 					}
 				}
-				o->rc = rados_aio_create_completion2(NULL, NULL,
-								     &o->c);
-				if (o->rc == 0)
-					o->rc = rados_aio_write_op_operate(
-						o->op, e->io, o->c, o->oid,
-						NULL, 0);
+				objw_send(e, o);
 			}
-			for (i = b0; i < b1; i++) {
-				objw *o = &r.o[i];
-				if (o->rc == 0)
-					rados_aio_wait_for_complete(o->c);
-				if (o->c != NULL)
-					rados_aio_release(o->c);
-				rados_release_write_op(o->op);
-				o->op = NULL;
-			}
+			for (i = b0; i < b1; i++)
+				objw_reap(&r.o[i]);
 		}
 		if (apply)
 			stage_publish(e, &r);

@@ -710,13 +710,7 @@ static void publish(kt__server *srv, const kt__commit *cm, uint64_t sid)
 		kt__buf_free(&body);
 		return;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += KT__NOTE_WAIT_MS / 1000;
-	dl.tv_nsec += (long)(KT__NOTE_WAIT_MS % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	kt__deadline(&dl, CLOCK_MONOTONIC, KT__NOTE_WAIT_MS);
 	pthread_mutex_lock(&srv->mu);
 	wait = !session_watches(srv, sid);
 	if (wait)
