@@ -4023,6 +4023,12 @@ static int stage_part(rad *e, stage *g, oset *s)
 			(void)wop_run(e, rop, name.p);
 			rados_release_write_op(rop);
 		}
+		/* Objects of earlier parts that got this part's mark: the
+		 * roll-back removes every part's mark from them. */
+		for (i = 0; i < s->n; i++)
+			if (app[i] && s->o[i].rc == 0)
+				(void)seen_note(g->multi, s->o[i].oid, 1, 0,
+						NULL);
 		g->doomed = 1;
 		if (busy != NULL && g->busy == NULL)
 			g->busy = strdup(busy);
@@ -4133,7 +4139,8 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 				}
 				if (!apply && multi) {
 					uint32_t j;
-					for (j = 0; j < g->nparts; j++) {
+					/* (and a failed part's) */
+					for (j = 0; j <= g->nparts; j++) {
 						char xj[24];
 						snprintf(xj, sizeof(xj),
 							 STG_PART "%08" PRIx32,
