@@ -2175,6 +2175,18 @@ static int held_run(kt_store *st, op_ctx *c)
 	return rc;
 }
 
+/* A staged operation that did not commit (rolled back, or never made)
+ * may have had a part reserve ids or versions (tx.c, reserve): its
+ * commit gave the handle that range although the raised limit was
+ * rolled back with the stage, so another handle could reserve the same
+ * one.  Forget the ranges; the next write reserves anew from the
+ * persisted counters.  The caller holds the writer lock. */
+static void big_forget(kt_store *st)
+{
+	st->next_id = st->id_limit = 0;
+	st->next_ver = st->ver_limit = 0;
+}
+
 /* After a try of a large operation that came to nothing (@p *rc): if
  * another process changed what it read (KT__ECHANGED), plan it again,
  * and say 1 if it is still large and worth another try. */
@@ -2229,6 +2241,8 @@ static int big_run(kt_store *st, op_ctx *c)
 		if (rc != 0) {
 			/* Nothing made: lifted, or rolled back. */
 			(void)r->ops->unfence(r, token, staged);
+			if (staged)
+				big_forget(st);
 			if (big_again(st, c, &rc, attempt))
 				continue;
 			break;
@@ -2238,6 +2252,8 @@ static int big_run(kt_store *st, op_ctx *c)
 			/* It was no larger than one step: made in one
 			 * commit, behind the fence. */
 			rc = r->ops->unfence(r, token, 0);
+			if (rc != 0 && staged)
+				big_forget(st);
 			if (rc == 0 && kt__test_big_step != NULL)
 				kt__test_big_step(-1);
 			if (rc != 0 && big_again(st, c, &rc, attempt))
@@ -2262,6 +2278,8 @@ static int big_run(kt_store *st, op_ctx *c)
 			rc2 = r->ops->unfence(r, token, rc != 0);
 			if (rc == 0)
 				rc = rc2;
+			if (rc != 0)
+				big_forget(st);
 			if (rc != 0 && big_again(st, c, &rc, attempt))
 				continue;
 		} else if (rc != 0) {
