@@ -284,6 +284,15 @@ static void touch_dir(unsigned char *row, uint64_t version, int64_t t)
 	put_u64(row + 54, version);
 }
 
+/* A directory's entry count, which its row carries after the header when
+ * its format byte is 3 (docs/FORMAT.md §4): @p d more. */
+static void count_add(unsigned char *row, size_t len, int d)
+{
+	if (len >= NODE_HDR + 4 && row[0] == 3)
+		put_u32(row + NODE_HDR,
+			(uint32_t)((int64_t)get_u32(row + NODE_HDR) + d));
+}
+
 static int f_put(void *ctx, long i)
 {
 	fctx *c = ctx;
@@ -345,6 +354,7 @@ static int f_put(void *ctx, long i)
 	put_u32(row + 70, 0);
 	memcpy(row + NODE_HDR, bench_value(i), BENCH_VALUE_LEN);
 	touch_dir((unsigned char *)parent, c->next_version++, t);
+	count_add((unsigned char *)parent, plen_row, +1);
 	idx[0] = 1;
 	put_u64(idx + 1, id);
 	leveldb_writebatch_put(wb, nkey, nlen, (char *)row, sizeof(row));
@@ -705,6 +715,7 @@ static int f_delete_top(fctx *c, const char *name)
 	touch_dir((unsigned char *)root, c->next_version++, t);
 	put_u32((unsigned char *)root + 62,
 		get_u32((unsigned char *)root + 62) - 1);
+	count_add((unsigned char *)root, rlen, -1);
 	leveldb_writebatch_put(m.wb, "", 1, root, rlen);
 	leveldb_free(root);
 	return f_write(c, m.wb);

@@ -641,6 +641,15 @@ static void touch_dir(unsigned char *row, uint64_t version, int64_t t)
 	put_u64(row + 54, version);
 }
 
+/* A directory's entry count, which its row carries after the header when
+ * its format byte is 3 (docs/FORMAT.md §4): @p d more. */
+static void count_add(unsigned char *row, size_t len, int d)
+{
+	if (len >= NODE_HDR + 4 && row[0] == 3)
+		put_u32(row + NODE_HDR,
+			(uint32_t)((int64_t)get_u32(row + NODE_HDR) + d));
+}
+
 /* The id row of node @p id_le: partition "/id", sort key u64be(id), kept
  * by keytree in the shard of the id's allocation chunk, partition
  * "/id." + 16 hex digits of (id - 1) >> 10 (rows_rados.c).  The shard is
@@ -721,6 +730,7 @@ static int r_put(void *ctx, long i)
 	put_u32(row + 70, 0);
 	memcpy(row + NODE_HDR, bench_value(i), BENCH_VALUE_LEN);
 	touch_dir((unsigned char *)rp.val, c->next_version++, t);
+	count_add((unsigned char *)rp.val, rp.len, +1);
 	idx[0] = 1;
 	put_u64(idx + 1, id);
 	b_put(&b, npart, nlen, "", 0, row, sizeof(row));
@@ -1185,7 +1195,7 @@ static int subtree(rctx *c, const char *name, strs *parts)
  * subdirectories) and its index row of @p name (@p idx, or NULL to
  * delete it) into @p b. */
 static int root_rows(rctx *c, batch *b, const char *name,
-		     const unsigned char *idx, int dsub)
+		     const unsigned char *idx, int dsub, int dent)
 {
 	char *root = NULL;
 	size_t rlen = 0;
@@ -1203,6 +1213,7 @@ static int root_rows(rctx *c, batch *b, const char *name,
 	touch_dir((unsigned char *)root, c->next_version++, now_ns());
 	put_u32((unsigned char *)root + 62,
 		(uint32_t)((int)get_u32((unsigned char *)root + 62) + dsub));
+	count_add((unsigned char *)root, rlen, dent);
 	b_put(b, "", 0, "", 0, root, rlen);
 	if (idx != NULL)
 		b_put(b, "\xc2\xa6", 2, name, strlen(name), idx, 9);
@@ -1238,7 +1249,7 @@ static int r_rename(void *ctx, const char *from, const char *to)
 		goto out;
 	idx[0] = (unsigned char)row[1];
 	memcpy(idx + 1, row + 2, 8);
-	if (root_rows(c, &m.b, from + 1, NULL, 0) != 0)
+	if (root_rows(c, &m.b, from + 1, NULL, 0, 0) != 0)
 		goto out;
 	b_put(&m.b, "\xc2\xa6", 2, to + 1, strlen(to) - 1, idx, 9);
 	rc = b_commit(c, &m.b);
@@ -1273,7 +1284,7 @@ static int r_delete_top(rctx *c, const char *name, int isdir)
 	m.del = 1;
 	if (subtree(c, name, &parts) != 0 ||
 	    read_parts(c, &parts, NULL, move_row, &m) != 0 ||
-	    root_rows(c, &m.b, name, NULL, isdir ? -1 : 0) != 0)
+	    root_rows(c, &m.b, name, NULL, isdir ? -1 : 0, -1) != 0)
 		goto out;
 	rc = b_commit(c, &m.b);
 out:

@@ -52,6 +52,8 @@ int ktfs_errno(int code)
 		return -EPERM;
 	case KT_EMLINK:
 		return -EMLINK;
+	case KT_EDIRFULL: /* as CephFS refuses a full directory fragment */
+		return -ENOSPC;
 	case KT_ETOOBIG:
 		return -EFBIG;
 	case KT_ENOATTR:

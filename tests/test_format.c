@@ -22,6 +22,7 @@
 /* For tests of older formats: when 0, the stores made from now on have no
  * block checksums (store.c), as every store before format 5 had. */
 extern int kt__test_blksum;
+extern int kt__test_counted;
 
 #include <leveldb/c.h>
 
@@ -516,7 +517,7 @@ static void test_format__rows_as_documented(void **state)
 	const char *alice = "{\"name\":\"Alice\"}";
 	const char *target = "/Accounts/123456/Links/xyzpdq";
 	const unsigned char hdr[] = "keytree\0\x05\0\0\0\0\x40\0\0\0\x10\0\0"
-				    "\x02\xc2\xa6\x02";
+				    "\x02\xc2\xa6\x0a";
 	uint64_t acct, item, ln, big, root;
 	unsigned char *v, *bigv = big_value();
 	leveldb_t *db;
@@ -535,7 +536,8 @@ static void test_format__rows_as_documented(void **state)
 	big = id_of(s, "/big");
 	db = raw_begin(f);
 
-	/* Header: magic, format, block, inline limit, delimiter. */
+	/* Header: magic, format, block, inline limit, delimiter, flags
+	 * (block checksums, counted directories). */
 	k = meta_key("header");
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
@@ -551,19 +553,23 @@ static void test_format__rows_as_documented(void **state)
 	assert_true(le64(v) > big && le64(v) > ln);
 	leveldb_free(v);
 
-	/* The root: empty partition, a directory with two subdirectories. */
+	/* The root: empty partition, a directory with two subdirectories
+	 * and three entries, which its row counts after the header (format
+	 * byte 3). */
 	k = node_key("/");
 	assert_int_equal(k.len, 1);
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(vl, 74);
-	assert_int_equal(v[0], 1);
+	assert_int_equal(vl, 78);
+	assert_int_equal(v[0], 3);
 	assert_int_equal(v[1], KT_KIND_DIR);
 	assert_int_equal(le64(v + 2), root);
 	assert_int_equal(le32(v + 62), 2); /* Accounts, Links */
+	assert_int_equal(le32(v + 74), 3); /* Accounts, Links, big */
 	leveldb_free(v);
 
-	/* Item and directory at once, value inline after the 74 bytes. */
+	/* Item and directory at once, value inline after the 78 bytes of a
+	 * counted directory's header. */
 	k = node_key("/Accounts/123456");
 	assert_int_equal(k.len, 2 * DLEN + 8 + 6 + 1);
 	assert_memory_equal(k.p,
@@ -573,7 +579,8 @@ static void test_format__rows_as_documented(void **state)
 			    k.len);
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(vl, 74 + strlen(alice));
+	assert_int_equal(vl, 78 + strlen(alice));
+	assert_int_equal(v[0], 3);
 	assert_int_equal(v[1], KT_KIND_ITEM | KT_KIND_DIR);
 	assert_int_equal(le64(v + 2), acct);
 	assert_int_equal(le32(v + 10), 0755);
@@ -581,7 +588,8 @@ static void test_format__rows_as_documented(void **state)
 	assert_int_equal(le32(v + 62), 1); /* Links */
 	assert_int_equal(le32(v + 66), 0);
 	assert_int_equal(le32(v + 70), 0); /* reserved */
-	assert_memory_equal(v + 74, alice, strlen(alice));
+	assert_int_equal(le32(v + 74), 1); /* Links */
+	assert_memory_equal(v + 78, alice, strlen(alice));
 	leveldb_free(v);
 
 	/* Its index row in the parent's index partition: kind, id. */
@@ -758,15 +766,18 @@ static void test_format__newer_format_version(void **state)
 	raw_end(f, db);
 }
 
-/* A store as a library before block checksums made it (format 4), for
- * the tests that turn it into a store of an older format still. */
+/* A store as a library before block checksums and counted directories
+ * made it (format 4), for the tests that turn it into a store of an older
+ * format still. */
 static int setup_old(void **state)
 {
 	int rc;
 
 	kt__test_blksum = 0;
+	kt__test_counted = 0;
 	rc = kt_test_setup(state);
 	kt__test_blksum = 1;
+	kt__test_counted = 1;
 	return rc;
 }
 
@@ -1193,6 +1204,128 @@ static void test_format__index_kind_disagrees(void **state)
 	assert_value(f->store, "/d/item", "hello");
 	assert_survivors(f->store);
 	assert_reported(nfix);
+}
+
+/* A directory's entry count (format byte 3, u32 after the header) that
+ * disagrees with its listing: kt_check names it, kt_repair recounts. */
+static void test_format__entry_count_wrong(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t nfix, vl;
+	unsigned char *v;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = node_key("/d");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 78);
+	assert_int_equal(v[0], 3);
+	assert_int_equal(le32(v + 74), 2); /* item, sub */
+	put_le32(v + 74, 7);
+	ldb_put(db, &k, v, vl);
+	leveldb_free(v);
+	raw_end(f, db);
+
+	assert_check_finds(f->store, "'/d'", "entry count is 7",
+			   "has 2 children", NULL);
+	nfix = repair_and_check(f->store);
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_int_equal(le32(v + 74), 2);
+	leveldb_free(v);
+	raw_end(f, db);
+	assert_survivors(f->store);
+	assert_reported(nfix);
+}
+
+/* An entry count on a node that is no directory does not decode. */
+static void test_format__entry_count_on_an_item(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t vl;
+	unsigned char *v, *w;
+	void *got = NULL;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	db = raw_begin(f);
+	k = node_key("/d/item");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(v[0], 1);
+	w = malloc(vl + 4);
+	assert_non_null(w);
+	memcpy(w, v, 74);
+	w[0] = 3;
+	put_le32(w + 74, 0);
+	memcpy(w + 78, v + 74, vl - 74);
+	ldb_put(db, &k, w, vl + 4);
+	leveldb_free(v);
+	free(w);
+	raw_end(f, db);
+
+	assert_int_equal(kt_get(&got, &vl, f->store, "/d/item"), KT_ECORRUPT);
+	assert_non_null(strstr(kt_errmsg(), "entry count"));
+	assert_check_finds(f->store, "'/d/item'", NULL);
+	repair_and_check(f->store);
+	assert_survivors(f->store);
+}
+
+/* A directory whose row does not carry its count (a RADOS tree made
+ * before counts, docs/FORMAT.md §4) is valid; under a limit it is counted
+ * at the first entry added to it, and carries its count from then on. */
+static void test_format__directory_counted_at_first_entry(void **state)
+{
+	kt_test_fixture *f = fix(state);
+	size_t vl;
+	unsigned char *v;
+	leveldb_t *db;
+	rkey k;
+
+	populate(f->store);
+	put_str(f->store, "/d/third", "3");
+	db = raw_begin(f);
+	k = node_key("/d");
+	v = ldb_get(db, &k, &vl);
+	assert_non_null(v);
+	assert_int_equal(vl, 78);
+	v[0] = 1;
+	ldb_put(db, &k, v, 74);
+	leveldb_free(v);
+	raw_end(f, db);
+	assert_clean(f->store);
+
+	/* No limit: nothing counts it; a removal leaves it uncounted. */
+	ok(kt_delete(f->store, "/d/third", 0));
+	put_str(f->store, "/d/third", "3");
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_int_equal(vl, 74);
+	leveldb_free(v);
+	raw_end(f, db);
+
+	/* Under a limit of 3 it is counted: 3 there already. */
+	setenv("KEYTREE_DIR_MAX", "3", 1);
+	kt_test_reopen(f);
+	assert_int_equal(kt_put(f->store, "/d/fourth", "4", 1, NULL), KT_EDIRFULL);
+	assert_non_null(strstr(kt_errmsg(), "already holds 3 entries"));
+	ok(kt_delete(f->store, "/d/third", 0));
+	put_str(f->store, "/d/fourth", "4");
+	assert_int_equal(kt_put(f->store, "/d/fifth", "5", 1, NULL), KT_EDIRFULL);
+	unsetenv("KEYTREE_DIR_MAX");
+	db = raw_begin(f);
+	v = ldb_get(db, &k, &vl);
+	assert_int_equal(vl, 78);
+	assert_int_equal(v[0], 3);
+	assert_int_equal(le32(v + 74), 3);
+	leveldb_free(v);
+	raw_end(f, db);
+	assert_clean(f->store);
+	assert_survivors(f->store);
 }
 
 static void test_format__index_row_does_not_decode(void **state)
@@ -1924,9 +2057,10 @@ static void test_format__special_with_children_or_blocks(void **state)
 	k = node_key("/s");
 	v = ldb_get(db, &k, &vl);
 	assert_non_null(v);
-	assert_int_equal(vl, 74);
+	assert_int_equal(vl, 78); /* a directory's row, counted */
 	v = realloc(v, 74 + 9);
 	assert_non_null(v);
+	v[0] = 1; /* the plain header of a special file */
 	v[1] = KT_KIND_SPECIAL;
 	put_le32(v + 62, 0); /* nsubdirs */
 	memcpy(v + 74, fifo, 9);
@@ -2417,6 +2551,9 @@ int main(void)
 		T(node_without_parent),
 		T(index_kind_disagrees),
 		T(index_row_does_not_decode),
+		T(entry_count_wrong),
+		T(entry_count_on_an_item),
+		T(directory_counted_at_first_entry),
 		T(nsubdirs_wrong),
 		T(nattrs_wrong),
 		T(block_past_end),

@@ -214,6 +214,9 @@ typedef enum kt_error {
 				  or by the store's engine */
 	KT_ELOCKED = -23,      /**< another owner holds a conflicting lock
 				  (kt_lock_set) */
+	KT_EDIRFULL = -24,     /**< the directory already holds the most
+				  entries its store allows (a RADOS store:
+				  100,000 by default, $KEYTREE_DIR_MAX) */
 	KT_ITEROVER = -100     /**< status: an iteration is over (not an error) */
 } kt_error;
 

@@ -40,6 +40,7 @@ const char *kt_strerror(int code)
 	case KT_EMLINK: return "too many paths for one node";
 	case KT_ENOTSUP: return "not supported";
 	case KT_ELOCKED: return "locked by another owner";
+	case KT_EDIRFULL: return "directory full";
 	case KT_ITEROVER: return "iteration over";
 	}
 	return "unknown error";

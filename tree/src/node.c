@@ -23,6 +23,10 @@
  * (at least 2), then the payload.  A node with one path is always written
  * in the plain layout, so each node has exactly one encoding. */
 #define NODE_FORMAT_LINKED 2
+/* A directory that counts its entries (a store with the counted flag):
+ * the same header, then u32 nentries, then the payload.  A directory
+ * cannot have several paths, so the two never meet. */
+#define NODE_FORMAT_COUNTED 3
 
 int64_t kt__now(void)
 {
@@ -117,7 +121,8 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 
 	if (len < KT__NODE_HDR ||
 	    (u[0] != NODE_FORMAT &&
-	     (u[0] != NODE_FORMAT_LINKED || len < KT__NODE_HDR_LINKED)))
+	     (u[0] != NODE_FORMAT_LINKED || len < KT__NODE_HDR_LINKED) &&
+	     (u[0] != NODE_FORMAT_COUNTED || len < KT__NODE_HDR_COUNTED)))
 		return kt__err(KT_ECORRUPT, "node row of %zu bytes does not "
 			       "decode", len);
 	n->kind = u[1];
@@ -134,6 +139,8 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 	n->nattrs = kt__get32(u + 66);
 	n->nblocks = kt__get32(u + 70);
 	n->nlink = 1;
+	n->nentries = 0;
+	n->counted = 0;
 	if (!kind_valid(n->kind))
 		return kt__err(KT_ECORRUPT, "node row has bad kind %u",
 			       n->kind);
@@ -147,6 +154,14 @@ int kt__node_decode_hdr(kt__node *n, const char *p, size_t len)
 							       : "node",
 				       (unsigned)n->nlink);
 	}
+	if (u[0] == NODE_FORMAT_COUNTED) {
+		if (!(n->kind & KT_KIND_DIR))
+			return kt__err(KT_ECORRUPT, "node row of a node that "
+				       "is not a directory carries an entry "
+				       "count");
+		n->nentries = kt__get32(u + KT__NODE_HDR);
+		n->counted = 1;
+	}
 	return 0;
 }
 
@@ -154,6 +169,8 @@ size_t kt__node_hdr_len(const char *p, size_t len)
 {
 	if (len > 0 && (unsigned char)p[0] == NODE_FORMAT_LINKED)
 		return KT__NODE_HDR_LINKED;
+	if (len > 0 && (unsigned char)p[0] == NODE_FORMAT_COUNTED)
+		return KT__NODE_HDR_COUNTED;
 	return KT__NODE_HDR;
 }
 
@@ -226,6 +243,10 @@ int kt__node_encode(kt__buf *out, const kt__node *n)
 		h[0] = NODE_FORMAT_LINKED;
 		kt__put32(h + KT__NODE_HDR, n->nlink);
 		hlen = KT__NODE_HDR_LINKED;
+	} else if (n->counted && (n->kind & KT_KIND_DIR)) {
+		h[0] = NODE_FORMAT_COUNTED;
+		kt__put32(h + KT__NODE_HDR, n->nentries);
+		hlen = KT__NODE_HDR_COUNTED;
 	}
 	h[1] = (unsigned char)n->kind;
 	kt__put64(h + 2, n->id);
@@ -446,7 +467,74 @@ int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n)
 	return rc;
 }
 
-int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs)
+/* Count the entries of directory p as the transaction sees them (its own
+ * writes included); the scan is a condition of its commit. */
+static int count_entries(kt__tx *tx, const char *p, size_t len,
+			 uint32_t *out)
+{
+	kt__rd rd = {tx->st, tx, NULL};
+	kt__buf part = {0};
+	kt__scan how;
+	kt__mcur *c = NULL;
+	kt__row row;
+	uint64_t n = 0;
+	int rc;
+
+	if ((rc = kt__enc_index(&part, &tx->st->delim, p, len)) != 0)
+		return rc;
+	memset(&how, 0, sizeof(how));
+	how.part = kt__slb(&part);
+	rc = kt__rd_scan(&c, &rd, &how);
+	while (rc == 0 && (rc = kt__mcur_next(c, &row)) == 0)
+		n++;
+	kt__mcur_free(c);
+	kt__buf_free(&part);
+	if (rc != KT_ITEROVER)
+		return rc;
+	*out = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+	return 0;
+}
+
+/* Entries of directory n at p after @p ents more: refused past the
+ * store's limit.  A directory whose row does not carry its count yet is
+ * counted when a limit applies (the entry just added included). */
+static int entries_add(kt__tx *tx, const char *pp, size_t plen, kt__node *n,
+		       const char *p, size_t len, int ents)
+{
+	kt_store *st = tx->st;
+	char a[KT__SHOWSZ], b[KT__SHOWSZ];
+	uint64_t after;
+	int rc;
+
+	if (!n->counted) {
+		if (ents <= 0 || !st->counted || st->dir_max == 0)
+			return 0;
+		if ((rc = count_entries(tx, pp, plen, &n->nentries)) != 0)
+			return rc;
+		n->counted = 1;
+		after = n->nentries;
+	} else if (ents < 0) {
+		n->nentries = n->nentries > (uint32_t)-ents
+				      ? n->nentries - (uint32_t)-ents
+				      : 0;
+		return 0;
+	} else {
+		after = (uint64_t)n->nentries + (uint64_t)ents;
+	}
+	if (ents > 0 && st->dir_max != 0 && after > st->dir_max)
+		return kt__err(KT_EDIRFULL, "'%s': directory '%s' already "
+			       "holds %u entries, the most a directory of "
+			       "this store may hold ($KEYTREE_DIR_MAX); spread "
+			       "them over subdirectories",
+			       kt__show(a, sizeof(a), p, len),
+			       kt__show(b, sizeof(b), pp, plen),
+			       (unsigned)(after - (uint64_t)ents));
+	n->nentries = after > UINT32_MAX ? UINT32_MAX : (uint32_t)after;
+	return 0;
+}
+
+int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs,
+		     int ents)
 {
 	kt__rd rd = {tx->st, tx, NULL};
 	size_t plen = kt__parent_len(p, len);
@@ -460,6 +548,8 @@ int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs)
 	if (rc == KT_ENOTFOUND)
 		rc = kt__err(KT_ECORRUPT, "parent '%.*s' has no node row",
 			     (int)plen, pp);
+	if (rc == 0 && ents != 0)
+		rc = entries_add(tx, pp, plen, &n, p, len, ents);
 	if (rc == 0) {
 		n.mtime = n.ctime = tx->now;
 		if (dirs < 0 && n.nsubdirs > 0)
@@ -486,6 +576,9 @@ int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n)
 			       (unsigned)n->nlink);
 
 	n->kind |= KT_KIND_DIR;
+	/* An item has no children: a count of 0 where the store counts. */
+	n->counted = tx->st->counted;
+	n->nentries = 0;
 	/* A directory needs search permission where it can be read. */
 	n->mode |= (n->mode & 0444) >> 2;
 	n->ctime = tx->now;
@@ -495,7 +588,7 @@ int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n)
 		return 0;
 	if ((rc = kt__index_put(tx, p, len, n)) != 0)
 		return rc;
-	return kt__parent_touch(tx, p, len, +1);
+	return kt__parent_touch(tx, p, len, +1, 0);
 }
 
 int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
@@ -509,6 +602,7 @@ int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
 	n.uid = tx->own.uid;
 	n.gid = tx->own.gid;
 	n.atime = n.mtime = n.ctime = tx->now;
+	n.counted = kind == KT_KIND_DIR && tx->st->counted;
 	rc = kt__tx_alloc_id(tx, &n.id);
 	if (rc == 0 && kind == KT_KIND_ITEM) {
 		rc = kt__value_set(tx, &n, data, dlen);
@@ -527,7 +621,7 @@ int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
 		rc = kt__index_put(tx, p, len, &n);
 	if (rc == 0)
 		rc = kt__parent_touch(tx, p, len,
-				      kind == KT_KIND_DIR ? +1 : 0);
+				      kind == KT_KIND_DIR ? +1 : 0, +1);
 	kt__node_free(&n);
 	return rc;
 }

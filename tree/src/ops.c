@@ -341,7 +341,8 @@ static int remove_node(kt__tx *tx, const char *p, size_t len, kt__node *n)
 	kt__buf_free(&part);
 	if (rc != 0)
 		return rc;
-	return kt__parent_touch(tx, p, len, (n->kind & KT_KIND_DIR) ? -1 : 0);
+	return kt__parent_touch(tx, p, len, (n->kind & KT_KIND_DIR) ? -1 : 0,
+				-1);
 }
 
 /* Remove node n, which has several paths, under every one of them, with
@@ -370,7 +371,7 @@ static int remove_all_paths(kt__tx *tx, kt__node *n)
 			rc = kt__tx_del(tx, kt__sl(ap, strlen(ap)),
 					kt__slb(&ps.v[i]));
 		if (rc == 0)
-			rc = kt__parent_touch(tx, path.p, path.len, 0);
+			rc = kt__parent_touch(tx, path.p, path.len, 0, -1);
 	}
 	if (rc == 0)
 		rc = kt__id_del(tx, n->id);
@@ -446,7 +447,7 @@ static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 		    (rc = node_del(tx, p, len)) == 0 &&
 		    (rc = kt__id_del(tx, n->id)) == 0 &&
 		    (rc = kt__node_drop_data(tx, n)) == 0 &&
-		    (rc = kt__parent_touch(tx, p, len, -1)) == 0)
+		    (rc = kt__parent_touch(tx, p, len, -1, -1)) == 0)
 			rc = big_first(tx, tx->plan->run, 'D', p, len, NULL,
 				       0);
 		rowvec_free(&own);
@@ -465,7 +466,7 @@ static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 	if (rc == 0)
 		rc = kt__node_drop_data(tx, n);
 	if (rc == 0)
-		rc = kt__parent_touch(tx, p, len, -1);
+		rc = kt__parent_touch(tx, p, len, -1, -1);
 	rowvec_free(&own);
 	return rc;
 }
@@ -909,7 +910,7 @@ static int op_link(kt__tx *tx, const kt__op *op)
 	if (rc == 0)
 		rc = kt__index_put(tx, d.path.p, d.path.len, &n);
 	if (rc == 0)
-		rc = kt__parent_touch(tx, d.path.p, d.path.len, 0);
+		rc = kt__parent_touch(tx, d.path.p, d.path.len, 0, +1);
 out:
 	kt__buf_free(&dpart);
 	kt__node_free(&n);
@@ -1048,12 +1049,12 @@ static int exchange(kt__tx *tx, kt__res *s, kt__res *d)
 	    memcmp(s->path.p, d->path.p, s->parent_len) != 0) {
 		int sd = (s->node.kind & KT_KIND_DIR) != 0;
 		int dd = (d->node.kind & KT_KIND_DIR) != 0;
-		rc = kt__parent_touch(tx, s->path.p, s->path.len, dd - sd);
+		rc = kt__parent_touch(tx, s->path.p, s->path.len, dd - sd, 0);
 		if (rc == 0)
 			rc = kt__parent_touch(tx, d->path.p, d->path.len,
-					      sd - dd);
+					      sd - dd, 0);
 	} else {
-		rc = kt__parent_touch(tx, s->path.p, s->path.len, 0);
+		rc = kt__parent_touch(tx, s->path.p, s->path.len, 0, 0);
 	}
 	return rc;
 }
@@ -1145,9 +1146,11 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 	rc = move_tree(tx, s.path.p, s.path.len, d.path.p, d.path.len,
 		       &s.node, 1, tx->big);
 	if (rc == 0)
-		rc = kt__parent_touch(tx, s.path.p, s.path.len, sdir ? -1 : 0);
+		rc = kt__parent_touch(tx, s.path.p, s.path.len, sdir ? -1 : 0,
+				       -1);
 	if (rc == 0)
-		rc = kt__parent_touch(tx, d.path.p, d.path.len, sdir ? +1 : 0);
+		rc = kt__parent_touch(tx, d.path.p, d.path.len, sdir ? +1 : 0,
+				       +1);
 out:
 	kt__res_free(&s);
 	kt__res_free(&d);

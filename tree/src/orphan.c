@@ -140,7 +140,7 @@ static int detach_fn(kt__tx *tx, void *arg)
 		rc = orphan_put(tx, &r.node);
 	}
 	if (rc == 0)
-		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0, -1);
 	if (rc == 0)
 		a->id = r.node.id;
 out:
@@ -261,7 +261,7 @@ static int link_fn(kt__tx *tx, void *arg)
 	if (rc == 0)
 		rc = kt__index_put(tx, r.path.p, r.path.len, &n);
 	if (rc == 0)
-		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0);
+		rc = kt__parent_touch(tx, r.path.p, r.path.len, 0, +1);
 	kt__res_free(&r);
 out_node:
 	kt__node_free(&n);

@@ -585,6 +585,22 @@ static int fix_counts(fixer *f, const kt__buf *part)
 		n.nsubdirs = (uint32_t)dirs;
 		dirty = 1;
 	}
+	/* A directory made before its store counted entries is counted
+	 * now, quietly; a count that is wrong is a repair. */
+	if ((n.kind & KT_KIND_DIR) && st->counted &&
+	    (!n.counted || n.nentries != cnt)) {
+		if (n.counted)
+			fixed(f, "'%s': entry count %u -> %zu", path.p,
+			      n.nentries, cnt);
+		n.counted = 1;
+		n.nentries = cnt > UINT32_MAX ? UINT32_MAX : (uint32_t)cnt;
+		dirty = 1;
+	} else if (n.counted && !st->counted) {
+		fixed(f, "'%s': dropped an entry count the store does not "
+		      "keep", path.p);
+		n.counted = 0;
+		dirty = 1;
+	}
 	kt__part_attr(ap, n.id);
 	if ((rc = count(f, kt__sl(ap, strlen(ap)), &cnt, &dirs)) != 0)
 		goto out;

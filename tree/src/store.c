@@ -76,14 +76,17 @@ static int probe_dir(const char *dir)
 #define HF_TYPED 0x01  /* typed names (§3a) */
 #define HF_BLKSUM 0x02 /* block rows end with their CRC-32C (§6) */
 #define HF_JOURNAL 0x04 /* a large rename or delete is under way (§11) */
-#define HF_KNOWN (HF_TYPED | HF_BLKSUM | HF_JOURNAL)
+#define HF_COUNTED 0x08 /* directories count their entries (§4) */
+#define HF_KNOWN (HF_TYPED | HF_BLKSUM | HF_JOURNAL | HF_COUNTED)
 
 int kt__test_blksum = 1;
+int kt__test_counted = 1;
 
 static unsigned int header_flags(const kt_store *st, int journal)
 {
 	return (st->delim.typed ? HF_TYPED : 0) |
-	       (st->blksum ? HF_BLKSUM : 0) | (journal ? HF_JOURNAL : 0);
+	       (st->blksum ? HF_BLKSUM : 0) | (journal ? HF_JOURNAL : 0) |
+	       (st->counted ? HF_COUNTED : 0);
 }
 
 int kt__header_put(kt__tx *tx, int journal)
@@ -123,6 +126,7 @@ static int write_initial_once(kt_store *st)
 	own.uid = st->euid;
 	own.gid = st->egid;
 	root.kind = KT_KIND_DIR;
+	root.counted = st->counted;
 	root.mode = 0755;
 	root.uid = own.uid;
 	root.gid = own.gid;
@@ -225,6 +229,8 @@ static int read_header(kt_store *st, const char *dir, const char *want)
 		     (u[21 + st->delim.len] & HF_BLKSUM) != 0;
 	st->journal = fmt >= FORMAT_FLAGS &&
 		      (u[21 + st->delim.len] & HF_JOURNAL) != 0;
+	st->counted = fmt >= FORMAT_FLAGS &&
+		      (u[21 + st->delim.len] & HF_COUNTED) != 0;
 	if (st->delim.typed && kt__typed_check(&st->delim) != 0) {
 		kt__buf_free(&v);
 		return kt__err(KT_ECORRUPT, "open '%s': the header row is "
@@ -617,6 +623,28 @@ static int options_take(kt_options *o, const char *loc,
 	return 0;
 }
 
+/* The most entries a directory may hold: none on LevelDB, whose
+ * listings are ranges of one ordered table; KT__DIR_MAX_RADOS on RADOS;
+ * $KEYTREE_DIR_MAX, a number (0: no limit), for either. */
+static int dir_max_take(kt_store *st, const char *loc)
+{
+	const char *e = getenv("KEYTREE_DIR_MAX");
+	char *end;
+	unsigned long long v;
+
+	st->dir_max = st->rados ? KT__DIR_MAX_RADOS : 0;
+	if (e == NULL || e[0] == '\0')
+		return 0;
+	errno = 0;
+	v = strtoull(e, &end, 10);
+	if (*end != '\0' || errno != 0 || e[0] == '-' || v > UINT32_MAX)
+		return kt__err(KT_EINVAL, "open '%s': KEYTREE_DIR_MAX='%s' is "
+			       "not a number of entries from 0 (no limit) to "
+			       "%u", loc, e, (unsigned)UINT32_MAX);
+	st->dir_max = (uint32_t)v;
+	return 0;
+}
+
 /* What both engines do once st->rows is open: give a new store its first
  * rows, read and check the header, upgrade an older format, drop the
  * orphans a dead process left. */
@@ -640,6 +668,9 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 			 * (value.c).  A RADOS tree keeps blocks in object
 			 * data, where the OSD checks them. */
 			st->blksum = !st->rados && kt__test_blksum;
+			/* Directories count their entries, so that a limit
+			 * on them can be kept (KT_EDIRFULL). */
+			st->counted = kt__test_counted;
 			st->block = KT__BLOCK;
 			st->inline_max = KT__INLINE_MAX;
 			rc = write_initial(st);
@@ -651,6 +682,21 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 		rc = read_header(st, loc, o->delimiter);
 	if (rc == 0 && !o->read_only && st->format < FORMAT_PLAIN)
 		rc = upgrade(st, loc);
+	/* A RADOS tree limits its directories (KT__DIR_MAX_RADOS), which
+	 * needs their counts: a writable open of a tree made before the
+	 * counted flag sets it.  Its directories are counted one by one,
+	 * each at the first entry added to it (node.c). */
+	if (rc == 0 && !o->read_only && st->rados && !st->counted &&
+	    kt__test_counted) {
+		st->counted = 1;
+		rc = kt__tx_run(st, header_put_fn, NULL);
+		if (rc == 0)
+			st->format = FORMAT_FLAGS;
+		else
+			st->counted = 0;
+	}
+	if (rc == 0)
+		rc = dir_max_take(st, loc);
 	/* Also when creating: another client may have made it first. */
 	if (rc == 0 && o->typed_names && !st->delim.typed)
 		rc = kt__err(KT_EINVAL, "open '%s': typed names are chosen "

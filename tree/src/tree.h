@@ -30,6 +30,11 @@
  * one. */
 #define KT__ALLOC_CHUNK 1024
 
+/* The most entries a directory of a RADOS store may hold: its listing is
+ * one object, which Ceph copies whole on recovery and flags past 200,000
+ * keys (docs/SCALING.md §2).  $KEYTREE_DIR_MAX overrides it (0: none). */
+#define KT__DIR_MAX_RADOS 100000
+
 /* How many times kt__tx_run() runs an operation whose commit keeps being
  * refused because another process changed what it read. */
 #define KT__RETRY_MAX 100
@@ -55,6 +60,12 @@ struct kt_store {
 				flag, value.c) */
 	int journal;         /* a large rename or delete is under way or
 				was cut short (format 5 flag, ops.c) */
+	int counted;         /* directories count their entries (format 5
+				flag): node rows of directories made from
+				then on carry the count */
+	uint32_t dir_max;    /* the most entries a directory may hold; 0,
+				no limit (KT__DIR_MAX_RADOS on RADOS,
+				$KEYTREE_DIR_MAX) */
 
 	pthread_mutex_t wlock; /* serialises this handle's mutations */
 	/* Protected by wlock: the ranges of ids and versions this handle
@@ -78,6 +89,11 @@ typedef struct kt__node {
 	uint32_t nattrs;
 	uint32_t nblocks; /* block rows of the value (format 2) */
 	uint32_t nlink;   /* paths of the node (format 4); 0 or 1: one */
+	/* A directory's number of entries (index rows in its listing),
+	 * when its row carries it (counted); a row written before its store
+	 * counted does not. */
+	uint32_t nentries;
+	int counted;
 	kt__buf payload; /* inline value, link target, or a special file's
 			    type and device number (KT__SPECIAL_LEN) */
 } kt__node;
@@ -85,6 +101,8 @@ typedef struct kt__node {
 #define KT__NODE_HDR 74 /* bytes before the payload */
 #define KT__NODE_HDR_LINKED 78 /* ... of a node with several paths, whose
 				  header ends with u32 nlink (format 4) */
+#define KT__NODE_HDR_COUNTED 78 /* ... of a directory that counts its
+				   entries: u32 nentries */
 /* Bytes before the payload of the encoded node row @p p. */
 size_t kt__node_hdr_len(const char *p, size_t len);
 
@@ -337,9 +355,13 @@ int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
 /* Add or change the index row of node n at real path p, in its parent. */
 int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n);
 
-/* Record in the parent of p that an entry was added (+1 dir), removed (-1)
- * or changed (0): mtime/ctime now, nsubdirs adjusted by @p dirs. */
-int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs);
+/* Record in the parent of p that entries changed: mtime/ctime now,
+ * nsubdirs adjusted by @p dirs (+1 a directory came, -1 one went, 0) and
+ * the entry count by @p ents (+1 an index row was added, which the
+ * caller has already put, -1 one removed, 0 one changed).  An entry
+ * added past the store's dir_max fails with KT_EDIRFULL, naming p. */
+int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs,
+		     int ents);
 
 /* Give an item node the directory kind as well (it gains children). */
 int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n);
@@ -350,6 +372,10 @@ int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n);
 /* For tests of older formats (test_format): when 0, stores made from
  * now on have no block checksums, as before format 5 (store.c). */
 extern int kt__test_blksum;
+/* For tests of older stores: when 0, stores made from now on do not count
+ * their directories' entries, and opening a RADOS tree does not make it
+ * count them (store.c). */
+extern int kt__test_counted;
 
 /* Check block row @p b of node @p id as stored (@p v, *@p len bytes):
  * in a store with block checksums, its CRC-32C, and then *@p len becomes
