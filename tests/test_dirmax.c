@@ -54,9 +54,9 @@ static void test_dirmax__create_past_the_limit_refused(void **state)
 	kt_assert_rejected(s, kt_put(s, "/d/f", "v", 1, NULL), KT_EDIRFULL,
 			   "directory '/d' already holds 5 entries");
 	assert_string_equal(kt_strerror(KT_EDIRFULL), "directory full");
-	/* The message names the entry refused and what to do. */
-	assert_non_null(strstr(kt_errmsg(), "'/d/f'"));
+	/* The message says what to do about it. */
 	assert_non_null(strstr(kt_errmsg(), "KEYTREE_DIR_MAX"));
+	assert_non_null(strstr(kt_errmsg(), "subdirectories"));
 	kt_assert_rejected(s, kt_mkdir(s, "/d/g", NULL), KT_EDIRFULL, "'/d'");
 	kt_assert_rejected(s, kt_symlink(s, "/d/h", "/d/a", NULL),
 			   KT_EDIRFULL, "'/d'");

@@ -232,6 +232,29 @@ if [ -n "$watchbin" ]; then
 	! watching || fail "the dead watcher's key stayed after $i puts"
 fi
 
+step "check --repair undoes a lock that no commit record names"
+# A killed client's lock operation can reach its OSD after its commit was
+# rolled back and its record removed.  A reader of the object undoes such
+# a lock after twice the budget its id names (here 0x3e8 ms); check
+# --repair finds it also where nobody reads.
+k put /lk/x v
+lkobj="$tree/¦lk¦x"
+timeout 60 rados -c "$conf" -p keytree ls > "$work/objects" ||
+	fail "rados ls"
+grep -qxF "$lkobj" "$work/objects" || fail "no object $lkobj"
+timeout 60 rados -c "$conf" -p keytree setxattr "$lkobj" kt.lk \
+	cli.dead.1.3e8 || fail "setxattr kt.lk"
+out=$(k check --repair 2>&1) || fail "check --repair: $out"
+case $out in
+*"object $lkobj was locked by commit cli.dead.1.3e8, which has no record: unlocked"*) ;;
+*) fail "check --repair did not undo the lock: '$out'" ;;
+esac
+[ "$(timeout 60 rados -c "$conf" -p keytree getxattr "$lkobj" kt.lk)" = - ] ||
+	fail "$lkobj is still locked"
+[ "$(k get /lk/x)" = v ] || fail "get /lk/x after the repair"
+out=$(k check --repair 2>&1) || fail "second check --repair: $out"
+case $out in *locked*) fail "a second repair found a lock: '$out'" ;; esac
+
 step "destroy"
 timeout 120 "$kt" -s "rados:keytree/$tree-m" destroy --yes ||
 	fail "destroy of the migrated tree"

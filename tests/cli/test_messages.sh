@@ -117,4 +117,30 @@ t_rm_not_empty() {
 	run 1 kt stat /a
 }
 
+# A directory at its limit of entries (KEYTREE_DIR_MAX here; 100,000 on
+# RADOS by default) refuses one more, naming the directory.
+t_directory_full() {
+	new_store
+	run 0 kt put /d/a 1
+	run 0 kt put /d/b 2
+	run 0 kt put /e 3
+	snapshot
+	export KEYTREE_DIR_MAX=2
+	run 1 kt put /d/c 3
+	err_is "keytree: /d/c: directory '/d' already holds 2 entries, the most a directory of this store may hold (\$KEYTREE_DIR_MAX); spread them over subdirectories"
+	err_plain
+	run 1 kt mv /e /d/e
+	err_has "directory '/d' already holds 2 entries"
+	run 1 kt mkdir -p /d/x/y
+	err_has "directory '/d' already holds 2 entries"
+	unchanged
+	run 0 kt rm /d/a
+	run 0 kt mv /e /d/e
+	export KEYTREE_DIR_MAX=many
+	run 1 kt ls /d
+	err_has "KEYTREE_DIR_MAX='many' is not a number"
+	unset KEYTREE_DIR_MAX
+	run 0 kt put /d/c 3
+}
+
 run_case "$@"

@@ -32,7 +32,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$KEYTREEFS" -f -o create "$STORE" "$MNT" </dev/null 2>"$TMP/daemon.log" &
+# At most 9 entries per directory (the root holds 8 below, /d/e is filled
+# to 9), so that a full directory can be met without 100,000 files.
+KEYTREE_DIR_MAX=9 "$KEYTREEFS" -f -o create "$STORE" "$MNT" </dev/null \
+	2>"$TMP/daemon.log" &
 FSPID=$!
 for _ in $(seq 200); do
 	mountpoint -q "$MNT" && break
@@ -48,6 +51,7 @@ ln -s self "$MNT/self"
 ln -s l2 "$MNT/l1"
 ln -s l1 "$MNT/l2"
 mkfifo "$MNT/fifo"
+for i in 1 2 3 4 5 6 7 8; do echo "$i" >"$MNT/d/e/g$i"; done
 # An item that is also a directory: its value file cannot be linked.
 mkdir "$MNT/both"
 echo v >"$MNT/both/${D}value"
@@ -127,6 +131,17 @@ reject mkdir_path_too_deep "File name too long" mkdir -p "$MNT/${deep2048}y"
 reject ln_value_file "Operation not permitted" \
 	ln "$MNT/both/${D}value" "$MNT/hard"
 reject mkdir_below_fifo "Not a directory" mkdir "$MNT/fifo/d"
+# /d/e holds its 9 entries, the most the mount allows here.
+reject touch_in_full_directory "No space left on device" touch "$MNT/d/e/new"
+reject mkdir_in_full_directory "No space left on device" mkdir "$MNT/d/e/new"
+reject symlink_in_full_directory "No space left on device" \
+	ln -s /item "$MNT/d/e/new"
+reject mkfifo_in_full_directory "No space left on device" \
+	mkfifo "$MNT/d/e/new"
+reject link_into_full_directory "No space left on device" \
+	ln "$MNT/item" "$MNT/d/e/new"
+reject rename_into_full_directory "No space left on device" \
+	mv "$MNT/item" "$MNT/d/e/new"
 
 fusermount3 -u "$MNT"
 wait "$FSPID"

@@ -107,7 +107,14 @@
  * rows, the size of one RADOS operation; a
  * larger one fails with KT_ETOOBIG and says so.  A larger rename or
  * recursive delete is a staged commit (see "Large subtrees" at
- * kt_rename()), with no such limit.
+ * kt_rename()), with no such limit.  A directory of a RADOS store holds at
+ * most 100,000 entries (its children are one object's key-value map,
+ * docs/SCALING.md §2): a call that would add one more (a create, a
+ * missing ancestor, a rename from another directory, kt_link(),
+ * kt_orphan_link()) fails with KT_EDIRFULL naming the directory and
+ * changes nothing.  $KEYTREE_DIR_MAX, read by kt_open(), sets that limit
+ * on either engine (0: none, the default on LevelDB; anything but a
+ * number from 0 to 2^32 - 1 makes kt_open() fail with KT_EINVAL).
  *
  * Threads
  * -------

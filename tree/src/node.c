@@ -499,10 +499,10 @@ static int count_entries(kt__tx *tx, const char *p, size_t len,
  * store's limit.  A directory whose row does not carry its count yet is
  * counted when a limit applies (the entry just added included). */
 static int entries_add(kt__tx *tx, const char *pp, size_t plen, kt__node *n,
-		       const char *p, size_t len, int ents)
+		       int ents)
 {
 	kt_store *st = tx->st;
-	char a[KT__SHOWSZ], b[KT__SHOWSZ];
+	char b[KT__SHOWSZ];
 	uint64_t after;
 	int rc;
 
@@ -522,11 +522,10 @@ static int entries_add(kt__tx *tx, const char *pp, size_t plen, kt__node *n,
 		after = (uint64_t)n->nentries + (uint64_t)ents;
 	}
 	if (ents > 0 && st->dir_max != 0 && after > st->dir_max)
-		return kt__err(KT_EDIRFULL, "'%s': directory '%s' already "
-			       "holds %u entries, the most a directory of "
-			       "this store may hold ($KEYTREE_DIR_MAX); spread "
-			       "them over subdirectories",
-			       kt__show(a, sizeof(a), p, len),
+		return kt__err(KT_EDIRFULL, "directory '%s' already holds "
+			       "%u entries, the most a directory of this "
+			       "store may hold ($KEYTREE_DIR_MAX); spread them "
+			       "over subdirectories",
 			       kt__show(b, sizeof(b), pp, plen),
 			       (unsigned)(after - (uint64_t)ents));
 	n->nentries = after > UINT32_MAX ? UINT32_MAX : (uint32_t)after;
@@ -549,7 +548,7 @@ int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs,
 		rc = kt__err(KT_ECORRUPT, "parent '%.*s' has no node row",
 			     (int)plen, pp);
 	if (rc == 0 && ents != 0)
-		rc = entries_add(tx, pp, plen, &n, p, len, ents);
+		rc = entries_add(tx, pp, plen, &n, ents);
 	if (rc == 0) {
 		n.mtime = n.ctime = tx->now;
 		if (dirs < 0 && n.nsubdirs > 0)

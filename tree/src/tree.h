@@ -359,7 +359,8 @@ int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n);
  * nsubdirs adjusted by @p dirs (+1 a directory came, -1 one went, 0) and
  * the entry count by @p ents (+1 an index row was added, which the
  * caller has already put, -1 one removed, 0 one changed).  An entry
- * added past the store's dir_max fails with KT_EDIRFULL, naming p. */
+ * added past the store's dir_max fails with KT_EDIRFULL, naming the
+ * parent. */
 int kt__parent_touch(kt__tx *tx, const char *p, size_t len, int dirs,
 		     int ents);
 
