@@ -125,7 +125,11 @@ static void test_dirmax__rename_and_link_into_a_full_directory(void **state)
 
 	fill(s);
 	put_str(s, "/e/x", "moving");
-	ok(kt_mkdir(s, "/e/sub", NULL));
+	/* A subtree of a dozen rows: with KEYTREE_TEST_BIG_ROWS=4 (the
+	 * _steps runs) its rename is a large one, fenced or staged. */
+	put_str(s, "/e/sub/a", "1");
+	put_str(s, "/e/sub/b", "2");
+	put_str(s, "/e/sub/c/d", "3");
 	kt_assert_rejected(s, kt_rename(s, "/e/x", "/d/x", 0), KT_EDIRFULL,
 			   "'/d'");
 	kt_assert_rejected(s, kt_rename(s, "/e/sub", "/d/sub", 0),
@@ -140,6 +144,13 @@ static void test_dirmax__rename_and_link_into_a_full_directory(void **state)
 	ok(kt_rename(s, "/e/y", "/d/b", KT_RENAME_EXCHANGE));
 	assert_value(s, "/d/b", "y");
 	assert_value(s, "/e/y", "v");
+	/* The subtree moves once there is room, whole. */
+	ok(kt_delete(s, "/d/e", 0));
+	ok(kt_rename(s, "/e/sub", "/d/sub", 0));
+	assert_value(s, "/d/sub/c/d", "3");
+	assert_absent(s, "/e/sub");
+	ok(kt_rename(s, "/d/sub", "/e/sub", 0));
+	put_str(s, "/d/e", "v");
 	/* Out of the full directory, then back into it. */
 	ok(kt_rename(s, "/d/c", "/e/c", 0));
 	ok(kt_link(s, "/e/y", "/d/y"));
