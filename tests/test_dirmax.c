@@ -201,6 +201,15 @@ static void test_dirmax__a_bad_limit_is_refused_at_open(void **state)
 	kt_test_reopen(f);
 	kt_assert_rejected(f->store, kt_put(f->store, "/d/h", "v", 1, NULL),
 			   KT_EDIRFULL, "already holds 7 entries");
+	/* A rename inside it adds no entry, nor does one from elsewhere
+	 * onto an existing name. */
+	ok(kt_rename(f->store, "/d/a", "/d/z", 0));
+	ok(kt_rename(f->store, "/d/z", "/d/b", 0));
+	put_str(f->store, "/e/x", "from e");
+	ok(kt_rename(f->store, "/e/x", "/d/c", 0));
+	assert_value(f->store, "/d/c", "from e");
+	kt_assert_rejected(f->store, kt_rename(f->store, "/e", "/d/e2", 0),
+			   KT_EDIRFULL, "already holds 6 entries");
 	ok(kt_delete(f->store, "/d/g", 0));
 	ok(kt_delete(f->store, "/d/f", 0));
 	ok(kt_delete(f->store, "/d/e", 0));
@@ -223,10 +232,10 @@ static void test_dirmax__orphans(void **state)
 	assert_value(s, "/e/a", "v");
 }
 
-/* A RADOS tree made before stores counted their entries: a writable open
- * makes it count, and each directory is counted at the first entry added
- * to it, which the limit then applies to. */
-static void test_dirmax__tree_from_before_is_counted_as_it_grows(void **st)
+/* A RADOS tree made before stores counted their entries: opening it
+ * changes nothing (a client of an older library may still be using it);
+ * kt_repair makes it count, quietly, and the limit holds from then on. */
+static void test_dirmax__tree_from_before_counts_after_repair(void **st)
 {
 	kt_test_fixture *f = *st;
 	kt_check_options co = KT_CHECK_OPTIONS_INIT;
@@ -259,18 +268,23 @@ static void test_dirmax__tree_from_before_is_counted_as_it_grows(void **st)
 	ok(kt_open(&f->store, f->path, NULL));
 	ok(kt_check(&n, f->store, &co));
 	assert_int_equal(n, 0);
-	/* Counted when an entry is added: 6 are there already. */
-	kt_assert_rejected(f->store, kt_put(f->store, "/d/g", "v", 1, NULL),
-			   KT_EDIRFULL, "already holds 6 entries");
-	ok(kt_delete(f->store, "/d/f", 0));
-	ok(kt_delete(f->store, "/d/e", 0));
-	put_str(f->store, "/d/g", "v");
-	kt_assert_rejected(f->store, kt_put(f->store, "/d/h", "v", 1, NULL),
-			   KT_EDIRFULL, "already holds 5 entries");
-	/* kt_repair counts the rest without calling it a repair. */
+	/* Not counted yet, so no limit. */
+	put_str(f->store, "/d/g", "seven");
 	n = 99;
 	ok(kt_repair(&n, f->store, NULL));
 	assert_int_equal(n, 0);
+	kt_assert_rejected(f->store, kt_put(f->store, "/d/h", "v", 1, NULL),
+			   KT_EDIRFULL, "already holds 7 entries");
+	ok(kt_delete(f->store, "/d/g", 0));
+	ok(kt_delete(f->store, "/d/f", 0));
+	ok(kt_delete(f->store, "/d/e", 0));
+	put_str(f->store, "/d/h", "v");
+	kt_assert_rejected(f->store, kt_put(f->store, "/d/h2", "v", 1, NULL),
+			   KT_EDIRFULL, "already holds 5 entries");
+	/* Another handle reads the flag the repair set. */
+	kt_test_reopen(f);
+	kt_assert_rejected(f->store, kt_put(f->store, "/d/h2", "v", 1, NULL),
+			   KT_EDIRFULL, "already holds 5 entries");
 }
 
 int main(void)
@@ -284,7 +298,7 @@ int main(void)
 		T(test_dirmax__the_root_counts_too),
 		T(test_dirmax__a_bad_limit_is_refused_at_open),
 		T(test_dirmax__orphans),
-		T(test_dirmax__tree_from_before_is_counted_as_it_grows),
+		T(test_dirmax__tree_from_before_counts_after_repair),
 #undef T
 	};
 

@@ -328,8 +328,10 @@ static int subtree_drop(kt__tx *tx, const rowvec *rv)
 
 /* Remove node n at p, which has no children (or whose subtree rows the
  * caller removes): index row first, then the node, its data, and the
- * parent's counts. */
-static int remove_node(kt__tx *tx, const char *p, size_t len, kt__node *n)
+ * parent's counts, its entries by @p ents (-1, or 0 for a caller that
+ * puts another entry in its place). */
+static int remove_node_ents(kt__tx *tx, const char *p, size_t len,
+			    kt__node *n, int ents)
 {
 	kt__buf part = {0};
 	int rc;
@@ -342,7 +344,12 @@ static int remove_node(kt__tx *tx, const char *p, size_t len, kt__node *n)
 	if (rc != 0)
 		return rc;
 	return kt__parent_touch(tx, p, len, (n->kind & KT_KIND_DIR) ? -1 : 0,
-				-1);
+				ents);
+}
+
+static int remove_node(kt__tx *tx, const char *p, size_t len, kt__node *n)
+{
+	return remove_node_ents(tx, p, len, n, -1);
 }
 
 /* Remove node n, which has several paths, under every one of them, with
@@ -1138,19 +1145,30 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 			rc = kt__err(KT_ENOTEMPTY, "rename '%s': directory "
 				     "'%s' is not empty", SHOW(a, op->path),
 				     SHOW(b, op->path2));
+		/* Its entry is taken over by the source's (below). */
 		if (rc == 0)
-			rc = remove_node(tx, d.path.p, d.path.len, &d.node);
+			rc = remove_node_ents(tx, d.path.p, d.path.len,
+					      &d.node, 0);
 		if (rc != 0)
 			goto out;
 	}
 	rc = move_tree(tx, s.path.p, s.path.len, d.path.p, d.path.len,
 		       &s.node, 1, tx->big);
-	if (rc == 0)
+	/* Entries: the source's directory loses one, the destination's
+	 * gains one where no name was replaced.  Within one directory
+	 * nothing is added, so a directory at (or over) its limit still
+	 * takes a rename inside it. */
+	if (rc == 0 && s.parent_len == d.parent_len &&
+	    memcmp(s.path.p, d.path.p, s.parent_len) == 0) {
+		rc = kt__parent_touch(tx, s.path.p, s.path.len, 0,
+				       d.exists ? -1 : 0);
+	} else if (rc == 0) {
 		rc = kt__parent_touch(tx, s.path.p, s.path.len, sdir ? -1 : 0,
 				       -1);
-	if (rc == 0)
-		rc = kt__parent_touch(tx, d.path.p, d.path.len, sdir ? +1 : 0,
-				       +1);
+		if (rc == 0)
+			rc = kt__parent_touch(tx, d.path.p, d.path.len,
+					      sdir ? +1 : 0, d.exists ? 0 : +1);
+	}
 out:
 	kt__res_free(&s);
 	kt__res_free(&d);

@@ -587,18 +587,13 @@ static int fix_counts(fixer *f, const kt__buf *part)
 	}
 	/* A directory made before its store counted entries is counted
 	 * now, quietly; a count that is wrong is a repair. */
-	if ((n.kind & KT_KIND_DIR) && st->counted &&
+	if ((n.kind & KT_KIND_DIR) && (st->counted || n.counted) &&
 	    (!n.counted || n.nentries != cnt)) {
 		if (n.counted)
 			fixed(f, "'%s': entry count %u -> %zu", path.p,
 			      n.nentries, cnt);
 		n.counted = 1;
 		n.nentries = cnt > UINT32_MAX ? UINT32_MAX : (uint32_t)cnt;
-		dirty = 1;
-	} else if (n.counted && !st->counted) {
-		fixed(f, "'%s': dropped an entry count the store does not "
-		      "keep", path.p);
-		n.counted = 0;
 		dirty = 1;
 	}
 	kt__part_attr(ap, n.id);
@@ -872,6 +867,14 @@ int kt_repair(size_t *nfixed, kt_store *st, const kt_check_options *opts)
 		if (rc != 0)
 			return rc;
 		f.swept = swept;
+		/* A tree made before directories counted their entries
+		 * starts counting them, so that their limit holds
+		 * (KT_EDIRFULL); the repair below counts every directory.
+		 * Not on a mere open: a client of an older library still
+		 * running would fail on the counted rows. */
+		if (!st->counted && kt__test_counted &&
+		    (rc = kt__store_count_entries(st)) != 0)
+			return rc;
 	}
 #endif
 	rc = kt__tx_run(st, repair_fn, &f);

@@ -6062,6 +6062,8 @@ static int lkread_send(rad *e, lkread *r, const char *oid)
 		/* Nothing in flight: take() finds nothing to wait for. */
 		if (r->c != NULL)
 			rados_aio_release(r->c);
+		if (r->xi != NULL)
+			rados_getxattrs_end(r->xi);
 		rados_release_read_op(r->op);
 		r->c = NULL;
 		r->op = NULL;
@@ -6121,6 +6123,36 @@ static int lock_of(rad *e, const char *oid, char *lock, size_t cap)
  * the tree's objects, and undoes each lock whose record is still absent
  * once that time has passed (locks of commits with a record belong to
  * live clients: sweep_records has settled the others). */
+/* Keep in @p found (object, lock id, ...) only the locks still there
+ * and still without a record; *@p wait becomes twice the longest budget
+ * among them. */
+static int sweep_locks_recheck(rad *e, kt__buf *found, uint64_t *wait)
+{
+	kt__buf keep = {0};
+	char lock[128];
+	size_t at;
+	int rc = 0;
+
+	*wait = 0;
+	for (at = 0; rc == 0 && at < found->len;) {
+		const char *oid = found->p + at;
+		const char *txid = oid + strlen(oid) + 1;
+		char state = 0;
+		at = (size_t)(txid - found->p) + strlen(txid) + 1;
+		if ((rc = lock_of(e, oid, lock, sizeof(lock))) != 0 ||
+		    strcmp(lock, txid) != 0 ||
+		    (rc = rec_read(e, txid, &state, NULL)) != 0 || state != 0)
+			continue;
+		if (!is_staged(txid) && 2 * (uint64_t)tx_budget(txid) > *wait)
+			*wait = 2 * (uint64_t)tx_budget(txid);
+		if ((rc = kt__buf_add(&keep, oid, strlen(oid) + 1)) == 0)
+			rc = kt__buf_add(&keep, txid, strlen(txid) + 1);
+	}
+	kt__buf_free(found);
+	*found = keep;
+	return rc;
+}
+
 static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 		       size_t *nswept)
 {
@@ -6129,7 +6161,7 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 	const char *ent, *key, *ns;
 	size_t elen, klen, nslen, at, nfound = 0;
 	char lock[128];
-	unsigned int wait = 0;
+	uint64_t wait = 0, t0;
 	int rc = 0, lr;
 
 	lr = rados_nobjects_list_open(e->io, &ls);
@@ -6183,8 +6215,8 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 			    state != 0)
 				continue;
 			b = is_staged(lock) ? 0 : tx_budget(lock);
-			if (2 * b > wait)
-				wait = 2 * b;
+			if (2 * (uint64_t)b > wait)
+				wait = 2 * (uint64_t)b;
 			if ((rc = kt__buf_add(&found, oid,
 					      strlen(oid) + 1)) == 0)
 				rc = kt__buf_add(&found, lock,
@@ -6197,9 +6229,23 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 		kt__buf_free(&found);
 		return rc;
 	}
+	/* A live commit's record arrives within moments of its locks: look
+	 * again after a lease, and wait out the budgets of the locks still
+	 * without a record only (a large commit's is long). */
+	t0 = now_ms();
+	sleep_ms((unsigned int)(wait < e->lease_ms ? wait : e->lease_ms) + 1);
+	rc = sweep_locks_recheck(e, &found, &wait);
+	if (rc == 0 && found.len > 0 && now_ms() - t0 <= wait) {
+		uint64_t rest = wait + 1 - (now_ms() - t0);
+		while (rest > 0) {
+			unsigned int step = rest > 60000 ? 60000
+							 : (unsigned int)rest;
+			sleep_ms(step);
+			rest -= step;
+		}
+	}
 	/* Pass 2, once a record sent with them would have come: undo each
 	 * lock still there and still without a record. */
-	sleep_ms(wait + 1);
 	for (at = 0; rc == 0 && at < found.len;) {
 		const char *oid = found.p + at;
 		const char *txid = oid + strlen(oid) + 1;
@@ -6214,10 +6260,13 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 		if (state != 0)
 			continue;
 		{
-			uint64_t since = now_ms() - 2 * (uint64_t)wait - 1;
+			uint64_t since = now_ms() - 2 * wait - 1;
 			rc = lock_settle(e, oid, txid, &since, NULL);
 		}
-		if (rc == 0) {
+		/* Told only when it is gone (lock_settle also returns 0 for
+		 * "read again"). */
+		if (rc == 0 && (rc = lock_of(e, oid, lock, sizeof(lock))) == 0 &&
+		    strcmp(lock, txid) != 0) {
 			char msg[300];
 			(*nswept)++;
 			snprintf(msg, sizeof(msg),

@@ -273,6 +273,21 @@ static int header_put_fn(kt__tx *tx, void *arg)
 	return header_put(tx);
 }
 
+int kt__store_count_entries(kt_store *st)
+{
+	int rc;
+
+	if (st->counted)
+		return 0;
+	st->counted = 1;
+	rc = kt__tx_run(st, header_put_fn, NULL);
+	if (rc == 0)
+		st->format = FORMAT_FLAGS;
+	else
+		st->counted = 0;
+	return rc;
+}
+
 static int upgrade(kt_store *st, const char *dir)
 {
 	int rc = 0;
@@ -682,19 +697,6 @@ static int store_load(kt_store *st, const char *loc, const kt_options *o,
 		rc = read_header(st, loc, o->delimiter);
 	if (rc == 0 && !o->read_only && st->format < FORMAT_PLAIN)
 		rc = upgrade(st, loc);
-	/* A RADOS tree limits its directories (KT__DIR_MAX_RADOS), which
-	 * needs their counts: a writable open of a tree made before the
-	 * counted flag sets it.  Its directories are counted one by one,
-	 * each at the first entry added to it (node.c). */
-	if (rc == 0 && !o->read_only && st->rados && !st->counted &&
-	    kt__test_counted) {
-		st->counted = 1;
-		rc = kt__tx_run(st, header_put_fn, NULL);
-		if (rc == 0)
-			st->format = FORMAT_FLAGS;
-		else
-			st->counted = 0;
-	}
 	if (rc == 0)
 		rc = dir_max_take(st, loc);
 	/* Also when creating: another client may have made it first. */

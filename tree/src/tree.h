@@ -374,9 +374,15 @@ int kt__item_to_dir(kt__tx *tx, const char *p, size_t len, kt__node *n);
  * now on have no block checksums, as before format 5 (store.c). */
 extern int kt__test_blksum;
 /* For tests of older stores: when 0, stores made from now on do not count
- * their directories' entries, and opening a RADOS tree does not make it
- * count them (store.c). */
+ * their directories' entries, and kt_repair does not make a RADOS tree
+ * count them (store.c, repair.c). */
 extern int kt__test_counted;
+
+/* Make a store made before counted directories count them from now on
+ * (the header's flag; store.c).  Its directories without a count are
+ * counted by kt_repair, or each at the first entry added to it (node.c).
+ * Libraries older than the flag refuse the store afterwards. */
+int kt__store_count_entries(kt_store *st);
 
 /* Check block row @p b of node @p id as stored (@p v, *@p len bytes):
  * in a store with block checksums, its CRC-32C, and then *@p len becomes
