@@ -467,10 +467,8 @@ int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n)
 	return rc;
 }
 
-/* Count the entries of directory p as the transaction sees them (its own
- * writes included); the scan is a condition of its commit. */
-static int count_entries(kt__tx *tx, const char *p, size_t len,
-			 uint32_t *out)
+int kt__count_entries(kt__tx *tx, const char *p, size_t len, uint64_t max,
+		      uint64_t *out)
 {
 	kt__rd rd = {tx->st, tx, NULL};
 	kt__buf part = {0};
@@ -485,13 +483,14 @@ static int count_entries(kt__tx *tx, const char *p, size_t len,
 	memset(&how, 0, sizeof(how));
 	how.part = kt__slb(&part);
 	rc = kt__rd_scan(&c, &rd, &how);
-	while (rc == 0 && (rc = kt__mcur_next(c, &row)) == 0)
+	while (rc == 0 && (max == 0 || n < max) &&
+	       (rc = kt__mcur_next(c, &row)) == 0)
 		n++;
 	kt__mcur_free(c);
 	kt__buf_free(&part);
-	if (rc != KT_ITEROVER)
+	if (rc != 0 && rc != KT_ITEROVER)
 		return rc;
-	*out = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+	*out = n;
 	return 0;
 }
 
@@ -509,10 +508,9 @@ static int entries_add(kt__tx *tx, const char *pp, size_t plen, kt__node *n,
 	if (!n->counted) {
 		if (ents <= 0 || !st->counted || st->dir_max == 0)
 			return 0;
-		if ((rc = count_entries(tx, pp, plen, &n->nentries)) != 0)
+		if ((rc = kt__count_entries(tx, pp, plen, 0, &after)) != 0)
 			return rc;
 		n->counted = 1;
-		after = n->nentries;
 	} else if (ents < 0) {
 		n->nentries = n->nentries > (uint32_t)-ents
 				      ? n->nentries - (uint32_t)-ents

@@ -228,25 +228,10 @@ static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv,
 /* Does directory p have any child?  1, 0 or an error. */
 static int has_children(kt__tx *tx, const char *p, size_t len)
 {
-	kt__rd rd = {tx->st, tx, NULL};
-	kt__buf part = {0};
-	kt__scan how;
-	kt__mcur *c = NULL;
-	kt__row row;
-	int rc;
+	uint64_t n = 0;
+	int rc = kt__count_entries(tx, p, len, 1, &n);
 
-	if ((rc = kt__enc_index(&part, &tx->st->delim, p, len)) != 0)
-		return rc;
-	memset(&how, 0, sizeof(how));
-	how.part = kt__slb(&part);
-	rc = kt__rd_scan(&c, &rd, &how);
-	if (rc == 0)
-		rc = kt__mcur_next(c, &row);
-	kt__mcur_free(c);
-	kt__buf_free(&part);
-	if (rc == 0)
-		return 1;
-	return rc == KT_ITEROVER ? 0 : rc;
+	return rc != 0 ? rc : n > 0;
 }
 
 static int index_del(kt__tx *tx, const char *p, size_t len)

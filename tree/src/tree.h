@@ -355,6 +355,12 @@ int kt__make_node(kt__tx *tx, const char *p, size_t len, unsigned int kind,
 /* Add or change the index row of node n at real path p, in its parent. */
 int kt__index_put(kt__tx *tx, const char *p, size_t len, const kt__node *n);
 
+/* The entries of directory p as the transaction sees them (its own writes
+ * included), at most @p max of them (0: all); the scan is a condition of
+ * its commit. */
+int kt__count_entries(kt__tx *tx, const char *p, size_t len, uint64_t max,
+		      uint64_t *out);
+
 /* Record in the parent of p that entries changed: mtime/ctime now,
  * nsubdirs adjusted by @p dirs (+1 a directory came, -1 one went, 0) and
  * the entry count by @p ents (+1 an index row was added, which the
