@@ -1832,7 +1832,7 @@ static void test_rows__blk_partition(void **state)
 	blk_exercise(rows_of(state));
 #ifdef KT_HAVE_RADOS
 	if (strcmp(engine_now->name, "rados") == 0)
-		assert_int_equal(kt__rados_layout(rows_of(state)), 2);
+		assert_int_equal(kt__rados_layout(rows_of(state)), 3);
 #endif
 }
 

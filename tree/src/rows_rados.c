@@ -263,6 +263,12 @@ static void lib_load(void)
 #define STG_PART "kt.s."  /* + 8 hex digits: the object has writes in that part */
 #define STG_DONE "kt.sa"  /* the last part applied to the object */
 #define STG_BEAT "kt.hb"  /* a staged commit's heartbeat */
+#define PRIX "kt.pri"     /* on an object a commit with its record on
+			     another object (its primary) locked: that
+			     object's name */
+#define PRI_STATE "kt.t." /* + id: on the primary, the commit's state after
+			     its commit point or roll-back (C or A) */
+#define PRI_BODY "kt.d."  /* + id: on the primary, the commit's writes */
 #define PAGE_MAX 1024          /* librados returns at most this per call */
 #define OID_MAX 1024           /* longer partitions get hashed names */
 #define LEASE_DEFAULT_MS 3000
@@ -290,6 +296,10 @@ typedef struct rad {
 	/* Committed commits still being applied (fin_*), under mu. */
 	struct fin *fins;
 	size_t nfins;
+	/* Records on primaries whose commits are finished, to remove from
+	 * them with this client's next write there (marks_*), under mu. */
+	struct pmark *marks;
+	size_t nmarks;
 	/* Watching (kt__rados_watch), under mu: this handle's watch of
 	 * T!watch and whom it tells; whether other handles watch, as last
 	 * read, and when. */
@@ -569,7 +579,7 @@ static uint64_t idshard_of(kt__slice sort)
 #define DSTRIDE 16384u              /* bytes of object data per block */
 #define STRIPE_BYTES ((size_t)STRIPE_BLOCKS * DSTRIDE)
 #define PHYS_MAX (STRIPE_LEN + 1)   /* a buffer for phys_part */
-#define LAYOUT_CUR 2
+#define LAYOUT_CUR 3
 #define FMTX "kt.fmt"
 
 static int all_hex(const char *p, size_t n)
@@ -1211,6 +1221,7 @@ typedef struct objw {
 	 * followed by a NUL (partition keys have none); see catalog_add. */
 	kt__buf scope;
 	int locked;         /* step 2 succeeded on it */
+	struct pmark *marks; /* records removed by its lock (marks_fold) */
 	int rc;
 	rados_completion_t c;
 	rados_write_op_t op;
@@ -1518,6 +1529,14 @@ bad:
 
 static int is_staged(const char *txid);
 
+/* Is @p txid the id of a commit whose record is kept on one of its own
+ * objects (its primary), not in an object of its own? */
+static int is_onobj(const char *txid)
+{
+	size_t n = strlen(txid);
+	return n > 2 && strcmp(txid + n - 2, ".o") == 0;
+}
+
 /* Read the record object @p oname (taken over): its state ('P', 'C',
  * 'A'; 's' for a part of a staged commit), or 0 when there is none; with
  * @p body, its writes too; with @p beat, a staged commit's heartbeat
@@ -1689,6 +1708,8 @@ static void objw_finish_op(rados_write_op_t op, const objw *o,
 	if (apply)
 		objw_ops(op, o);
 	rados_write_op_setxattr(op, LK, FREE, 1);
+	if (is_onobj(txid))
+		rados_write_op_rmxattr(op, PRIX);
 }
 
 /* Finish every object of @p o in parallel.  0, or the first error that is
@@ -1736,15 +1757,15 @@ static int finish_all(rad *e, objw *o, size_t n, const char *txid,
  * for ids of older clients, which wrote the record before any lock). */
 static unsigned int tx_budget(const char *txid)
 {
-	const char *p = strrchr(txid, '.');
-	int dots = 0;
 	const char *q;
+	int dots = 0;
 
-	for (q = txid; *q; q++)
+	/* The fourth field (a fifth, "o", says where the record is). */
+	for (q = txid; *q && dots < 3; q++)
 		dots += *q == '.';
-	if (p == NULL || dots < 3)
+	if (dots < 3)
 		return 0;
-	return (unsigned int)strtoul(p + 1, NULL, 16);
+	return (unsigned int)strtoul(q, NULL, 16);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2058,6 +2079,301 @@ static int stage_settle(rad *e, const char *oid, const char *txid,
 	return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Records kept on a commit's own object (layout 3)
+ *
+ * A commit over a few objects whose record is small keeps the record on
+ * one of its own objects, its primary, instead of in an object of its own
+ * (T!tx.ID): its id ends in ".o"; the primary's lock operation also writes
+ * kt.d.ID, the record's body, and every other object's lock operation
+ * writes kt.pri, the primary's name.  The commit point is the primary's
+ * apply: guarded on kt.lk = ID, it applies the primary's writes, unlocks
+ * it and sets kt.t.ID = C, in one operation.  A roll-back unlocks the
+ * primary the same way, with kt.t.ID = A and kt.d.ID removed.  So the
+ * commit is pending while the primary's lock is ID, committed once kt.t.ID
+ * is C, and has no record when neither holds (never got its primary's
+ * lock, or finished: kt.t.ID and kt.d.ID are removed once every other
+ * object is applied or unlocked).  The record costs no operation of its
+ * own: a record object costs three (made, flipped, removed), this one the
+ * removal from the primary.  The rules for readers are those of a record
+ * object (lock_settle), read through kt.pri.
+ */
+#define ONOBJ_MAX_BYTES 32768  /* larger records get an object of their own */
+#define ONOBJ_MAX_OBJECTS 64
+
+/* What prim_read needs of one object's xattrs. */
+typedef struct pxa {
+	int exists;
+	char lock[128];
+	kt__buf pri;   /* kt.pri */
+	char t;        /* kt.t.ID, 0 when none */
+	int has_d;
+	kt__buf d;     /* kt.d.ID */
+} pxa;
+
+static void pxa_free(pxa *x)
+{
+	kt__buf_free(&x->pri);
+	kt__buf_free(&x->d);
+}
+
+static void pxa_names(char *tn, char *dn, size_t cap, const char *txid)
+{
+	snprintf(tn, cap, PRI_STATE "%s", txid);
+	snprintf(dn, cap, PRI_BODY "%s", txid);
+}
+
+static int pxa_read(rad *e, const char *oid, const char *txid, pxa *x)
+{
+	rados_read_op_t op = rados_create_read_op();
+	rados_completion_t c = NULL;
+	rados_xattrs_iter_t xi = NULL;
+	char tn[128], dn[128];
+	int srv = 0, rc, brc = 0;
+
+	memset(x, 0, sizeof(*x));
+	if (op == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	pxa_names(tn, dn, sizeof(tn), txid);
+	rados_read_op_getxattrs(op, &xi, &srv);
+	rc = rados_aio_create_completion2(NULL, NULL, &c);
+	if (rc == 0)
+		rc = rados_aio_read_op_operate(op, e->io, c, oid, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
+	}
+	if (rc == 0 && xi != NULL) {
+		const char *xn, *xv;
+		size_t xl;
+		x->exists = 1;
+		while (brc == 0 && rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
+		       xn != NULL) {
+			if (strcmp(xn, LK) == 0 && xl < sizeof(x->lock)) {
+				memcpy(x->lock, xv, xl);
+				x->lock[xl] = '\0';
+			} else if (strcmp(xn, PRIX) == 0) {
+				brc = kt__buf_set(&x->pri, xv, xl);
+			} else if (strcmp(xn, tn) == 0 && xl == 1) {
+				x->t = *xv;
+			} else if (strcmp(xn, dn) == 0) {
+				x->has_d = 1;
+				brc = kt__buf_set(&x->d, xv, xl);
+			}
+		}
+	}
+	if (xi != NULL)
+		rados_getxattrs_end(xi);
+	if (c != NULL)
+		rados_aio_release(c);
+	rados_release_read_op(op);
+	if (brc != 0) {
+		pxa_free(x);
+		return brc;
+	}
+	if (rc == -ENOENT)
+		return 0;
+	return rc < 0 ? rerr(rc, "reading the lock of", oid) : 0;
+}
+
+/*
+ * The state of commit @p txid (is_onobj), whose lock was met on @p oid:
+ * 'P' (its primary is still locked by it), 'C', 'A', 0 (no record), or
+ * 'G': @p oid is not locked by it any more (read it again).  With
+ * @p body, the record's writes when there are any (P and C); with @p pri,
+ * the primary's name.
+ */
+static int prim_read(rad *e, const char *oid, const char *txid, char *state,
+		     rec *body, kt__buf *pri)
+{
+	pxa a, b;
+	pxa *p;
+	int rc;
+
+	*state = 0;
+	if ((rc = pxa_read(e, oid, txid, &a)) != 0)
+		return rc;
+	if (strcmp(a.lock, txid) != 0) {
+		*state = 'G';
+		pxa_free(&a);
+		return 0;
+	}
+	memset(&b, 0, sizeof(b));
+	if (a.pri.len == 0) {
+		p = &a; /* the primary itself, so pending */
+		*state = 'P';
+		rc = pri != NULL ? kt__buf_set(pri, oid, strlen(oid)) : 0;
+	} else {
+		rc = pri != NULL ? kt__buf_set(pri, a.pri.p, a.pri.len) : 0;
+		if (rc == 0)
+			rc = pxa_read(e, a.pri.p, txid, &b);
+		p = &b;
+		if (rc == 0)
+			*state = strcmp(b.lock, txid) == 0 ? 'P'
+				 : b.t == 'C' || b.t == 'A' ? b.t
+							    : 0;
+	}
+	if (rc == 0 && body != NULL && p->has_d &&
+	    (*state == 'P' || *state == 'C')) {
+		kt__buf_free(&body->body);
+		body->body = p->d;
+		memset(&p->d, 0, sizeof(p->d));
+		rc = rec_parse(body, e, a.pri.len ? a.pri.p : oid);
+	}
+	pxa_free(&a);
+	pxa_free(&b);
+	return rc;
+}
+
+/* Roll commit @p txid back at its primary @p pri: 0 done, 1 it was not
+ * pending (any more), <0 an error. */
+static int prim_abort(rad *e, const char *pri, const char *txid)
+{
+	char tn[128], dn[128];
+	rados_write_op_t op = rados_create_write_op();
+	int rc;
+
+	if (op == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	pxa_names(tn, dn, sizeof(tn), txid);
+	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
+				strlen(txid));
+	rados_write_op_setxattr(op, LK, FREE, 1);
+	rados_write_op_setxattr(op, tn, "A", 1);
+	rados_write_op_rmxattr(op, dn);
+	rc = wop_run(e, op, pri);
+	rados_release_write_op(op);
+	if (rc == -ECANCELED || rc == -ENOENT)
+		return 1;
+	return rc < 0 ? rerr(rc, "rolling back a commit at", pri) : 0;
+}
+
+/* The removal of commit @p txid's record from its primary @p pri, added
+ * to @p op: once every other object of the commit is finished. */
+static void prim_remove_op(rados_write_op_t op, const char *txid)
+{
+	char tn[128], dn[128];
+
+	pxa_names(tn, dn, sizeof(tn), txid);
+	rados_write_op_rmxattr(op, tn);
+	rados_write_op_rmxattr(op, dn);
+}
+
+static void prim_remove(rad *e, const char *pri, const char *txid)
+{
+	rados_write_op_t op = rados_create_write_op();
+
+	if (op == NULL)
+		return;
+	prim_remove_op(op, txid);
+	(void)wop_run(e, op, pri);
+	rados_release_write_op(op);
+}
+
+/* Finish every object of record @p r but its primary @p pri (applied or
+ * unlocked by its own operation already). */
+static int prim_finish(rad *e, rec *r, const char *pri, const char *txid,
+		       int apply)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		if (strcmp(r->o[i].oid, pri) == 0 && i + 1 < r->n) {
+			objw t = r->o[i];
+			r->o[i] = r->o[r->n - 1];
+			r->o[r->n - 1] = t;
+			break;
+		}
+	}
+	if (r->n > 0 && strcmp(r->o[r->n - 1].oid, pri) == 0)
+		return finish_all(e, r->o, r->n - 1, txid, apply, 0);
+	return finish_all(e, r->o, r->n, txid, apply, 0);
+}
+
+/* Unlock @p oid alone, held by commit @p txid, which has no record. */
+static int unlock_one(rad *e, const char *oid, const char *txid)
+{
+	objw one;
+
+	memset(&one, 0, sizeof(one));
+	one.oid = (char *)oid;
+	return finish_all(e, &one, 1, txid, 0, 0);
+}
+
+/* lock_settle for a commit whose record is on its primary. */
+static int prim_settle(rad *e, const char *oid, const char *txid,
+		       uint64_t *pending_since, int *pending)
+{
+	rec r = {0};
+	kt__buf pri = {0};
+	char state;
+	int rc;
+
+	rc = prim_read(e, oid, txid, &state, &r, &pri);
+	if (rc != 0 || state == 'G')
+		goto out;
+	if (state == 'P') {
+		uint64_t t = now_ms();
+		unsigned int b = tx_budget(txid);
+		if (*pending_since == 0)
+			*pending_since = t;
+		if (t - *pending_since < (b > e->lease_ms ? b : e->lease_ms)) {
+			if (pending != NULL)
+				*pending = 1;
+			else
+				sleep_ms(t - *pending_since < 20 ? 1 : 10);
+			goto out;
+		}
+		/* Pending for longer than the lease: roll it back, and
+		 * unlock the rest of it, which only this body names. */
+		rc = prim_abort(e, pri.p, txid);
+		if (rc == 0 && prim_finish(e, &r, pri.p, txid, 0) == 0)
+			prim_remove(e, pri.p, txid);
+		if (rc > 0)
+			rc = 0;
+		*pending_since = 0;
+		goto out;
+	}
+	if (state == 0) {
+		/* No record: as lock_settle says for a record object, the
+		 * primary's lock may still come within twice the budget. */
+		unsigned int b = tx_budget(txid);
+		uint64_t t = now_ms();
+		if (*pending_since == 0)
+			*pending_since = t;
+		if (t - *pending_since < 2 * (uint64_t)b) {
+			sleep_ms(t - *pending_since < 20 ? 1 : 10);
+			goto out;
+		}
+		rc = unlock_one(e, oid, txid);
+		goto out;
+	}
+	if (state == 'A' || r.n == 0) {
+		/* The one who rolled it back unlocks the rest, or the
+		 * objects' readers do. */
+		rc = unlock_one(e, oid, txid);
+		goto out;
+	}
+	/* C: finish all of it, then drop the record. */
+	rc = prim_finish(e, &r, pri.p, txid, 1);
+	if (rc == 0)
+		prim_remove(e, pri.p, txid);
+out:
+	rec_free(&r);
+	kt__buf_free(&pri);
+	return rc;
+}
+
+/* The state of the commit @p txid whose lock is on @p oid, as rec_read
+ * says it (and 'G' when @p oid no longer holds it, for a record on a
+ * primary). */
+static int lock_state(rad *e, const char *oid, const char *txid, char *state)
+{
+	if (is_onobj(txid))
+		return prim_read(e, oid, txid, state, NULL, NULL);
+	return rec_read(e, txid, state, NULL);
+}
+
 /* Settle the lock @p txid found on @p oid.  0: settled (or it is worth
  * reading again); <0 an error.  @p pending_since keeps, across calls for
  * the same object, when the record was first seen pending.  With
@@ -2073,6 +2389,8 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 
 	if (is_staged(txid))
 		return stage_settle(e, oid, txid, pending);
+	if (is_onobj(txid))
+		return prim_settle(e, oid, txid, pending_since, pending);
 	rc = rec_read(e, txid, &state, &r);
 	if (rc != 0) {
 		rec_free(&r);
@@ -2929,7 +3247,7 @@ static int validate_pending(rad *e, const kt__snap *s, int *changed)
 			;
 		if (j < nd)
 			continue;
-		if ((rc = rec_read(e, lk, &state, NULL)) != 0)
+		if ((rc = lock_state(e, s->v[i].oid, lk, &state)) != 0)
 			return rc;
 		if (state != 'P' && state != 'A')
 			*changed = 1;
@@ -3269,6 +3587,10 @@ static int catalog_add(rad *e, objw *cat)
 }
 
 /* One object: one guarded compound operation. */
+static void marks_fold(rad *e, const char *oid, rados_write_op_t op,
+		       struct pmark **taken);
+static void marks_back(rad *e, struct pmark *taken, int done);
+
 static int commit_one(rad *e, objw *o)
 {
 	rados_write_op_t op;
@@ -3284,8 +3606,11 @@ static int commit_one(rad *e, objw *o)
 					1);
 	}
 	objw_ops(op, o);
+	marks_fold(e, o->oid, op, &o->marks);
 	rc = wop_run(e, op, o->oid);
 	rados_release_write_op(op);
+	marks_back(e, o->marks, rc == 0);
+	o->marks = NULL;
 	if (rc == -ENOENT && o->saw == NULL) {
 		/* A blind write to an object that does not exist yet. */
 		op = rados_create_write_op();
@@ -3307,8 +3632,28 @@ static int commit_one(rad *e, objw *o)
 	return 0;
 }
 
+/* With a record on primary @p prim (NULL: the record has an object of
+ * its own), what the lock of @p o writes besides kt.lk: on the primary
+ * the record's @p body, on the others the primary's name. */
+static void lock_extra(rados_write_op_t op, const objw *o, const objw *prim,
+		       const char *txid, const kt__buf *body)
+{
+	char tn[128], dn[128];
+
+	if (prim == NULL)
+		return;
+	if (o == prim) {
+		pxa_names(tn, dn, sizeof(tn), txid);
+		rados_write_op_setxattr(op, dn, body->p, body->len);
+	} else {
+		rados_write_op_setxattr(op, PRIX, prim->oid,
+					strlen(prim->oid));
+	}
+}
+
 /* Step 2 of a commit over several objects: lock them all in parallel. */
-static int lock_all(rad *e, oset *s, const char *txid, const char **busy)
+static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
+		    const objw *prim, const kt__buf *body)
 {
 	size_t i;
 	int conflict = 0, err = 0;
@@ -3318,14 +3663,19 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy)
 		objw *o = &s->o[i];
 		o->op = rados_create_write_op();
 		guard_ops(o->op, e, o, must_make(o), txid);
+		lock_extra(o->op, o, prim, txid, body);
+		marks_fold(e, o->oid, o->op, &o->marks);
 		objw_send(e, o);
 	}
 	for (i = 0; i < s->n; i++) {
 		objw *o = &s->o[i];
 		objw_reap(o);
+		marks_back(e, o->marks, o->rc == 0);
+		o->marks = NULL;
 		if (o->rc == -ENOENT && o->saw == NULL) {
 			rados_write_op_t op = rados_create_write_op();
 			guard_ops(op, e, o, 1, txid);
+			lock_extra(op, o, prim, txid, body);
 			o->rc = wop_run(e, op, o->oid);
 			rados_release_write_op(op);
 		}
@@ -3373,8 +3723,140 @@ typedef struct fin {
 	int removing;           /* the record's removal is under way */
 	rados_completion_t rc;
 	rados_write_op_t rop;
-	kt__buf name;           /* the record's object */
+	kt__buf name;           /* the record's object, or the primary */
+	int onobj;              /* the record is on the primary, name */
+	size_t want;            /* applies to send */
+	int ready;              /* onobj: all applied; remove the record */
 } fin;
+
+/*
+ * A record kept on a primary (prim_*) is removed once every other object
+ * of its commit is applied.  A removal of its own would be a write to the
+ * primary after the call returned, which changes the object's version
+ * under this client's next reads of it (a create in the same directory
+ * reads the parent, the primary of the create before), and a commit
+ * guarded on such a read would run again.  So the removal rides with this
+ * client's next write to that object instead (its lock, or a commit on it
+ * alone), costing nothing; what has not gone that way by close, or once
+ * MARKS_MAX wait, is removed with operations of its own.  A client killed
+ * first leaves the record; kt_repair removes it (sweep_marks).
+ */
+#define MARKS_MAX 64
+#define MARKS_FOLD_MAX 8       /* removals added to one operation */
+
+typedef struct pmark {
+	struct pmark *next;
+	char txid[64];
+	char oid[];
+} pmark;
+
+static void marks_add(rad *e, const char *oid, const char *txid)
+{
+	size_t n = strlen(oid);
+	pmark *m = malloc(sizeof(*m) + n + 1);
+
+	if (m == NULL)
+		return; /* left for kt_repair */
+	memcpy(m->oid, oid, n + 1);
+	snprintf(m->txid, sizeof(m->txid), "%s", txid);
+	m->next = e->marks;
+	e->marks = m;
+	e->nmarks++;
+}
+
+static void prim_remove_op(rados_write_op_t op, const char *txid);
+
+/* Add to @p op, a write to @p oid, the removal of the finished records on
+ * it; *@p taken keeps them until marks_back. */
+static void marks_fold(rad *e, const char *oid, rados_write_op_t op,
+		       pmark **taken)
+{
+	pmark **pp, *m;
+	int n = 0;
+
+	*taken = NULL;
+	pthread_mutex_lock(&e->mu);
+	for (pp = &e->marks; (m = *pp) != NULL && n < MARKS_FOLD_MAX;) {
+		if (strcmp(m->oid, oid) != 0) {
+			pp = &m->next;
+			continue;
+		}
+		*pp = m->next;
+		e->nmarks--;
+		m->next = *taken;
+		*taken = m;
+		prim_remove_op(op, m->txid);
+		n++;
+	}
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* The operation marks_fold added @p taken to is over: @p done, they are
+ * gone; else they stay to be removed. */
+static void marks_back(rad *e, pmark *taken, int done)
+{
+	pmark *m;
+
+	while ((m = taken) != NULL) {
+		taken = m->next;
+		if (done) {
+			free(m);
+			continue;
+		}
+		pthread_mutex_lock(&e->mu);
+		m->next = e->marks;
+		e->marks = m;
+		e->nmarks++;
+		pthread_mutex_unlock(&e->mu);
+	}
+}
+
+/* Remove every finished record still on its primary, in parallel. */
+static void marks_flush(rad *e)
+{
+	pmark *all, *m;
+	size_t n = 0, i;
+	rados_completion_t *c;
+	rados_write_op_t *op;
+
+	pthread_mutex_lock(&e->mu);
+	all = e->marks;
+	e->marks = NULL;
+	n = e->nmarks;
+	e->nmarks = 0;
+	pthread_mutex_unlock(&e->mu);
+	c = calloc(n ? n : 1, sizeof(*c));
+	op = calloc(n ? n : 1, sizeof(*op));
+	for (m = all, i = 0; m != NULL && c != NULL && op != NULL && i < n;
+	     m = m->next, i++) {
+		if ((op[i] = rados_create_write_op()) == NULL)
+			continue;
+		prim_remove_op(op[i], m->txid);
+		if (rados_aio_create_completion2(NULL, NULL, &c[i]) != 0) {
+			c[i] = NULL;
+			continue;
+		}
+		if (rados_aio_write_op_operate(op[i], e->io, c[i], m->oid,
+					       NULL, 0) != 0) {
+			rados_aio_release(c[i]);
+			c[i] = NULL;
+		}
+	}
+	for (i = 0; c != NULL && op != NULL && i < n; i++) {
+		if (c[i] != NULL) {
+			rados_aio_wait_for_complete(c[i]);
+			rados_aio_release(c[i]);
+		}
+		if (op[i] != NULL)
+			rados_release_write_op(op[i]);
+	}
+	free(c);
+	free(op);
+	while ((m = all) != NULL) {
+		all = m->next;
+		free(m);
+	}
+}
 
 static void fin_done(rados_completion_t c, void *arg)
 {
@@ -3421,7 +3903,7 @@ static int fin_step(rad *e, fin *f, int wait)
 	size_t i;
 
 	if (!f->removing) {
-		int ok = f->sent == f->n;
+		int ok = f->sent == f->want;
 		if (!fin_has(f, f->sent, wait))
 			return 0;
 		for (i = 0; i < f->n; i++) {
@@ -3436,6 +3918,10 @@ static int fin_step(rad *e, fin *f, int wait)
 		 * the next reader rolls it forward, and removes it. */
 		if (!ok)
 			return 1;
+		if (f->onobj) {
+			f->ready = 1; /* removed with a later write (marks_*) */
+			return 1;
+		}
 		f->removing = 1;
 		f->rop = rados_create_write_op();
 		if (f->rop == NULL ||
@@ -3461,6 +3947,8 @@ static void fin_reap(rad *e, int wait)
 		if (fin_step(e, f, wait || e->nfins > FIN_MAX)) {
 			*pp = f->next;
 			e->nfins--;
+			if (f->ready)
+				marks_add(e, f->name.p, f->txid);
 			f->next = done;
 			done = f;
 		} else {
@@ -3475,8 +3963,11 @@ static void fin_reap(rad *e, int wait)
 }
 
 /* Send step 4 of commit @p txid, whose record is @p name, and keep it in
- * flight.  Nothing to report: the commit stands either way. */
-static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name)
+ * flight.  Nothing to report: the commit stands either way.  With
+ * @p prim, the record is on that object, already applied: the others
+ * are, and then the record is removed from it. */
+static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name,
+		      const objw *prim)
 {
 	fin *f = calloc(1, sizeof(*f));
 	size_t i;
@@ -3495,7 +3986,11 @@ static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name)
 	}
 	snprintf(f->txid, sizeof(f->txid), "%s", txid);
 	f->n = s->n;
+	f->onobj = prim != NULL;
+	f->want = s->n - (prim != NULL);
 	for (i = 0; i < s->n; i++) {
+		if (&s->o[i] == prim)
+			continue;
 		if ((f->op[i] = rados_create_write_op()) == NULL)
 			continue;
 		objw_finish_op(f->op[i], &s->o[i], txid, 1);
@@ -3542,6 +4037,8 @@ static void rw_send(rad *e, rwrite *w, rados_write_op_t op, const char *name,
 							    w->cc, cat->oid,
 							    NULL, 0);
 	}
+	if (op == NULL)
+		return; /* the record goes with the primary's lock */
 	w->rc = rados_aio_create_completion2(NULL, NULL, &w->c);
 	if (w->rc == 0)
 		w->rc = rados_aio_write_op_operate(op, e->io, w->c, name, NULL,
@@ -3551,7 +4048,7 @@ static void rw_send(rad *e, rwrite *w, rados_write_op_t op, const char *name,
 /* 0: the record and the catalog entries are in; else an error. */
 static int rw_wait(rad *e, rwrite *w, const char *name, objw *cat)
 {
-	if (w->rc == 0) {
+	if (w->rc == 0 && w->c != NULL) {
 		rados_aio_wait_for_complete(w->c);
 		w->rc = rados_aio_get_return_value(w->c);
 	}
@@ -3610,12 +4107,70 @@ static unsigned int commit_budget(rad *e, size_t nobj, size_t len)
 void (*kt__rados_test_pending)(void);
 int kt__rados_test_layout;
 
+/* The object of @p s that keeps the commit's record (layout 3), or NULL
+ * when the record gets an object of its own.  Best an id shard: every
+ * create, rename and delete writes one, this client's creates write the
+ * same one for 1024 ids, and none reads it first, so the record's removal
+ * rides with this client's next lock of it (marks_fold) and changes no
+ * version another read of this client depends on.  Else one that exists
+ * already and is written.  Never the catalog (its lock has a scope, and
+ * every new partition writes it) nor a stripe of blocks. */
+static const objw *pick_primary(const rad *e, const oset *s, size_t len)
+{
+	const objw *best = NULL;
+	size_t i;
+	int score, bs = -1;
+
+	if (e->layout < 3 || len > ONOBJ_MAX_BYTES || s->n > ONOBJ_MAX_OBJECTS)
+		return NULL;
+	for (i = 0; i < s->n; i++) {
+		const objw *o = &s->o[i];
+		if (o->scope.len > 0 || oid_is_stripe(e, o->oid) ||
+		    strcmp(o->oid + e->treelen, "!cat") == 0)
+			continue;
+		score = is_idshard(o->part) && o->nw > 0
+				? 4
+				: (o->saw != NULL && o->saw->exists) * 2 +
+					  (o->nw > 0);
+		if (score > bs) {
+			bs = score;
+			best = o;
+		}
+	}
+	return best;
+}
+
+/* The commit point of a commit whose record is on @p prim: apply its
+ * writes and unlock it, guarded on its lock.  0 done, 1 rolled back
+ * meanwhile, <0 unknown. */
+static int prim_commit(rad *e, const objw *prim, const char *txid)
+{
+	char tn[128], dn[128];
+	rados_write_op_t op = rados_create_write_op();
+	int rc;
+
+	if (op == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	pxa_names(tn, dn, sizeof(tn), txid);
+	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
+				strlen(txid));
+	objw_ops(op, prim);
+	rados_write_op_setxattr(op, LK, FREE, 1);
+	rados_write_op_setxattr(op, tn, "C", 1);
+	rc = wop_run(e, op, prim->oid);
+	rados_release_write_op(op);
+	if (rc == -ECANCELED || rc == -ENOENT)
+		return 1;
+	return rc < 0 ? rerr(rc, "committing at", prim->oid) : 0;
+}
+
 static int commit_many(rad *e, oset *s, objw *cat)
 {
 	char txid[80];
 	kt__buf name = {0}, body = {0};
-	rados_write_op_t op;
+	rados_write_op_t op = NULL;
 	const char *busy = NULL;
+	const objw *prim;
 	unsigned int budget;
 	uint64_t seq, t0;
 	rwrite w;
@@ -3627,10 +4182,15 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	if ((rc = record_body(&body, s->o, s->n)) != 0)
 		goto out;
 	budget = commit_budget(e, s->n, body.len);
-	snprintf(txid, sizeof(txid), "%" PRIx64 ".%" PRIx64 ".%" PRIx64 ".%x",
-		 e->inst, (uint64_t)getpid(), seq, budget);
-	if ((rc = name_of(&name, e, "!tx.")) != 0 ||
-	    (rc = kt__buf_add(&name, txid, strlen(txid))) != 0)
+	prim = pick_primary(e, s, body.len);
+	snprintf(txid, sizeof(txid),
+		 "%" PRIx64 ".%" PRIx64 ".%" PRIx64 ".%x%s", e->inst,
+		 (uint64_t)getpid(), seq, budget, prim != NULL ? ".o" : "");
+	if (prim != NULL)
+		rc = kt__buf_set(&name, prim->oid, strlen(prim->oid));
+	else if ((rc = name_of(&name, e, "!tx.")) == 0)
+		rc = kt__buf_add(&name, txid, strlen(txid));
+	if (rc != 0)
 		goto out;
 	/* 1 and 2 together: the record, pending, with new catalog entries
 	 * (they only need to be in before the commit point), and the
@@ -3638,16 +4198,19 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	 * waits (lock_settle); the record must therefore be in within the
 	 * budget the id names, or the commit gives up: after twice that a
 	 * reader may take a lock without a record for one that never will
-	 * have one. */
+	 * have one.  A record on a primary goes with its lock. */
 	t0 = now_ms();
-	op = rados_create_write_op();
-	rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-	rados_write_op_setxattr(op, STX, "P", 1);
-	rados_write_op_write_full(op, body.p, body.len);
+	if (prim == NULL) {
+		op = rados_create_write_op();
+		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+		rados_write_op_setxattr(op, STX, "P", 1);
+		rados_write_op_write_full(op, body.p, body.len);
+	}
 	rw_send(e, &w, op, name.p, cat);
-	rc = lock_all(e, s, txid, &busy);
+	rc = lock_all(e, s, txid, &busy, prim, &body);
 	rrc = rw_wait(e, &w, name.p, cat);
-	rados_release_write_op(op);
+	if (op != NULL)
+		rados_release_write_op(op);
 	if (rrc != 0) {
 		/* No record, or no catalog entries: undo the locks.  A
 		 * record that did get written is rolled back below. */
@@ -3673,7 +4236,8 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		kt__rados_test_pending();
 	if (rc == 0) {
 		/* 3. The commit point. */
-		rc2 = rec_flip(e, txid, 'C');
+		rc2 = prim != NULL ? prim_commit(e, prim, txid)
+				   : rec_flip(e, txid, 'C');
 		if (rc2 < 0) {
 			/* Whether it committed is unknown; whoever meets
 			 * its locks next settles it from the record. */
@@ -3682,7 +4246,7 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		}
 		if (rc2 == 0) {
 			/* 4. Apply and unlock, in the background (fin_*). */
-			fin_start(e, s, txid, &name);
+			fin_start(e, s, txid, &name, prim);
 			rc = 0;
 			goto out;
 		}
@@ -3690,13 +4254,23 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		rc = KT__ERETRY;
 	}
 	/* Abort: make sure no one can commit it, then unlock. */
-	rc2 = rec_flip(e, txid, 'A');
-	if (rc2 < 0) {
-		rc = rc2;
-		goto out;
+	if (prim != NULL) {
+		rc2 = prim->locked ? prim_abort(e, prim->oid, txid) : 1;
+		if (rc2 < 0) {
+			rc = rc2;
+			goto out;
+		}
+		if (finish_all(e, s->o, s->n, txid, 0, 1) == 0 && prim->locked)
+			prim_remove(e, prim->oid, txid);
+	} else {
+		rc2 = rec_flip(e, txid, 'A');
+		if (rc2 < 0) {
+			rc = rc2;
+			goto out;
+		}
+		if (finish_all(e, s->o, s->n, txid, 0, 0) == 0)
+			rec_remove(e, txid);
 	}
-	if (finish_all(e, s->o, s->n, txid, 0, 0) == 0)
-		rec_remove(e, txid);
 	if (rc == KT__ERETRY && busy != NULL && (rc2 = wait_free(e, busy)) != 0)
 		rc = rc2;
 out:
@@ -4542,6 +5116,8 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	 * their own before a one-object commit, alongside the record of a
 	 * commit over several.  (omap_set of a key twice is fine.) */
 	fin_reap(e, 0);
+	if (e->nmarks > MARKS_MAX)
+		marks_flush(e);
 	if (rc == 0 && pre.nw > 0 && s.n == 1)
 		rc = catalog_add(e, &pre);
 	if (rc == 0)
@@ -5699,6 +6275,13 @@ static void rad_close(kt__rows *r)
 	}
 	fin_reap(e, 1);
 	if (e->io != NULL)
+		marks_flush(e);
+	while (e->marks != NULL) {
+		pmark *m = e->marks;
+		e->marks = m->next;
+		free(m);
+	}
+	if (e->io != NULL)
 		rados_ioctx_destroy(e->io);
 	if (e->cl != NULL)
 		rados_shutdown(e->cl);
@@ -6141,7 +6724,7 @@ static int sweep_locks_recheck(rad *e, kt__buf *found, uint64_t *wait)
 		at = (size_t)(txid - found->p) + strlen(txid) + 1;
 		if ((rc = lock_of(e, oid, lock, sizeof(lock))) != 0 ||
 		    strcmp(lock, txid) != 0 ||
-		    (rc = rec_read(e, txid, &state, NULL)) != 0 || state != 0)
+		    (rc = lock_state(e, oid, txid, &state)) != 0 || state != 0)
 			continue;
 		if (!is_staged(txid) && 2 * (uint64_t)tx_budget(txid) > *wait)
 			*wait = 2 * (uint64_t)tx_budget(txid);
@@ -6211,9 +6794,16 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 			if (rc != 0 || lock[0] == '\0' ||
 			    strcmp(lock, FREE) == 0)
 				continue;
-			if ((rc = rec_read(e, lock, &state, NULL)) != 0 ||
-			    state != 0)
+			if ((rc = lock_state(e, oid, lock, &state)) != 0 ||
+			    state == 'G')
 				continue;
+			/* A record on a primary is no object for
+			 * sweep_records to find: settle its locks here. */
+			if (state != 0) {
+				if (is_onobj(lock))
+					rc = wait_free(e, oid);
+				continue;
+			}
 			b = is_staged(lock) ? 0 : tx_budget(lock);
 			if (2 * (uint64_t)b > wait)
 				wait = 2 * (uint64_t)b;
@@ -6255,7 +6845,7 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 			break;
 		if (strcmp(lock, txid) != 0)
 			continue; /* settled meanwhile */
-		if ((rc = rec_read(e, txid, &state, NULL)) != 0)
+		if ((rc = lock_state(e, oid, txid, &state)) != 0)
 			break;
 		if (state != 0)
 			continue;
