@@ -1067,6 +1067,136 @@ static void test_rows__read_past_pending(void **state)
 #endif
 }
 
+#ifdef KT_HAVE_RADOS
+static int sweep_note(const char *what, void *arg)
+{
+	(void)what;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Two puts in one commit. */
+static void b_put_one(kt__rows *r, kt__slice p1, kt__slice k1, kt__slice v1,
+		      kt__slice p2, kt__slice k2, kt__slice v2)
+{
+	batch b = {0};
+
+	b_put(&b, p1, k1, v1);
+	b_put(&b, p2, k2, v2);
+	expect_rc(b_commit(r, &b, NULL), 0);
+}
+
+/* p/a=2 and q/x=10 in one commit over two objects. */
+static void put_two(kt__rows *r)
+{
+	batch b = {0};
+
+	b_put(&b, L("p"), L("a"), L("2"));
+	b_put(&b, L("q"), L("x"), L("10"));
+	expect_rc(b_commit(r, &b, NULL), 0);
+}
+#endif
+
+/* RADOS: in a tree of layout 3 a commit over a few objects keeps its
+ * record on one of them; in a tree of layout 2 it writes a record object
+ * as before, and readers still read past it while it is pending. */
+static void test_rows__record_kinds(void **state)
+{
+#ifdef KT_HAVE_RADOS
+	fixture *f = *state;
+	held_commit h = {NULL, 0, -1};
+	unsigned long n0;
+	kt__snap *s;
+	pthread_t t;
+	char *d;
+
+	if (strcmp(engine_now->name, "rados") != 0)
+		skip();
+	n0 = kt__rados_test_onobj;
+	put(f->r, L("p"), L("a"), L("1"));
+	put_two(f->r);
+	assert_true(kt__rados_test_onobj == n0 + 1);
+
+	engine_close(f);
+	strcat(f->store, "-v2");
+	kt__rados_test_layout = 2;
+	assert_int_equal(engine_open(f), 0);
+	kt__rados_test_layout = 0;
+	assert_int_equal(kt__rados_layout(f->r), 2);
+	n0 = kt__rados_test_onobj;
+	h.r = f->r;
+	hold_start(&h, &t);
+	s = snap_take(f->r);
+	assert_get(f->r, s, L("p"), L("a"), "=1");
+	assert_get(f->r, s, L("q"), L("x"), "=9");
+	expect_rc(f->r->ops->validate(f->r, s), 0);
+	f->r->ops->snapshot_free(f->r, s);
+	hold_release();
+	assert_int_equal(pthread_join(t, NULL), 0);
+	kt__rados_test_pending = NULL;
+	expect_rc(h.rc, 0);
+	assert_true(kt__rados_test_onobj == n0);
+	d = dump(f->r);
+	assert_string_equal(d, "p/a=2 q/x=10");
+	free(d);
+	/* Reopened, the tree keeps its layout. */
+	engine_close(f);
+	assert_int_equal(engine_open(f), 0);
+	assert_int_equal(kt__rados_layout(f->r), 2);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+/* RADOS: a client killed right after the commit point of a commit whose
+ * record is on one of its objects leaves the others locked: the next
+ * reader rolls them forward from that record, and the record goes.  One
+ * killed after its commits were applied leaves only their records, which
+ * kt_repair's sweep removes (and then has nothing more to say). */
+static void test_rows__record_on_object_left(void **state)
+{
+#ifdef KT_HAVE_RADOS
+	fixture *f = *state;
+	size_t swept = 0;
+	int notes = 0;
+	char *d;
+
+	if (strcmp(engine_now->name, "rados") != 0)
+		skip();
+	put(f->r, L("p"), L("a"), L("1"));
+	put(f->r, L("q"), L("x"), L("9"));
+	kt__rados_test_stop_after_commit = 1;
+	put_two(f->r);
+	engine_close(f);
+	kt__rados_test_stop_after_commit = 0;
+	assert_int_equal(engine_open(f), 0);
+	assert_get(f->r, NULL, L("q"), L("x"), "=10");
+	assert_get(f->r, NULL, L("p"), L("a"), "=2");
+	expect_rc(kt__rados_sweep(f->r, sweep_note, &notes, &swept), 0);
+	assert_int_equal((int)swept, 0);
+
+	/* Applied, but the client gone before the records' removal. */
+	put_two(f->r);
+	b_put_one(f->r, L("p"), L("b"), L("3"), L("q"), L("y"), L("4"));
+	kt__rados_test_stop_after_commit = 1;
+	engine_close(f);
+	kt__rados_test_stop_after_commit = 0;
+	assert_int_equal(engine_open(f), 0);
+	expect_rc(kt__rados_sweep(f->r, sweep_note, &notes, &swept), 0);
+	assert_true(swept >= 1);
+	assert_int_equal(notes, (int)swept);
+	expect_rc(kt__rados_sweep(f->r, sweep_note, &notes, &swept), 0);
+	assert_int_equal((int)swept, 0);
+	d = dump(f->r);
+	assert_string_equal(d, "p/a=2 p/b=3 q/x=10 q/y=4");
+	free(d);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* RADOS: a commit guarded on a prefix scan (a rename, a recursive
  * delete) locks the catalog while it is pending; a new partition outside
  * the scanned prefix still gets its catalog entry at once, so creates
@@ -1887,6 +2017,8 @@ int main(int argc, char **argv)
 		T(test_rows__cursor_on_snapshot),
 		T(test_rows__validate),
 		T(test_rows__read_past_pending),
+		T(test_rows__record_kinds),
+		T(test_rows__record_on_object_left),
 		T(test_rows__catalog_past_pending),
 		T(test_rows__batch_together_in_order),
 		T(test_rows__commit_order_numbers),

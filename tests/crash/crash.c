@@ -447,7 +447,7 @@ static void names_free(char **v)
 	X(create) X(conf_read_file) X(connect) X(shutdown) \
 	X(ioctx_create) X(ioctx_destroy) X(ioctx_set_namespace) \
 	X(nobjects_list_open) X(nobjects_list_next) X(nobjects_list_close) \
-	X(getxattr)
+	X(getxattr) X(getxattrs) X(getxattrs_next) X(getxattrs_end)
 
 static struct {
 #define X(n) __typeof__(rados_##n) *n;
@@ -569,7 +569,7 @@ static int tree_drop(const where *w, const char *loc)
 	kt_store *st = NULL;
 	char **v = NULL;
 	size_t i, tl = strlen(w->tree), fixed = 0;
-	unsigned records = 0, locked = 0;
+	unsigned records = 0, locked = 0, kept = 0;
 	int rc;
 
 	co.on_violation = swept_note;
@@ -594,15 +594,31 @@ static int tree_drop(const where *w, const char *loc)
 		char lk[64];
 		int n = rl.getxattr(rl.io, v[i], "kt.lk", lk, sizeof(lk));
 
+		rados_xattrs_iter_t xi;
+		const char *xn, *xv;
+		size_t xl;
+
 		locked += n > 0 && !(n == 1 && lk[0] == '-');
 		records += strncmp(v[i] + tl, "!tx.", 4) == 0;
+		/* A record kept on one of the commit's objects (FORMAT.md
+		 * §14): its state and body, and the other objects'
+		 * pointer to it. */
+		if (rl.getxattrs(rl.io, v[i], &xi) < 0)
+			continue;
+		while (rl.getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
+		       xn != NULL)
+			kept += strncmp(xn, "kt.t.", 5) == 0 ||
+				strncmp(xn, "kt.d.", 5) == 0 ||
+				strcmp(xn, "kt.pri") == 0;
+		rl.getxattrs_end(xi);
 	}
 	names_free(v);
 	fprintf(stderr,
 		"crash: tree %s: %zu objects, %u of them commit records "
-		"after the repair, %u still locked\n",
-		w->tree, i, records, locked);
-	if (records != 0 || locked != 0) {
+		"after the repair, %u records kept on objects, %u still "
+		"locked\n",
+		w->tree, i, records, kept, locked);
+	if (records != 0 || locked != 0 || kept != 0) {
 		fprintf(stderr, "crash: FAILED: kt_repair left commit records "
 			"or locks\n");
 		return -1;

@@ -314,6 +314,14 @@ extern void (*kt__rados_test_staged)(void);
  * kt__rados_open makes from now on; 0, the current one. */
 extern int kt__rados_test_layout;
 
+/* For tests: how many commits so far kept their record on one of their
+ * own objects (layout 3); when kt__rados_test_stop_after_commit is set,
+ * a commit over several objects returns at its commit point, applying
+ * nothing more, and a closing handle leaves the records of its finished
+ * commits on their objects: as if its client were killed there. */
+extern unsigned long kt__rados_test_onobj;
+extern int kt__rados_test_stop_after_commit;
+
 /* The layout of the tree @p r (a RADOS handle) is in. */
 int kt__rados_layout(kt__rows *r);
 

@@ -4106,6 +4106,8 @@ static unsigned int commit_budget(rad *e, size_t nobj, size_t len)
 
 void (*kt__rados_test_pending)(void);
 int kt__rados_test_layout;
+unsigned long kt__rados_test_onobj;
+int kt__rados_test_stop_after_commit;
 
 /* The object of @p s that keeps the commit's record (layout 3), or NULL
  * when the record gets an object of its own.  Best an id shard: every
@@ -4242,6 +4244,13 @@ static int commit_many(rad *e, oset *s, objw *cat)
 			/* Whether it committed is unknown; whoever meets
 			 * its locks next settles it from the record. */
 			rc = rc2;
+			goto out;
+		}
+		if (rc2 == 0 && prim != NULL)
+			__atomic_add_fetch(&kt__rados_test_onobj, 1,
+					   __ATOMIC_RELAXED);
+		if (rc2 == 0 && kt__rados_test_stop_after_commit) {
+			rc = 0;
 			goto out;
 		}
 		if (rc2 == 0) {
@@ -6274,7 +6283,7 @@ static void rad_close(kt__rows *r)
 		sent_reap(e, 1);
 	}
 	fin_reap(e, 1);
-	if (e->io != NULL)
+	if (e->io != NULL && !kt__rados_test_stop_after_commit)
 		marks_flush(e);
 	while (e->marks != NULL) {
 		pmark *m = e->marks;
@@ -6656,23 +6665,32 @@ static int lkread_send(rad *e, lkread *r, const char *oid)
 	return 0;
 }
 
-static int lkread_take(lkread *r, char *lock, size_t cap)
+/* With @p marked, whether the object keeps a commit's record as its
+ * primary (kt.t.ID or kt.d.ID). */
+static int lkread_take(lkread *r, char *lock, size_t cap, int *marked)
 {
 	const char *xn, *xv, *oid = r->oid;
 	size_t xl;
 	int rc = 0;
 
 	lock[0] = '\0';
+	if (marked != NULL)
+		*marked = 0;
 	if (r->c != NULL) {
 		rados_aio_wait_for_complete(r->c);
 		rc = rados_aio_get_return_value(r->c);
 	}
 	while (rc == 0 && r->xi != NULL &&
-	       rados_getxattrs_next(r->xi, &xn, &xv, &xl) == 0 && xn != NULL)
+	       rados_getxattrs_next(r->xi, &xn, &xv, &xl) == 0 && xn != NULL) {
 		if (strcmp(xn, LK) == 0 && xl < cap) {
 			memcpy(lock, xv, xl);
 			lock[xl] = '\0';
 		}
+		if (marked != NULL &&
+		    (strncmp(xn, PRI_STATE, strlen(PRI_STATE)) == 0 ||
+		     strncmp(xn, PRI_BODY, strlen(PRI_BODY)) == 0))
+			*marked = 1;
+	}
 	if (r->xi != NULL)
 		rados_getxattrs_end(r->xi);
 	if (r->c != NULL)
@@ -6691,10 +6709,119 @@ static int lock_of(rad *e, const char *oid, char *lock, size_t cap)
 	int rc = lkread_send(e, &r, oid);
 
 	if (rc != 0) {
-		(void)lkread_take(&r, lock, cap);
+		(void)lkread_take(&r, lock, cap, NULL);
 		return rc;
 	}
-	return lkread_take(&r, lock, cap);
+	return lkread_take(&r, lock, cap, NULL);
+}
+
+/*
+ * Records left on primaries (prim_*): a client killed after its commit
+ * point but before its next write to the primary leaves kt.t.ID and
+ * kt.d.ID there, which nothing else would remove.  For each: a commit
+ * rolled back (A) has nothing left to do; a committed one (C) has its
+ * other objects finished first, from the body, if any is still locked by
+ * it; then the record goes.  A primary still locked by the commit is
+ * left to its writer (sweep_locks settles such locks first).
+ */
+static int sweep_marks_one(rad *e, const char *oid,
+			   int (*note)(const char *, void *), void *arg,
+			   size_t *nswept)
+{
+	rados_read_op_t op = rados_create_read_op();
+	rados_completion_t c = NULL;
+	rados_xattrs_iter_t xi = NULL;
+	kt__buf ids = {0};
+	char lock[128] = "";
+	size_t at;
+	int srv = 0, rc, brc = 0;
+
+	if (op == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	rados_read_op_getxattrs(op, &xi, &srv);
+	rc = rados_aio_create_completion2(NULL, NULL, &c);
+	if (rc == 0)
+		rc = rados_aio_read_op_operate(op, e->io, c, oid, 0);
+	if (rc == 0) {
+		rados_aio_wait_for_complete(c);
+		rc = rados_aio_get_return_value(c);
+	}
+	if (rc == 0 && xi != NULL) {
+		const char *xn, *xv;
+		size_t xl, pl = strlen(PRI_STATE);
+		while (brc == 0 &&
+		       rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
+		       xn != NULL) {
+			if (strcmp(xn, LK) == 0 && xl < sizeof(lock)) {
+				memcpy(lock, xv, xl);
+				lock[xl] = '\0';
+			}
+			/* Each id once: by its state, or its body alone. */
+			if (strncmp(xn, PRI_STATE, pl) == 0 ||
+			    strncmp(xn, PRI_BODY, pl) == 0) {
+				const char *id = xn + pl;
+				int dup = 0;
+				for (at = 0; at < ids.len;
+				     at += strlen(ids.p + at) + 1)
+					dup |= strcmp(ids.p + at, id) == 0;
+				if (!dup && strlen(id) < 64)
+					brc = kt__buf_add(&ids, id,
+							  strlen(id) + 1);
+			}
+		}
+	}
+	if (xi != NULL)
+		rados_getxattrs_end(xi);
+	if (c != NULL)
+		rados_aio_release(c);
+	rados_release_read_op(op);
+	if (rc == -ENOENT)
+		rc = 0;
+	else if (rc < 0)
+		rc = rerr(rc, "reading", oid);
+	if (rc == 0)
+		rc = brc;
+	for (at = 0; rc == 0 && at < ids.len; at += strlen(ids.p + at) + 1) {
+		const char *id = ids.p + at;
+		rec r = {0};
+		pxa x;
+		size_t i;
+		char msg[300], other[128];
+		if (strcmp(lock, id) == 0)
+			continue;
+		if ((rc = pxa_read(e, oid, id, &x)) != 0)
+			break;
+		if (strcmp(x.lock, id) == 0 || (x.t != 'C' && x.t != 'A')) {
+			pxa_free(&x); /* pending (locked meanwhile) */
+			continue;
+		}
+		if (x.t == 'C' && x.has_d) {
+			r.body = x.d;
+			memset(&x.d, 0, sizeof(x.d));
+			rc = rec_parse(&r, e, oid);
+			for (i = 0; rc == 0 && i < r.n; i++) {
+				if (strcmp(r.o[i].oid, oid) == 0)
+					continue;
+				rc = lock_of(e, r.o[i].oid, other,
+					     sizeof(other));
+				if (rc == 0 && strcmp(other, id) == 0)
+					rc = wait_free(e, r.o[i].oid);
+			}
+		}
+		pxa_free(&x);
+		rec_free(&r);
+		if (rc != 0)
+			break;
+		prim_remove(e, oid, id);
+		(*nswept)++;
+		snprintf(msg, sizeof(msg),
+			 "object %.120s kept the record of commit %.80s, "
+			 "which was over: removed", oid, id);
+		if (note != NULL)
+			(void)note(msg, arg);
+	}
+	kt__buf_free(&ids);
+	return rc;
 }
 
 /* Locks whose commit has no record.  A writer sends its record with its
@@ -6740,7 +6867,7 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 		       size_t *nswept)
 {
 	rados_list_ctx_t ls = NULL;
-	kt__buf objs = {0}, found = {0};
+	kt__buf objs = {0}, found = {0}, marked = {0};
 	const char *ent, *key, *ns;
 	size_t elen, klen, nslen, at, nfound = 0;
 	char lock[128];
@@ -6775,7 +6902,7 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 			const char *oid;
 			char state = 0;
 			unsigned int b;
-			int trc;
+			int trc, mk = 0;
 			while (rc == 0 && head - tail < LOCK_WINDOW &&
 			       send_at < objs.len) {
 				rc = lkread_send(e, &win[head % LOCK_WINDOW],
@@ -6787,10 +6914,12 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 				break;
 			oid = win[tail % LOCK_WINDOW].oid;
 			trc = lkread_take(&win[tail % LOCK_WINDOW], lock,
-					  sizeof(lock));
+					  sizeof(lock), &mk);
 			tail++;
 			if (rc == 0)
 				rc = trc;
+			if (rc == 0 && mk)
+				rc = kt__buf_add(&marked, oid, strlen(oid) + 1);
 			if (rc != 0 || lock[0] == '\0' ||
 			    strcmp(lock, FREE) == 0)
 				continue;
@@ -6817,7 +6946,7 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 	kt__buf_free(&objs);
 	if (rc != 0 || nfound == 0) {
 		kt__buf_free(&found);
-		return rc;
+		goto marks;
 	}
 	/* A live commit's record arrives within moments of its locks: look
 	 * again after a lease, and wait out the budgets of the locks still
@@ -6867,6 +6996,11 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 		}
 	}
 	kt__buf_free(&found);
+marks:
+	for (at = 0; rc == 0 && at < marked.len;
+	     at += strlen(marked.p + at) + 1)
+		rc = sweep_marks_one(e, marked.p + at, note, arg, nswept);
+	kt__buf_free(&marked);
 	return rc;
 }
 
