@@ -1542,8 +1542,8 @@ KT_EXTERN int kt_check(size_t *nviolations, kt_store *store,
  * removes it.  On RADOS it first finishes and removes the commit records
  * that killed clients left behind (docs/FORMAT.md §14), each counted and
  * reported as a repair ("commit record ID (committed, rolled forward)
- * finished and removed", "object ... kept the record of commit ...,
- * which was over: removed"); when one is still pending it waits one
+ * finished and removed", or "commit ID (...), whose record is on one
+ * of its objects, finished"); when one is still pending it waits one
  * lease (3 s by default) and then rolls it back.
  * @param nfixed  receives the number of repairs (may be NULL)
  * @param opts    callbacks, or NULL for none; on_progress must be NULL

@@ -320,6 +320,8 @@ extern int kt__rados_test_layout;
  * nothing more, and a closing handle leaves the records of its finished
  * commits on their objects: as if its client were killed there. */
 extern unsigned long kt__rados_test_onobj;
+/* For tests: records on objects kt__rados_sweep removed so far. */
+extern unsigned long kt__rados_test_marks_swept;
 extern int kt__rados_test_stop_after_commit;
 
 /* The layout of the tree @p r (a RADOS handle) is in. */

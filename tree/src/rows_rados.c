@@ -1161,6 +1161,7 @@ static int oread_do(rad *e, kt__snap *s, const char *oid, const oreq *q,
 		    oread *out)
 {
 	uint64_t since = 0;
+	char since_lk[sizeof(out->lock)] = "";
 	int rc, pending = 0;
 
 	for (;;) {
@@ -1169,6 +1170,14 @@ static int oread_do(rad *e, kt__snap *s, const char *oid, const oreq *q,
 		if (!out->exists || out->lock[0] == '\0' ||
 		    strcmp(out->lock, FREE) == 0)
 			break;
+		/* The time a lock was first seen is that lock's: another
+		 * commit's lock met next starts its own wait (else a live
+		 * commit whose record is still on its way would be undone
+		 * at once, after a dead one's wait). */
+		if (strcmp(out->lock, since_lk) != 0) {
+			since = 0;
+			memcpy(since_lk, out->lock, sizeof(since_lk));
+		}
 		if ((rc = lock_settle(e, oid, out->lock, &since,
 				      s != NULL ? &pending : NULL)) != 0)
 			return rc;
@@ -2099,6 +2108,7 @@ static int stage_settle(rad *e, const char *oid, const char *txid,
  * object (lock_settle), read through kt.pri.
  */
 #define ONOBJ_MAX_BYTES 32768  /* larger records get an object of their own */
+#define ONOBJ_SHARED_MAX_BYTES 4096 /* on an object other clients read */
 #define ONOBJ_MAX_OBJECTS 64
 
 /* What prim_read needs of one object's xattrs. */
@@ -2346,18 +2356,27 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 			goto out;
 		}
 		rc = unlock_one(e, oid, txid);
+		*pending_since = 0;
 		goto out;
 	}
-	if (state == 'A' || r.n == 0) {
+	if (state == 'A') {
 		/* The one who rolled it back unlocks the rest, or the
 		 * objects' readers do. */
 		rc = unlock_one(e, oid, txid);
+		*pending_since = 0;
+		goto out;
+	}
+	if (r.n == 0) {
+		rc = kt__err(KT_ECORRUPT, "ceph: commit %s is committed but "
+			     "its record on object '%s' has no writes", txid,
+			     pri.p);
 		goto out;
 	}
 	/* C: finish all of it, then drop the record. */
 	rc = prim_finish(e, &r, pri.p, txid, 1);
 	if (rc == 0)
 		prim_remove(e, pri.p, txid);
+	*pending_since = 0;
 out:
 	rec_free(&r);
 	kt__buf_free(&pri);
@@ -2441,6 +2460,7 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 		memset(&one, 0, sizeof(one));
 		one.oid = (char *)oid;
 		rc = finish_all(e, &one, 1, txid, 0, 0);
+		*pending_since = 0;
 		return rc;
 	}
 	/* C or A: finish the whole commit, then drop its record. */
@@ -2448,6 +2468,7 @@ static int lock_settle(rad *e, const char *oid, const char *txid,
 	if (rc == 0)
 		rec_remove(e, txid);
 	rec_free(&r);
+	*pending_since = 0;
 	return rc;
 }
 
@@ -4107,6 +4128,7 @@ static unsigned int commit_budget(rad *e, size_t nobj, size_t len)
 void (*kt__rados_test_pending)(void);
 int kt__rados_test_layout;
 unsigned long kt__rados_test_onobj;
+unsigned long kt__rados_test_marks_swept;
 int kt__rados_test_stop_after_commit;
 
 /* The object of @p s that keeps the commit's record (layout 3), or NULL
@@ -4129,6 +4151,11 @@ static const objw *pick_primary(const rad *e, const oset *s, size_t len)
 		const objw *o = &s->o[i];
 		if (o->scope.len > 0 || oid_is_stripe(e, o->oid) ||
 		    strcmp(o->oid + e->treelen, "!cat") == 0)
+			continue;
+		/* Any other object is read by others, whose reads carry its
+		 * xattrs: only a small record goes there. */
+		if (!(is_idshard(o->part) && o->nw > 0) &&
+		    len > ONOBJ_SHARED_MAX_BYTES)
 			continue;
 		score = is_idshard(o->part) && o->nw > 0
 				? 4
@@ -4269,7 +4296,10 @@ static int commit_many(rad *e, oset *s, objw *cat)
 			rc = rc2;
 			goto out;
 		}
-		if (finish_all(e, s->o, s->n, txid, 0, 1) == 0 && prim->locked)
+		/* Every object, not only those known locked: a lock whose
+		 * answer was lost may have been taken (the unlock is
+		 * guarded on it). */
+		if (finish_all(e, s->o, s->n, txid, 0, 0) == 0 && prim->locked)
 			prim_remove(e, prim->oid, txid);
 	} else {
 		rc2 = rec_flip(e, txid, 'A');
@@ -5125,8 +5155,14 @@ static int rad_commit(kt__rows *r, const kt__commit *cm)
 	 * their own before a one-object commit, alongside the record of a
 	 * commit over several.  (omap_set of a key twice is fine.) */
 	fin_reap(e, 0);
-	if (e->nmarks > MARKS_MAX)
-		marks_flush(e);
+	{
+		size_t nm;
+		pthread_mutex_lock(&e->mu);
+		nm = e->nmarks;
+		pthread_mutex_unlock(&e->mu);
+		if (nm > MARKS_MAX)
+			marks_flush(e);
+	}
 	if (rc == 0 && pre.nw > 0 && s.n == 1)
 		rc = catalog_add(e, &pre);
 	if (rc == 0)
@@ -6620,6 +6656,8 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
 	 * this one, under a store). */
 	if (r->ops != &rad_ops)
 		return 0;
+	fin_reap(e, 1);
+	marks_flush(e); /* this handle's own */
 	rc = sweep_records(e, note, arg, nswept);
 	if (rc == 0)
 		rc = sweep_locks(e, note, arg, nswept);
@@ -6787,6 +6825,7 @@ static int sweep_marks_one(rad *e, const char *oid,
 		pxa x;
 		size_t i;
 		char msg[300], other[128];
+		int finished = 0;
 		if (strcmp(lock, id) == 0)
 			continue;
 		if ((rc = pxa_read(e, oid, id, &x)) != 0)
@@ -6804,8 +6843,10 @@ static int sweep_marks_one(rad *e, const char *oid,
 					continue;
 				rc = lock_of(e, r.o[i].oid, other,
 					     sizeof(other));
-				if (rc == 0 && strcmp(other, id) == 0)
+				if (rc == 0 && strcmp(other, id) == 0) {
 					rc = wait_free(e, r.o[i].oid);
+					finished = 1;
+				}
 			}
 		}
 		pxa_free(&x);
@@ -6813,10 +6854,18 @@ static int sweep_marks_one(rad *e, const char *oid,
 		if (rc != 0)
 			break;
 		prim_remove(e, oid, id);
+		__atomic_add_fetch(&kt__rados_test_marks_swept, 1,
+				   __ATOMIC_RELAXED);
+		/* Told and counted only when it had objects to finish:
+		 * the record of a commit that is over changes nothing
+		 * anyone reads (a live client's may be waiting for its
+		 * next write there). */
+		if (!finished)
+			continue;
 		(*nswept)++;
 		snprintf(msg, sizeof(msg),
-			 "object %.120s kept the record of commit %.80s, "
-			 "which was over: removed", oid, id);
+			 "commit %.80s, whose record object %.120s kept, "
+			 "finished and its record removed", id, oid);
 		if (note != NULL)
 			(void)note(msg, arg);
 	}
@@ -6929,8 +6978,22 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 			/* A record on a primary is no object for
 			 * sweep_records to find: settle its locks here. */
 			if (state != 0) {
-				if (is_onobj(lock))
-					rc = wait_free(e, oid);
+				char now[128], msg[300];
+				if (!is_onobj(lock))
+					continue;
+				if ((rc = wait_free(e, oid)) != 0 ||
+				    (rc = lock_of(e, oid, now, sizeof(now))) != 0 ||
+				    strcmp(now, lock) == 0)
+					continue;
+				(*nswept)++;
+				snprintf(msg, sizeof(msg),
+					 "commit %.80s (%s), whose record is on "
+					 "one of its objects, finished",
+					 lock, state == 'C' ? "committed, rolled "
+							      "forward"
+							    : "rolled back");
+				if (note != NULL)
+					(void)note(msg, arg);
 				continue;
 			}
 			b = is_staged(lock) ? 0 : tx_budget(lock);
