@@ -947,7 +947,24 @@ typedef struct held_commit {
 	kt__rows *r;
 	int scan; /* guarded on a scan of every partition starting "p" */
 	int rc;
+	int read; /* guarded on the rows it writes, read first */
 } held_commit;
+
+/* Read p/a and q/x through @p s, and make @p b guarded on them: a commit
+ * that read its objects (which a record on one of them needs). */
+static void read_both(kt__rows *r, kt__snap *s, batch *b)
+{
+	kt__buf v = {0};
+	int rc;
+
+	rc = r->ops->get(r, s, L("p"), L("a"), &v);
+	assert_true(rc == 0 || rc == KT_ENOTFOUND);
+	rc = r->ops->get(r, s, L("q"), L("x"), &v);
+	assert_true(rc == 0 || rc == KT_ENOTFOUND);
+	kt__buf_free(&v);
+	b_row(b, L("p"), L("a"));
+	b_row(b, L("q"), L("x"));
+}
 
 static void hold_wait_pending(void)
 {
@@ -976,6 +993,9 @@ static void *held_writer(void *arg)
 		s = snap_take(h->r);
 		scan_all(h->r, s, &how);
 		b_scan(&b, &how, 1, 1);
+	} else if (h->read) {
+		s = snap_take(h->r);
+		read_both(h->r, s, &b);
 	}
 	b_put(&b, L("p"), L("a"), L("2"));
 	b_put(&b, L("q"), L("x"), L("10"));
@@ -1028,7 +1048,8 @@ static void test_rows__read_past_pending(void **state)
 #ifdef KT_HAVE_RADOS
 	kt__rows *r = rows_of(state);
 	kt__snap *s1, *s2;
-	held_commit h = {r, 0, -1};
+	held_commit h = {r, 0, -1, 1};
+	unsigned long n0 = kt__rados_test_onobj;
 	pthread_t t;
 	batch b = {0};
 	char *d;
@@ -1048,8 +1069,11 @@ static void test_rows__read_past_pending(void **state)
 	hold_release();
 	assert_int_equal(pthread_join(t, NULL), 0);
 	kt__rados_test_pending = NULL;
-	/* Not rolled back by the readers: it committed. */
+	/* Not rolled back by the readers: it committed, with its record
+	 * on one of its objects (layout 3; test_rows__record_kinds has a
+	 * record object pending). */
 	expect_rc(h.rc, 0);
+	assert_true(kt__rados_test_onobj == n0 + 1);
 	/* What s1 read is not one moment any more... */
 	expect_rc(r->ops->validate(r, s1), KT__ERETRY);
 	/* ...and a write guarded on s2's read runs again. */
@@ -1075,25 +1099,31 @@ static int sweep_note(const char *what, void *arg)
 	return 0;
 }
 
-/* Two puts in one commit. */
+/* Two puts in one commit, guarded on p/a and q/x. */
 static void b_put_one(kt__rows *r, kt__slice p1, kt__slice k1, kt__slice v1,
 		      kt__slice p2, kt__slice k2, kt__slice v2)
 {
+	kt__snap *s = snap_take(r);
 	batch b = {0};
 
+	read_both(r, s, &b);
 	b_put(&b, p1, k1, v1);
 	b_put(&b, p2, k2, v2);
-	expect_rc(b_commit(r, &b, NULL), 0);
+	expect_rc(b_commit(r, &b, s), 0);
+	r->ops->snapshot_free(r, s);
 }
 
-/* p/a=2 and q/x=10 in one commit over two objects. */
+/* p/a=2 and q/x=10 in one commit over two objects, guarded on both. */
 static void put_two(kt__rows *r)
 {
+	kt__snap *s = snap_take(r);
 	batch b = {0};
 
+	read_both(r, s, &b);
 	b_put(&b, L("p"), L("a"), L("2"));
 	b_put(&b, L("q"), L("x"), L("10"));
-	expect_rc(b_commit(r, &b, NULL), 0);
+	expect_rc(b_commit(r, &b, s), 0);
+	r->ops->snapshot_free(r, s);
 }
 #endif
 
@@ -1104,7 +1134,7 @@ static void test_rows__record_kinds(void **state)
 {
 #ifdef KT_HAVE_RADOS
 	fixture *f = *state;
-	held_commit h = {NULL, 0, -1};
+	held_commit h = {NULL, 0, -1, 1};
 	unsigned long n0;
 	kt__snap *s;
 	pthread_t t;
@@ -1229,7 +1259,7 @@ static void test_rows__catalog_past_pending(void **state)
 {
 #ifdef KT_HAVE_RADOS
 	kt__rows *r = rows_of(state);
-	held_commit h = {r, 1, -1};
+	held_commit h = {r, 1, -1, 0};
 	late_put l = {r, -1, 0};
 	pthread_t t, tl;
 	char *d;

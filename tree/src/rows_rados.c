@@ -300,6 +300,8 @@ typedef struct rad {
 	 * them with this client's next write there (marks_*), under mu. */
 	struct pmark *marks;
 	size_t nmarks;
+	/* The id shard this handle last locked: it exists (under mu). */
+	char *shard_ok;
 	/* Watching (kt__rados_watch), under mu: this handle's watch of
 	 * T!watch and whom it tells; whether other handles watch, as last
 	 * read, and when. */
@@ -3672,6 +3674,16 @@ static void lock_extra(rados_write_op_t op, const objw *o, const objw *prim,
 	}
 }
 
+static void shard_note(rad *e, const char *oid)
+{
+	pthread_mutex_lock(&e->mu);
+	if (e->shard_ok == NULL || strcmp(e->shard_ok, oid) != 0) {
+		free(e->shard_ok);
+		e->shard_ok = strdup(oid);
+	}
+	pthread_mutex_unlock(&e->mu);
+}
+
 /* Step 2 of a commit over several objects: lock them all in parallel. */
 static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 		    const objw *prim, const kt__buf *body)
@@ -3680,8 +3692,13 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 	int conflict = 0, err = 0;
 
 	*busy = NULL;
-	for (i = 0; i < s->n; i++) {
-		objw *o = &s->o[i];
+	/* The primary's first: a client killed while sending leaves, as
+	 * far as it can, no lock that points to a record that never came
+	 * (which its readers would wait twice the budget for). */
+	for (i = 0; i <= s->n; i++) {
+		objw *o = i == 0 ? (objw *)prim : &s->o[i - 1];
+		if (o == NULL || (i > 0 && o == prim))
+			continue;
 		o->op = rados_create_write_op();
 		guard_ops(o->op, e, o, must_make(o), txid);
 		lock_extra(o->op, o, prim, txid, body);
@@ -3702,6 +3719,8 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 		}
 		if (o->rc == 0) {
 			o->locked = 1;
+			if (is_idshard(o->part))
+				shard_note(e, o->oid);
 		} else if (is_conflict(o->rc)) {
 			conflict = 1;
 			if (o->saw == NULL && o->rc == -ECANCELED)
@@ -4139,7 +4158,7 @@ int kt__rados_test_stop_after_commit;
  * version another read of this client depends on.  Else one that exists
  * already and is written.  Never the catalog (its lock has a scope, and
  * every new partition writes it) nor a stripe of blocks. */
-static const objw *pick_primary(const rad *e, const oset *s, size_t len)
+static const objw *pick_primary(rad *e, const oset *s, size_t len)
 {
 	const objw *best = NULL;
 	size_t i;
@@ -4147,25 +4166,35 @@ static const objw *pick_primary(const rad *e, const oset *s, size_t len)
 
 	if (e->layout < 3 || len > ONOBJ_MAX_BYTES || s->n > ONOBJ_MAX_OBJECTS)
 		return NULL;
+	pthread_mutex_lock(&e->mu);
 	for (i = 0; i < s->n; i++) {
 		const objw *o = &s->o[i];
 		if (o->scope.len > 0 || oid_is_stripe(e, o->oid) ||
 		    strcmp(o->oid + e->treelen, "!cat") == 0)
 			continue;
-		/* Any other object is read by others, whose reads carry its
-		 * xattrs: only a small record goes there. */
-		if (!(is_idshard(o->part) && o->nw > 0) &&
-		    len > ONOBJ_SHARED_MAX_BYTES)
+		/* An id shard this client has locked before, or else an
+		 * object read and found: one that may not exist yet would
+		 * take a second lock operation (made after the first failed),
+		 * and meanwhile the others' locks would point to a record
+		 * that is not there, which their readers wait twice the
+		 * budget for if the client dies. */
+		if (is_idshard(o->part) && o->nw > 0 && e->shard_ok != NULL &&
+		    strcmp(o->oid, e->shard_ok) == 0) {
+			score = 4;
+		} else if (o->saw != NULL && o->saw->exists &&
+			   len <= ONOBJ_SHARED_MAX_BYTES) {
+			/* Others read it, and their reads carry its
+			 * xattrs: only a small record goes there. */
+			score = 2 + (o->nw > 0);
+		} else {
 			continue;
-		score = is_idshard(o->part) && o->nw > 0
-				? 4
-				: (o->saw != NULL && o->saw->exists) * 2 +
-					  (o->nw > 0);
+		}
 		if (score > bs) {
 			bs = score;
 			best = o;
 		}
 	}
+	pthread_mutex_unlock(&e->mu);
 	return best;
 }
 
@@ -6326,6 +6355,7 @@ static void rad_close(kt__rows *r)
 		e->marks = m->next;
 		free(m);
 	}
+	free(e->shard_ok);
 	if (e->io != NULL)
 		rados_ioctx_destroy(e->io);
 	if (e->cl != NULL)
