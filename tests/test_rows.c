@@ -1092,6 +1092,18 @@ static void test_rows__read_past_pending(void **state)
 }
 
 #ifdef KT_HAVE_RADOS
+/* Close @p f's tree and open a new one, named with @p suffix, made in
+ * layout @p layout (FORMAT.md §14). */
+static void open_layout(fixture *f, const char *suffix, int layout)
+{
+	engine_close(f);
+	strcat(f->store, suffix);
+	kt__rados_test_layout = layout;
+	assert_int_equal(engine_open(f), 0);
+	kt__rados_test_layout = 0;
+	assert_int_equal(kt__rados_layout(f->r), layout);
+}
+
 static int sweep_note(const char *what, void *arg)
 {
 	(void)what;
@@ -1147,12 +1159,7 @@ static void test_rows__record_kinds(void **state)
 	put_two(f->r);
 	assert_true(kt__rados_test_onobj == n0 + 1);
 
-	engine_close(f);
-	strcat(f->store, "-v2");
-	kt__rados_test_layout = 2;
-	assert_int_equal(engine_open(f), 0);
-	kt__rados_test_layout = 0;
-	assert_int_equal(kt__rados_layout(f->r), 2);
+	open_layout(f, "-v2", 2);
 	n0 = kt__rados_test_onobj;
 	h.r = f->r;
 	hold_start(&h, &t);
@@ -2029,12 +2036,7 @@ static void test_rows__blk_layout_1(void **state)
 
 	if (strcmp(engine_now->name, "rados") != 0)
 		skip();
-	engine_close(f);
-	strcat(f->store, "-v1");
-	kt__rados_test_layout = 1;
-	assert_int_equal(engine_open(f), 0);
-	kt__rados_test_layout = 0;
-	assert_int_equal(kt__rados_layout(f->r), 1);
+	open_layout(f, "-v1", 1);
 	blk_exercise(f->r);
 	engine_close(f);
 	assert_int_equal(engine_open(f), 0);

@@ -2237,9 +2237,12 @@ static int prim_read(rad *e, const char *oid, const char *txid, char *state,
 	return rc;
 }
 
-/* Roll commit @p txid back at its primary @p pri: 0 done, 1 it was not
- * pending (any more), <0 an error. */
-static int prim_abort(rad *e, const char *pri, const char *txid)
+/* End commit @p txid at its primary @p pri, guarded on its lock: with
+ * @p apply (the primary's writes) its commit point, C; without, its
+ * roll-back, A (the body goes: nobody needs it).  0 done, 1 it was not
+ * pending (any more), <0 an error (unknown whether it took effect). */
+static int prim_end(rad *e, const char *pri, const char *txid,
+		    const objw *apply)
 {
 	char tn[128], dn[128];
 	rados_write_op_t op = rados_create_write_op();
@@ -2250,14 +2253,25 @@ static int prim_abort(rad *e, const char *pri, const char *txid)
 	pxa_names(tn, dn, sizeof(tn), txid);
 	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
 				strlen(txid));
+	if (apply != NULL)
+		objw_ops(op, apply);
 	rados_write_op_setxattr(op, LK, FREE, 1);
-	rados_write_op_setxattr(op, tn, "A", 1);
-	rados_write_op_rmxattr(op, dn);
+	rados_write_op_setxattr(op, tn, apply != NULL ? "C" : "A", 1);
+	if (apply == NULL)
+		rados_write_op_rmxattr(op, dn);
 	rc = wop_run(e, op, pri);
 	rados_release_write_op(op);
 	if (rc == -ECANCELED || rc == -ENOENT)
 		return 1;
-	return rc < 0 ? rerr(rc, "rolling back a commit at", pri) : 0;
+	return rc < 0 ? rerr(rc, apply != NULL ? "committing at"
+					       : "rolling back a commit at",
+			     pri)
+		      : 0;
+}
+
+static int prim_abort(rad *e, const char *pri, const char *txid)
+{
+	return prim_end(e, pri, txid, NULL);
 }
 
 /* The removal of commit @p txid's record from its primary @p pri, added
@@ -4198,30 +4212,6 @@ static const objw *pick_primary(rad *e, const oset *s, size_t len)
 	return best;
 }
 
-/* The commit point of a commit whose record is on @p prim: apply its
- * writes and unlock it, guarded on its lock.  0 done, 1 rolled back
- * meanwhile, <0 unknown. */
-static int prim_commit(rad *e, const objw *prim, const char *txid)
-{
-	char tn[128], dn[128];
-	rados_write_op_t op = rados_create_write_op();
-	int rc;
-
-	if (op == NULL)
-		return kt__err(KT_ENOMEM, "out of memory");
-	pxa_names(tn, dn, sizeof(tn), txid);
-	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
-				strlen(txid));
-	objw_ops(op, prim);
-	rados_write_op_setxattr(op, LK, FREE, 1);
-	rados_write_op_setxattr(op, tn, "C", 1);
-	rc = wop_run(e, op, prim->oid);
-	rados_release_write_op(op);
-	if (rc == -ECANCELED || rc == -ENOENT)
-		return 1;
-	return rc < 0 ? rerr(rc, "committing at", prim->oid) : 0;
-}
-
 static int commit_many(rad *e, oset *s, objw *cat)
 {
 	char txid[80];
@@ -4294,7 +4284,7 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		kt__rados_test_pending();
 	if (rc == 0) {
 		/* 3. The commit point. */
-		rc2 = prim != NULL ? prim_commit(e, prim, txid)
+		rc2 = prim != NULL ? prim_end(e, prim->oid, txid, prim)
 				   : rec_flip(e, txid, 'C');
 		if (rc2 < 0) {
 			/* Whether it committed is unknown; whoever meets
