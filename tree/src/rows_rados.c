@@ -2135,18 +2135,22 @@ static void pxa_names(char *tn, char *dn, size_t cap, const char *txid)
 	snprintf(dn, cap, PRI_BODY "%s", txid);
 }
 
-static int pxa_read(rad *e, const char *oid, const char *txid, pxa *x)
+/* Read every xattr of @p oid and hand each to @p fn, until it returns
+ * non-zero (that is returned).  0 also when there is no such object
+ * (*@p exists then 0). */
+static int xattrs_each(rad *e, const char *oid, int *exists,
+		       int (*fn)(const char *name, const char *v, size_t n,
+				 void *arg),
+		       void *arg)
 {
 	rados_read_op_t op = rados_create_read_op();
 	rados_completion_t c = NULL;
 	rados_xattrs_iter_t xi = NULL;
-	char tn[128], dn[128];
-	int srv = 0, rc, brc = 0;
+	int srv = 0, rc, frc = 0;
 
-	memset(x, 0, sizeof(*x));
+	*exists = 0;
 	if (op == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
-	pxa_names(tn, dn, sizeof(tn), txid);
 	rados_read_op_getxattrs(op, &xi, &srv);
 	rc = rados_aio_create_completion2(NULL, NULL, &c);
 	if (rc == 0)
@@ -2158,34 +2162,64 @@ static int pxa_read(rad *e, const char *oid, const char *txid, pxa *x)
 	if (rc == 0 && xi != NULL) {
 		const char *xn, *xv;
 		size_t xl;
-		x->exists = 1;
-		while (brc == 0 && rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
-		       xn != NULL) {
-			if (strcmp(xn, LK) == 0 && xl < sizeof(x->lock)) {
-				memcpy(x->lock, xv, xl);
-				x->lock[xl] = '\0';
-			} else if (strcmp(xn, PRIX) == 0) {
-				brc = kt__buf_set(&x->pri, xv, xl);
-			} else if (strcmp(xn, tn) == 0 && xl == 1) {
-				x->t = *xv;
-			} else if (strcmp(xn, dn) == 0) {
-				x->has_d = 1;
-				brc = kt__buf_set(&x->d, xv, xl);
-			}
-		}
+		*exists = 1;
+		while (frc == 0 && rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
+		       xn != NULL)
+			frc = fn(xn, xv, xl, arg);
 	}
 	if (xi != NULL)
 		rados_getxattrs_end(xi);
 	if (c != NULL)
 		rados_aio_release(c);
 	rados_release_read_op(op);
-	if (brc != 0) {
-		pxa_free(x);
-		return brc;
-	}
+	if (frc != 0)
+		return frc;
 	if (rc == -ENOENT)
 		return 0;
-	return rc < 0 ? rerr(rc, "reading the lock of", oid) : 0;
+	return rc < 0 ? rerr(rc, "reading the xattrs of", oid) : 0;
+}
+
+static void lock_take(char *lock, size_t cap, const char *v, size_t n)
+{
+	if (n < cap) {
+		memcpy(lock, v, n);
+		lock[n] = '\0';
+	}
+}
+
+typedef struct pxa_walk {
+	pxa *x;
+	char tn[128], dn[128];
+} pxa_walk;
+
+static int pxa_one(const char *xn, const char *xv, size_t xl, void *arg)
+{
+	pxa_walk *w = arg;
+
+	if (strcmp(xn, LK) == 0)
+		lock_take(w->x->lock, sizeof(w->x->lock), xv, xl);
+	else if (strcmp(xn, PRIX) == 0)
+		return kt__buf_set(&w->x->pri, xv, xl);
+	else if (strcmp(xn, w->tn) == 0 && xl == 1)
+		w->x->t = *xv;
+	else if (strcmp(xn, w->dn) == 0) {
+		w->x->has_d = 1;
+		return kt__buf_set(&w->x->d, xv, xl);
+	}
+	return 0;
+}
+
+static int pxa_read(rad *e, const char *oid, const char *txid, pxa *x)
+{
+	pxa_walk w;
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	w.x = x;
+	pxa_names(w.tn, w.dn, sizeof(w.tn), txid);
+	if ((rc = xattrs_each(e, oid, &x->exists, pxa_one, &w)) != 0)
+		pxa_free(x);
+	return rc;
 }
 
 /*
@@ -6782,71 +6816,49 @@ static int lock_of(rad *e, const char *oid, char *lock, size_t cap)
  * it; then the record goes.  A primary still locked by the commit is
  * left to its writer (sweep_locks settles such locks first).
  */
+typedef struct marks_walk {
+	char lock[128];
+	kt__buf ids;  /* the ids of the records, each ended by a NUL */
+} marks_walk;
+
+static int marks_one(const char *xn, const char *xv, size_t xl, void *arg)
+{
+	marks_walk *w = arg;
+	size_t pl = strlen(PRI_STATE), at;
+	const char *id = xn + pl;
+	int dup = 0;
+
+	if (strcmp(xn, LK) == 0)
+		lock_take(w->lock, sizeof(w->lock), xv, xl);
+	/* Each id once: by its state, or its body alone. */
+	if (strncmp(xn, PRI_STATE, pl) != 0 && strncmp(xn, PRI_BODY, pl) != 0)
+		return 0;
+	for (at = 0; at < w->ids.len; at += strlen(w->ids.p + at) + 1)
+		dup |= strcmp(w->ids.p + at, id) == 0;
+	if (dup || strlen(id) >= 64)
+		return 0;
+	return kt__buf_add(&w->ids, id, strlen(id) + 1);
+}
+
 static int sweep_marks_one(rad *e, const char *oid,
 			   int (*note)(const char *, void *), void *arg,
 			   size_t *nswept)
 {
-	rados_read_op_t op = rados_create_read_op();
-	rados_completion_t c = NULL;
-	rados_xattrs_iter_t xi = NULL;
-	kt__buf ids = {0};
-	char lock[128] = "";
+	marks_walk w;
 	size_t at;
-	int srv = 0, rc, brc = 0;
+	int rc, exists;
 
-	if (op == NULL)
-		return kt__err(KT_ENOMEM, "out of memory");
-	rados_read_op_getxattrs(op, &xi, &srv);
-	rc = rados_aio_create_completion2(NULL, NULL, &c);
-	if (rc == 0)
-		rc = rados_aio_read_op_operate(op, e->io, c, oid, 0);
-	if (rc == 0) {
-		rados_aio_wait_for_complete(c);
-		rc = rados_aio_get_return_value(c);
-	}
-	if (rc == 0 && xi != NULL) {
-		const char *xn, *xv;
-		size_t xl, pl = strlen(PRI_STATE);
-		while (brc == 0 &&
-		       rados_getxattrs_next(xi, &xn, &xv, &xl) == 0 &&
-		       xn != NULL) {
-			if (strcmp(xn, LK) == 0 && xl < sizeof(lock)) {
-				memcpy(lock, xv, xl);
-				lock[xl] = '\0';
-			}
-			/* Each id once: by its state, or its body alone. */
-			if (strncmp(xn, PRI_STATE, pl) == 0 ||
-			    strncmp(xn, PRI_BODY, pl) == 0) {
-				const char *id = xn + pl;
-				int dup = 0;
-				for (at = 0; at < ids.len;
-				     at += strlen(ids.p + at) + 1)
-					dup |= strcmp(ids.p + at, id) == 0;
-				if (!dup && strlen(id) < 64)
-					brc = kt__buf_add(&ids, id,
-							  strlen(id) + 1);
-			}
-		}
-	}
-	if (xi != NULL)
-		rados_getxattrs_end(xi);
-	if (c != NULL)
-		rados_aio_release(c);
-	rados_release_read_op(op);
-	if (rc == -ENOENT)
-		rc = 0;
-	else if (rc < 0)
-		rc = rerr(rc, "reading", oid);
-	if (rc == 0)
-		rc = brc;
-	for (at = 0; rc == 0 && at < ids.len; at += strlen(ids.p + at) + 1) {
-		const char *id = ids.p + at;
+	memset(&w, 0, sizeof(w));
+	rc = xattrs_each(e, oid, &exists, marks_one, &w);
+	for (at = 0; rc == 0 && at < w.ids.len;
+	     at += strlen(w.ids.p + at) + 1) {
+		const char *id = w.ids.p + at;
 		rec r = {0};
 		pxa x;
 		size_t i;
 		char msg[300], other[128];
 		int finished = 0;
-		if (strcmp(lock, id) == 0)
+		if (strcmp(w.lock, id) == 0)
 			continue;
 		if ((rc = pxa_read(e, oid, id, &x)) != 0)
 			break;
@@ -6889,7 +6901,7 @@ static int sweep_marks_one(rad *e, const char *oid,
 		if (note != NULL)
 			(void)note(msg, arg);
 	}
-	kt__buf_free(&ids);
+	kt__buf_free(&w.ids);
 	return rc;
 }
 
