@@ -1036,19 +1036,26 @@ static void *late_writer(void *arg)
 }
 #endif
 
+#ifdef KT_HAVE_RADOS
+static void open_layout(fixture *f, const char *suffix, int layout);
+#endif
+
 /* RADOS: a commit that is pending (its locks taken, its record not yet
  * flipped) does not hold up readers of the objects it locked: they read
  * the rows as they were before it, and it still commits afterwards.  A
  * snapshot that read past it no longer validates once it took effect,
  * and a commit guarded on such a read runs again rather than write over
  * the pending commit.  (Only RADOS has a pending state to look at; the
- * other engines apply a commit at once.) */
+ * other engines apply a commit at once.)  In a tree of layout 3, where a
+ * commit with every lock in is still pending until its commit point;
+ * test_rows__read_past_parallel has layout 4. */
 static void test_rows__read_past_pending(void **state)
 {
 #ifdef KT_HAVE_RADOS
-	kt__rows *r = rows_of(state);
+	fixture *f = *state;
+	kt__rows *r;
 	kt__snap *s1, *s2;
-	held_commit h = {r, 0, -1, 1};
+	held_commit h = {NULL, 0, -1, 1};
 	unsigned long n0 = kt__rados_test_onobj;
 	pthread_t t;
 	batch b = {0};
@@ -1056,6 +1063,8 @@ static void test_rows__read_past_pending(void **state)
 
 	if (strcmp(engine_now->name, "rados") != 0)
 		skip();
+	open_layout(f, "-v3", 3);
+	r = h.r = f->r;
 	hold_start(&h, &t);
 
 	/* Both objects are locked now; reading them does not wait. */
@@ -1070,8 +1079,8 @@ static void test_rows__read_past_pending(void **state)
 	assert_int_equal(pthread_join(t, NULL), 0);
 	kt__rados_test_pending = NULL;
 	/* Not rolled back by the readers: it committed, with its record
-	 * on one of its objects (layout 3; test_rows__record_kinds has a
-	 * record object pending). */
+	 * on one of its objects (test_rows__record_kinds has a record
+	 * object pending). */
 	expect_rc(h.rc, 0);
 	assert_true(kt__rados_test_onobj == n0 + 1);
 	/* What s1 read is not one moment any more... */
@@ -1085,6 +1094,86 @@ static void test_rows__read_past_pending(void **state)
 	free(d);
 	r->ops->snapshot_free(r, s1);
 	r->ops->snapshot_free(r, s2);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+#ifdef KT_HAVE_RADOS
+/* A commit of p/a and q/x in one, blind (read nothing). */
+static void *blind_two(void *arg)
+{
+	held_commit *h = arg;
+	batch b = {0};
+
+	int tries = 0;
+
+	do {
+		b.nw = 0;
+		b_put(&b, L("p"), L("a"), L("7"));
+		b_put(&b, L("q"), L("x"), L("70"));
+		h->rc = b_commit(h->r, &b, NULL);
+	} while (h->rc == KT__ERETRY && ++tries < 10);
+	return NULL;
+}
+#endif
+
+/* RADOS, layout 4: a parallel commit is committed once every lock is in.
+ * Held with its primary's lock in and the other's not sent, it is not
+ * yet: readers read past it, and it commits once released.  Held so
+ * for longer than twice its budget while a writer waits for it, that
+ * writer rolls it back (the lock that never came cannot come later and
+ * commit it: its writer gives up), and the held commit then runs
+ * again. */
+static void test_rows__read_past_parallel(void **state)
+{
+#ifdef KT_HAVE_RADOS
+	kt__rows *r = rows_of(state);
+	kt__snap *s1;
+	held_commit h = {r, 0, -1, 1}, w = {r, 0, -1, 0};
+	unsigned long n0 = kt__rados_test_onobj;
+	pthread_t t, tw;
+	char *d;
+
+	if (strcmp(engine_now->name, "rados") != 0)
+		skip();
+	assert_int_equal(kt__rados_layout(r), 4);
+	put(r, L("p"), L("a"), L("1"));
+	put(r, L("q"), L("x"), L("9"));
+	hold.pending = hold.go = 0;
+	kt__rados_test_prim_locked = hold_hook;
+	assert_int_equal(pthread_create(&t, NULL, held_writer, &h), 0);
+	hold_wait_pending();
+	s1 = snap_take(r);
+	assert_get(r, s1, L("p"), L("a"), "=1");
+	assert_get(r, s1, L("q"), L("x"), "=9");
+	expect_rc(r->ops->validate(r, s1), 0);
+	hold_release();
+	assert_int_equal(pthread_join(t, NULL), 0);
+	expect_rc(h.rc, 0);
+	assert_true(kt__rados_test_onobj == n0 + 1);
+	expect_rc(r->ops->validate(r, s1), KT__ERETRY);
+	r->ops->snapshot_free(r, s1);
+	d = dump(r);
+	assert_string_equal(d, "p/a=2 q/x=10");
+	free(d);
+
+	/* Held, and a writer of both objects waits for it. */
+	hold.pending = hold.go = 0;
+	h.rc = -1;
+	assert_int_equal(pthread_create(&t, NULL, held_writer, &h), 0);
+	hold_wait_pending();
+	assert_int_equal(pthread_create(&tw, NULL, blind_two, &w), 0);
+	assert_int_equal(pthread_join(tw, NULL), 0);
+	expect_rc(w.rc, 0);
+	hold_release();
+	assert_int_equal(pthread_join(t, NULL), 0);
+	kt__rados_test_prim_locked = NULL;
+	expect_rc(h.rc, KT__ERETRY);
+	d = dump(r);
+	assert_string_equal(d, "p/a=7 q/x=70");
+	free(d);
 #else
 	(void)state;
 	skip();
@@ -1139,9 +1228,10 @@ static void put_two(kt__rows *r)
 }
 #endif
 
-/* RADOS: in a tree of layout 3 a commit over a few objects keeps its
- * record on one of them; in a tree of layout 2 it writes a record object
- * as before, and readers still read past it while it is pending. */
+/* RADOS: in a tree of layout 4 (parallel commits) or 3 a commit over a
+ * few objects keeps its record on one of them; in a tree of layout 2 it
+ * writes a record object as before, and readers still read past it
+ * while it is pending. */
 static void test_rows__record_kinds(void **state)
 {
 #ifdef KT_HAVE_RADOS
@@ -1158,6 +1248,15 @@ static void test_rows__record_kinds(void **state)
 	put(f->r, L("p"), L("a"), L("1"));
 	put_two(f->r);
 	assert_true(kt__rados_test_onobj == n0 + 1);
+
+	open_layout(f, "-v3", 3);
+	n0 = kt__rados_test_onobj;
+	put(f->r, L("p"), L("a"), L("1"));
+	put_two(f->r);
+	assert_true(kt__rados_test_onobj == n0 + 1);
+	d = dump(f->r);
+	assert_string_equal(d, "p/a=2 q/x=10");
+	free(d);
 
 	open_layout(f, "-v2", 2);
 	n0 = kt__rados_test_onobj;
@@ -1265,15 +1364,20 @@ static void test_rows__record_on_object_left(void **state)
 static void test_rows__catalog_past_pending(void **state)
 {
 #ifdef KT_HAVE_RADOS
-	kt__rows *r = rows_of(state);
-	held_commit h = {r, 1, -1, 0};
-	late_put l = {r, -1, 0};
+	fixture *f = *state;
+	kt__rows *r;
+	held_commit h = {NULL, 1, -1, 0};
+	late_put l = {NULL, -1, 0};
 	pthread_t t, tl;
 	char *d;
 	int done;
 
 	if (strcmp(engine_now->name, "rados") != 0)
 		skip();
+	/* Layout 3: held at its commit point, the commit is pending (in
+	 * layout 4 one with every lock in is committed). */
+	open_layout(f, "-v3", 3);
+	r = h.r = l.r = f->r;
 	hold_start(&h, &t);
 	assert_int_equal(pthread_create(&tl, NULL, late_writer, &l), 0);
 	/* Outside "p": does not wait (the hook would hold it 60 s). */
@@ -2022,7 +2126,7 @@ static void test_rows__blk_partition(void **state)
 	blk_exercise(rows_of(state));
 #ifdef KT_HAVE_RADOS
 	if (strcmp(engine_now->name, "rados") == 0)
-		assert_int_equal(kt__rados_layout(rows_of(state)), 3);
+		assert_int_equal(kt__rados_layout(rows_of(state)), 4);
 #endif
 }
 
@@ -2072,6 +2176,7 @@ int main(int argc, char **argv)
 		T(test_rows__cursor_on_snapshot),
 		T(test_rows__validate),
 		T(test_rows__read_past_pending),
+		T(test_rows__read_past_parallel),
 		T(test_rows__record_kinds),
 		T(test_rows__record_on_object_left),
 		T(test_rows__catalog_past_pending),

@@ -609,6 +609,7 @@ static int tree_drop(const where *w, const char *loc)
 		       xn != NULL)
 			kept += strncmp(xn, "kt.t.", 5) == 0 ||
 				strncmp(xn, "kt.d.", 5) == 0 ||
+				strncmp(xn, "kt.c.", 5) == 0 ||
 				strcmp(xn, "kt.pri") == 0;
 		rl.getxattrs_end(xi);
 	}

@@ -306,6 +306,10 @@ int kt__rados_sweep(kt__rows *r, int (*note)(const char *, void *),
  * point, so that a test can look at the store while the commit is
  * pending. */
 extern void (*kt__rados_test_pending)(void);
+/* For tests: a parallel commit (layout 4) calls it once its primary's
+ * lock is in, before it sends the other locks (which, once all in,
+ * commit it). */
+extern void (*kt__rados_test_prim_locked)(void);
 /* For tests: called when a staged commit (rad_fence) has just committed,
  * before it is applied. */
 extern void (*kt__rados_test_staged)(void);
@@ -315,7 +319,7 @@ extern void (*kt__rados_test_staged)(void);
 extern int kt__rados_test_layout;
 
 /* For tests: how many commits so far kept their record on one of their
- * own objects (layout 3); when kt__rados_test_stop_after_commit is set,
+ * own objects (layouts 3 and 4) and reached their commit point; when kt__rados_test_stop_after_commit is set,
  * a commit over several objects returns at its commit point, applying
  * nothing more, and a closing handle leaves the records of its finished
  * commits on their objects: as if its client were killed there. */

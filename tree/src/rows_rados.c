@@ -269,6 +269,8 @@ static void lib_load(void)
 #define PRI_STATE "kt.t." /* + id: on the primary, the commit's state after
 			     its commit point or roll-back (C or A) */
 #define PRI_BODY "kt.d."  /* + id: on the primary, the commit's writes */
+#define PRI_CAT "kt.c."   /* + id: on the primary of a parallel commit, the
+			     catalog keys it adds, each ended by a NUL */
 #define PAGE_MAX 1024          /* librados returns at most this per call */
 #define OID_MAX 1024           /* longer partitions get hashed names */
 #define LEASE_DEFAULT_MS 3000
@@ -296,6 +298,12 @@ typedef struct rad {
 	/* Committed commits still being applied (fin_*), under mu. */
 	struct fin *fins;
 	size_t nfins;
+	/* A parallel commit's fin sends its other objects' applies once its
+	 * primary's is acknowledged: fin_gen counts those launches, under
+	 * fin_mu, and fin_cv tells them (fin_wait_mine). */
+	pthread_mutex_t fin_mu;
+	pthread_cond_t fin_cv;
+	uint64_t fin_gen;
 	/* Records on primaries whose commits are finished, to remove from
 	 * them with this client's next write there (marks_*), under mu. */
 	struct pmark *marks;
@@ -581,7 +589,7 @@ static uint64_t idshard_of(kt__slice sort)
 #define DSTRIDE 16384u              /* bytes of object data per block */
 #define STRIPE_BYTES ((size_t)STRIPE_BLOCKS * DSTRIDE)
 #define PHYS_MAX (STRIPE_LEN + 1)   /* a buffer for phys_part */
-#define LAYOUT_CUR 3
+#define LAYOUT_CUR 4
 #define FMTX "kt.fmt"
 
 static int all_hex(const char *p, size_t n)
@@ -923,8 +931,11 @@ static void stripe_window(const oreq *q, uint64_t *lo, size_t *len)
 }
 
 /* Send one read operation on @p oid (librados copies @p q's strings). */
+static void fin_wait_mine(rad *e, const char *oid);
+
 static void oread_start(rad *e, const char *oid, const oreq *q, opend *p)
 {
+	fin_wait_mine(e, oid);
 	memset(p, 0, sizeof(*p));
 	p->busy = 1;
 	if ((p->op = rados_create_read_op()) == NULL) {
@@ -1541,11 +1552,20 @@ bad:
 static int is_staged(const char *txid);
 
 /* Is @p txid the id of a commit whose record is kept on one of its own
- * objects (its primary), not in an object of its own? */
+ * objects (its primary), not in an object of its own?  ".o" (layout 3:
+ * committed at the primary's apply) or ".p" (layout 4: committed once
+ * every lock is in, "Parallel commits"). */
 static int is_onobj(const char *txid)
 {
 	size_t n = strlen(txid);
-	return n > 2 && strcmp(txid + n - 2, ".o") == 0;
+	return n > 2 && (strcmp(txid + n - 2, ".o") == 0 ||
+			 strcmp(txid + n - 2, ".p") == 0);
+}
+
+static int is_par(const char *txid)
+{
+	size_t n = strlen(txid);
+	return n > 2 && strcmp(txid + n - 2, ".p") == 0;
 }
 
 /* Read the record object @p oname (taken over): its state ('P', 'C',
@@ -2121,12 +2141,14 @@ typedef struct pxa {
 	char t;        /* kt.t.ID, 0 when none */
 	int has_d;
 	kt__buf d;     /* kt.d.ID */
+	kt__buf c;     /* kt.c.ID */
 } pxa;
 
 static void pxa_free(pxa *x)
 {
 	kt__buf_free(&x->pri);
 	kt__buf_free(&x->d);
+	kt__buf_free(&x->c);
 }
 
 static void pxa_names(char *tn, char *dn, size_t cap, const char *txid)
@@ -2189,7 +2211,7 @@ static void lock_take(char *lock, size_t cap, const char *v, size_t n)
 
 typedef struct pxa_walk {
 	pxa *x;
-	char tn[128], dn[128];
+	char tn[128], dn[128], cn[128];
 } pxa_walk;
 
 static int pxa_one(const char *xn, const char *xv, size_t xl, void *arg)
@@ -2205,7 +2227,8 @@ static int pxa_one(const char *xn, const char *xv, size_t xl, void *arg)
 	else if (strcmp(xn, w->dn) == 0) {
 		w->x->has_d = 1;
 		return kt__buf_set(&w->x->d, xv, xl);
-	}
+	} else if (strcmp(xn, w->cn) == 0)
+		return kt__buf_set(&w->x->c, xv, xl);
 	return 0;
 }
 
@@ -2217,8 +2240,161 @@ static int pxa_read(rad *e, const char *oid, const char *txid, pxa *x)
 	memset(x, 0, sizeof(*x));
 	w.x = x;
 	pxa_names(w.tn, w.dn, sizeof(w.tn), txid);
+	snprintf(w.cn, sizeof(w.cn), PRI_CAT "%s", txid);
 	if ((rc = xattrs_each(e, oid, &x->exists, pxa_one, &w)) != 0)
 		pxa_free(x);
+	return rc;
+}
+
+/*
+ * Parallel commits (layout 4, ids ending in ".p")
+ *
+ * A commit whose record is on its primary is decided the moment its last
+ * lock is in, as CockroachDB's parallel commits are: its writer waits for
+ * one round (all locks at once, the record with the primary's) where a
+ * commit point of its own would take a second.  The rule: the commit is
+ * committed once every object of its body is locked by it while the
+ * primary still is, and the catalog holds the keys of kt.c.ID; the
+ * primary's apply (kt.t.ID = C) then only makes that visible.  Its writer
+ * takes the commit as committed when every lock and the catalog entries
+ * were acknowledged within its budget, counted from before they were
+ * sent; else it rolls back, as a commit of layout 3 does.
+ *
+ * A reader that meets a lock reads the primary, then every other lock of
+ * the body and the catalog keys, all at once.  All in: it commits it (the
+ * primary's apply, guarded on its lock; the writer's own may come first)
+ * and rolls the objects forward.  One missing: while the primary is still
+ * locked no lock of the commit has gone (each goes only with its apply or
+ * roll-back, after the primary's), so it was missing at that moment; read
+ * the primary's lock once more to know it is still there, and the rows
+ * read were the rows at that moment: a reader takes them.  A writer waits,
+ * and rolls the commit back once twice the budget has passed since it
+ * first met the lock: a writer whose acknowledgements came within its
+ * budget had every lock in by then (it sent them after that lock's commit
+ * began), so the commit was not one.  A lock missing from the primary
+ * means no record, as for layout 3.
+ *
+ * The writer sends the primary's apply when the call returns, and the
+ * other objects' applies once that is acknowledged (a secondary applied
+ * first would look, to a reader, like a lock that never came).  Until
+ * then this client's own reads and writes of those objects wait for it
+ * (fin_wait_mine), so that they reach each OSD after the apply.
+ */
+typedef struct pchk {
+	rados_read_op_t op;
+	rados_completion_t c;
+	rados_xattrs_iter_t xi;
+	rados_omap_iter_t ki;
+	int rv;
+	const char *oid;
+} pchk;
+
+static void pchk_send(rad *e, pchk *k, const char *oid, const char **keys,
+		      size_t nkeys)
+{
+	memset(k, 0, sizeof(*k));
+	k->oid = oid;
+	if ((k->op = rados_create_read_op()) == NULL)
+		return;
+	if (keys != NULL)
+		rados_read_op_omap_get_vals_by_keys(k->op, keys, nkeys, &k->ki,
+						    &k->rv);
+	else
+		rados_read_op_getxattrs(k->op, &k->xi, &k->rv);
+	if (rados_aio_create_completion2(NULL, NULL, &k->c) != 0) {
+		k->c = NULL;
+		return;
+	}
+	if (rados_aio_read_op_operate(k->op, e->io, k->c, oid, 0) != 0) {
+		rados_aio_release(k->c);
+		k->c = NULL;
+	}
+}
+
+/* Wait for @p k: <0 an error; else with @p txid, 1 when the object is
+ * locked by it; without, the number of keys found. */
+static int pchk_take(pchk *k, const char *txid)
+{
+	int rc = -EIO, n = 0;
+
+	if (k->c != NULL) {
+		rados_aio_wait_for_complete(k->c);
+		rc = rados_aio_get_return_value(k->c);
+	}
+	if (rc == -ENOENT)
+		rc = 0;
+	else if (rc < 0)
+		rc = rerr(rc, "reading the locks of a commit at", k->oid);
+	while (rc == 0 && k->xi != NULL) {
+		const char *xn, *xv;
+		size_t xl;
+		if (rados_getxattrs_next(k->xi, &xn, &xv, &xl) != 0 ||
+		    xn == NULL)
+			break;
+		if (strcmp(xn, LK) == 0)
+			n = xl == strlen(txid) && memcmp(xv, txid, xl) == 0;
+	}
+	while (rc == 0 && k->ki != NULL) {
+		char *kk, *vv;
+		size_t kl, vl;
+		if (rados_omap_get_next2(k->ki, &kk, &vv, &kl, &vl) != 0 ||
+		    kk == NULL)
+			break;
+		n++;
+	}
+	if (k->xi != NULL)
+		rados_getxattrs_end(k->xi);
+	if (k->ki != NULL)
+		rados_omap_get_end(k->ki);
+	if (k->c != NULL)
+		rados_aio_release(k->c);
+	if (k->op != NULL)
+		rados_release_read_op(k->op);
+	memset(k, 0, sizeof(*k));
+	return rc < 0 ? rc : n;
+}
+
+/* Is parallel commit @p txid, whose primary @p pri was seen locked by
+ * it with body @p r and catalog keys @p cat, committed: every other
+ * object locked by it, every key in the catalog?  *@p all says. */
+static int par_check(rad *e, const rec *r, const char *pri,
+		     const char *txid, const kt__buf *cat, int *all)
+{
+	pchk *k;
+	const char *keys[ONOBJ_MAX_OBJECTS + 1];
+	size_t nk = 0, i, at;
+	kt__buf catoid = {0};
+	int rc = 0, t;
+
+	*all = 0;
+	for (at = 0; at < cat->len && nk < ONOBJ_MAX_OBJECTS + 1;
+	     at += strlen(cat->p + at) + 1)
+		keys[nk++] = cat->p + at;
+	if (nk > 0 && (rc = name_of(&catoid, e, "!cat")) != 0)
+		return rc;
+	if ((k = calloc(r->n + 1, sizeof(*k))) == NULL) {
+		kt__buf_free(&catoid);
+		return kt__err(KT_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < r->n; i++)
+		if (strcmp(r->o[i].oid, pri) != 0)
+			pchk_send(e, &k[i], r->o[i].oid, NULL, 0);
+	if (nk > 0)
+		pchk_send(e, &k[r->n], catoid.p, keys, nk);
+	*all = 1;
+	for (i = 0; i <= r->n; i++) {
+		if (k[i].oid == NULL)
+			continue;
+		t = pchk_take(&k[i], i < r->n ? txid : NULL);
+		if (t < 0 && rc == 0)
+			rc = t;
+		if (t >= 0 && t < (i < r->n ? 1 : (int)nk))
+			*all = 0;
+	}
+	free(k);
+	kt__buf_free(&catoid);
+	if (rc != 0)
+		*all = 0;
 	return rc;
 }
 
@@ -2227,14 +2403,17 @@ static int pxa_read(rad *e, const char *oid, const char *txid, pxa *x)
  * 'P' (its primary is still locked by it), 'C', 'A', 0 (no record), or
  * 'G': @p oid is not locked by it any more (read it again).  With
  * @p body, the record's writes when there are any (P and C); with @p pri,
- * the primary's name.
+ * the primary's name.  A parallel commit whose locks are all in is 'I':
+ * committed, its primary not applied yet.
  */
 static int prim_read(rad *e, const char *oid, const char *txid, char *state,
 		     rec *body, kt__buf *pri)
 {
 	pxa a, b;
 	pxa *p;
-	int rc;
+	rec own = {0};
+	const char *poid;
+	int rc, all = 0;
 
 	*state = 0;
 	if ((rc = pxa_read(e, oid, txid, &a)) != 0)
@@ -2245,6 +2424,7 @@ static int prim_read(rad *e, const char *oid, const char *txid, char *state,
 		return 0;
 	}
 	memset(&b, 0, sizeof(b));
+	poid = a.pri.len ? a.pri.p : oid;
 	if (a.pri.len == 0) {
 		p = &a; /* the primary itself, so pending */
 		*state = 'P';
@@ -2259,13 +2439,31 @@ static int prim_read(rad *e, const char *oid, const char *txid, char *state,
 				 : b.t == 'C' || b.t == 'A' ? b.t
 							    : 0;
 	}
+	if (body == NULL && is_par(txid) && *state == 'P')
+		body = &own;
 	if (rc == 0 && body != NULL && p->has_d &&
 	    (*state == 'P' || *state == 'C')) {
 		kt__buf_free(&body->body);
 		body->body = p->d;
 		memset(&p->d, 0, sizeof(p->d));
-		rc = rec_parse(body, e, a.pri.len ? a.pri.p : oid);
+		rc = rec_parse(body, e, poid);
 	}
+	if (rc == 0 && *state == 'P' && is_par(txid)) {
+		rc = par_check(e, body, poid, txid, &p->c, &all);
+		if (rc == 0 && all) {
+			*state = 'I';
+		} else if (rc == 0) {
+			/* One missing: it was so at that moment only if the
+			 * primary was still locked after it. */
+			pxa x;
+			if ((rc = pxa_read(e, poid, txid, &x)) == 0) {
+				if (strcmp(x.lock, txid) != 0)
+					*state = 'G';
+				pxa_free(&x);
+			}
+		}
+	}
+	rec_free(&own);
 	pxa_free(&a);
 	pxa_free(&b);
 	return rc;
@@ -2275,15 +2473,11 @@ static int prim_read(rad *e, const char *oid, const char *txid, char *state,
  * @p apply (the primary's writes) its commit point, C; without, its
  * roll-back, A (the body goes: nobody needs it).  0 done, 1 it was not
  * pending (any more), <0 an error (unknown whether it took effect). */
-static int prim_end(rad *e, const char *pri, const char *txid,
-		    const objw *apply)
+static void prim_end_op(rados_write_op_t op, const char *txid,
+			const objw *apply)
 {
 	char tn[128], dn[128];
-	rados_write_op_t op = rados_create_write_op();
-	int rc;
 
-	if (op == NULL)
-		return kt__err(KT_ENOMEM, "out of memory");
 	pxa_names(tn, dn, sizeof(tn), txid);
 	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, txid,
 				strlen(txid));
@@ -2293,6 +2487,21 @@ static int prim_end(rad *e, const char *pri, const char *txid,
 	rados_write_op_setxattr(op, tn, apply != NULL ? "C" : "A", 1);
 	if (apply == NULL)
 		rados_write_op_rmxattr(op, dn);
+	if (apply == NULL && is_par(txid)) {
+		snprintf(dn, sizeof(dn), PRI_CAT "%s", txid);
+		rados_write_op_rmxattr(op, dn);
+	}
+}
+
+static int prim_end(rad *e, const char *pri, const char *txid,
+		    const objw *apply)
+{
+	rados_write_op_t op = rados_create_write_op();
+	int rc;
+
+	if (op == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	prim_end_op(op, txid, apply);
 	rc = wop_run(e, op, pri);
 	rados_release_write_op(op);
 	if (rc == -ECANCELED || rc == -ENOENT)
@@ -2317,6 +2526,10 @@ static void prim_remove_op(rados_write_op_t op, const char *txid)
 	pxa_names(tn, dn, sizeof(tn), txid);
 	rados_write_op_rmxattr(op, tn);
 	rados_write_op_rmxattr(op, dn);
+	if (is_par(txid)) {
+		snprintf(tn, sizeof(tn), PRI_CAT "%s", txid);
+		rados_write_op_rmxattr(op, tn);
+	}
 }
 
 static void prim_remove(rad *e, const char *pri, const char *txid)
@@ -2372,12 +2585,35 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 	rc = prim_read(e, oid, txid, &state, &r, &pri);
 	if (rc != 0 || state == 'G')
 		goto out;
+	if (state == 'I') {
+		/* A parallel commit with every lock in: committed.  Its
+		 * primary's apply, which its writer may send first. */
+		size_t k;
+		for (k = 0; k < r.n && strcmp(r.o[k].oid, pri.p) != 0; k++)
+			;
+		if (k == r.n) {
+			rc = kt__err(KT_ECORRUPT, "ceph: the record of commit "
+				     "%s on object '%s' does not name that "
+				     "object", txid, pri.p);
+			goto out;
+		}
+		if ((rc = prim_end(e, pri.p, txid, &r.o[k])) != 0) {
+			if (rc > 0)
+				rc = 0; /* ended meanwhile: read again */
+			goto out;
+		}
+		state = 'C';
+	}
 	if (state == 'P') {
 		uint64_t t = now_ms();
 		unsigned int b = tx_budget(txid);
+		/* A parallel commit with a lock missing may still get it
+		 * within its budget: rolled back only after twice that. */
+		uint64_t wait = is_par(txid) ? 2 * (uint64_t)b
+			      : b > e->lease_ms ? b : e->lease_ms;
 		if (*pending_since == 0)
 			*pending_since = t;
-		if (t - *pending_since < (b > e->lease_ms ? b : e->lease_ms)) {
+		if (t - *pending_since < wait) {
 			if (pending != NULL)
 				*pending = 1;
 			else
@@ -2438,8 +2674,14 @@ out:
  * primary). */
 static int lock_state(rad *e, const char *oid, const char *txid, char *state)
 {
-	if (is_onobj(txid))
-		return prim_read(e, oid, txid, state, NULL, NULL);
+	int rc;
+
+	if (is_onobj(txid)) {
+		rc = prim_read(e, oid, txid, state, NULL, NULL);
+		if (*state == 'I')
+			*state = 'C';
+		return rc;
+	}
 	return rec_read(e, txid, state, NULL);
 }
 
@@ -3667,6 +3909,7 @@ static int commit_one(rad *e, objw *o)
 	rados_write_op_t op;
 	int rc, make = must_make(o);
 
+	fin_wait_mine(e, o->oid);
 	op = rados_create_write_op();
 	if (make) {
 		guard_ops(op, e, o, 1, FREE);
@@ -3707,7 +3950,8 @@ static int commit_one(rad *e, objw *o)
  * its own), what the lock of @p o writes besides kt.lk: on the primary
  * the record's @p body, on the others the primary's name. */
 static void lock_extra(rados_write_op_t op, const objw *o, const objw *prim,
-		       const char *txid, const kt__buf *body)
+		       const char *txid, const kt__buf *body,
+		       const kt__buf *catk)
 {
 	char tn[128], dn[128];
 
@@ -3716,6 +3960,10 @@ static void lock_extra(rados_write_op_t op, const objw *o, const objw *prim,
 	if (o == prim) {
 		pxa_names(tn, dn, sizeof(tn), txid);
 		rados_write_op_setxattr(op, dn, body->p, body->len);
+		if (catk != NULL && catk->len > 0) {
+			snprintf(tn, sizeof(tn), PRI_CAT "%s", txid);
+			rados_write_op_setxattr(op, tn, catk->p, catk->len);
+		}
 	} else {
 		rados_write_op_setxattr(op, PRIX, prim->oid,
 					strlen(prim->oid));
@@ -3733,13 +3981,17 @@ static void shard_note(rad *e, const char *oid)
 }
 
 /* Step 2 of a commit over several objects: lock them all in parallel. */
+void (*kt__rados_test_prim_locked)(void);
+
 static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
-		    const objw *prim, const kt__buf *body)
+		    const objw *prim, const kt__buf *body, const kt__buf *catk)
 {
 	size_t i;
 	int conflict = 0, err = 0;
 
 	*busy = NULL;
+	for (i = 0; i < s->n; i++)
+		fin_wait_mine(e, s->o[i].oid);
 	/* The primary's first: a client killed while sending leaves, as
 	 * far as it can, no lock that points to a record that never came
 	 * (which its readers would wait twice the budget for). */
@@ -3749,9 +4001,16 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 			continue;
 		o->op = rados_create_write_op();
 		guard_ops(o->op, e, o, must_make(o), txid);
-		lock_extra(o->op, o, prim, txid, body);
+		lock_extra(o->op, o, prim, txid, body, catk);
 		marks_fold(e, o->oid, o->op, &o->marks);
 		objw_send(e, o);
+		if (i == 0 && kt__rados_test_prim_locked != NULL &&
+		    is_par(txid)) {
+			/* A test looks at a parallel commit with its
+			 * primary's lock in and the others on their way. */
+			rados_aio_wait_for_complete(o->c);
+			kt__rados_test_prim_locked();
+		}
 	}
 	for (i = 0; i < s->n; i++) {
 		objw *o = &s->o[i];
@@ -3761,7 +4020,7 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 		if (o->rc == -ENOENT && o->saw == NULL) {
 			rados_write_op_t op = rados_create_write_op();
 			guard_ops(op, e, o, 1, txid);
-			lock_extra(op, o, prim, txid, body);
+			lock_extra(op, o, prim, txid, body, catk);
 			o->rc = wop_run(e, op, o->oid);
 			rados_release_write_op(op);
 		}
@@ -3815,6 +4074,19 @@ typedef struct fin {
 	int onobj;              /* the record is on the primary, name */
 	size_t want;            /* applies to send */
 	int ready;              /* onobj: all applied; remove the record */
+	/* A parallel commit's: the primary's apply (pop, pc) goes first,
+	 * and its callback (fin_prim_cb) sends the others' and sets
+	 * launched; pfail, the primary's apply failed (the locks are left
+	 * for readers to settle).  oids: the others' names, each ended by a
+	 * NUL, for fin_wait_mine. */
+	rad *e;
+	int par;
+	size_t pidx;            /* the primary's place */
+	int launched;
+	int pfail;
+	rados_completion_t pc;
+	rados_write_op_t pop;
+	kt__buf oids;
 } fin;
 
 /*
@@ -3977,6 +4249,11 @@ static void fin_free(fin *f)
 		rados_aio_release(f->rc);
 	if (f->rop != NULL)
 		rados_release_write_op(f->rop);
+	if (f->pc != NULL)
+		rados_aio_release(f->pc);
+	if (f->pop != NULL)
+		rados_release_write_op(f->pop);
+	kt__buf_free(&f->oids);
 	kt__buf_free(&f->name);
 	free(f->c);
 	free(f->op);
@@ -3990,9 +4267,18 @@ static int fin_step(rad *e, fin *f, int wait)
 {
 	size_t i;
 
+	if (f->par) {
+		while (!__atomic_load_n(&f->launched, __ATOMIC_ACQUIRE)) {
+			if (!wait)
+				return 0;
+			sleep_ms(1);
+		}
+		if (f->pfail)
+			return 1; /* the locks stay, for readers to settle */
+	}
 	if (!f->removing) {
 		int ok = f->sent == f->want;
-		if (!fin_has(f, f->sent, wait))
+		if (!fin_has(f, f->sent + (size_t)f->par, wait))
 			return 0;
 		for (i = 0; i < f->n; i++) {
 			int rc;
@@ -4099,6 +4385,152 @@ static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name,
 	e->fins = f;
 	e->nfins++;
 	pthread_mutex_unlock(&e->mu);
+}
+
+/* The primary's apply of a parallel commit is in (or someone else
+ * applied it first, ECANCELED): send the other objects' applies.  Any
+ * other answer leaves them locked, for readers to roll forward (sending
+ * them would unlock objects of a commit that readers cannot yet tell
+ * from one whose lock never came). */
+static void fin_prim_cb(rados_completion_t c, void *arg)
+{
+	fin *f = arg;
+	int rv = rados_aio_get_return_value(c);
+	size_t i, sent = 0, at = 0;
+
+	if (rv == 0 || rv == -ECANCELED) {
+		for (i = 0; i < f->n; i++) {
+			const char *oid = f->oids.p + at;
+			if (i == f->pidx)
+				continue;
+			at += strlen(oid) + 1;
+			if (f->op[i] == NULL)
+				continue;
+			if (rados_aio_create_completion2(f, fin_done,
+							 &f->c[i]) != 0) {
+				f->c[i] = NULL;
+				continue;
+			}
+			if (rados_aio_write_op_operate(f->op[i], f->e->io,
+						       f->c[i], oid, NULL,
+						       0) != 0) {
+				rados_aio_release(f->c[i]);
+				f->c[i] = NULL;
+				continue;
+			}
+			sent++;
+		}
+	} else {
+		f->pfail = 1;
+	}
+	f->sent = sent;
+	pthread_mutex_lock(&f->e->fin_mu);
+	__atomic_store_n(&f->launched, 1, __ATOMIC_RELEASE);
+	f->e->fin_gen++;
+	pthread_cond_broadcast(&f->e->fin_cv);
+	pthread_mutex_unlock(&f->e->fin_mu);
+	__atomic_add_fetch(&f->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Is @p oid an object of one of this handle's parallel commits whose
+ * apply there is not sent yet?  Then wait until it is, so that what this
+ * client sends to it next reaches it after the apply. */
+static void fin_wait_mine(rad *e, const char *oid)
+{
+	for (;;) {
+		uint64_t g;
+		fin *f;
+		int found = 0;
+		pthread_mutex_lock(&e->fin_mu);
+		g = e->fin_gen;
+		pthread_mutex_unlock(&e->fin_mu);
+		pthread_mutex_lock(&e->mu);
+		for (f = e->fins; f != NULL && !found; f = f->next) {
+			size_t at;
+			if (!f->par ||
+			    __atomic_load_n(&f->launched, __ATOMIC_ACQUIRE))
+				continue;
+			for (at = 0; at < f->oids.len && !found;
+			     at += strlen(f->oids.p + at) + 1)
+				found = strcmp(f->oids.p + at, oid) == 0;
+		}
+		pthread_mutex_unlock(&e->mu);
+		if (!found)
+			return;
+		pthread_mutex_lock(&e->fin_mu);
+		while (e->fin_gen == g) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 20 * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&e->fin_cv, &e->fin_mu, &until);
+		}
+		pthread_mutex_unlock(&e->fin_mu);
+	}
+}
+
+/* Send the commit of parallel commit @p txid, decided: its primary
+ * @p prim's apply now, the others' from fin_prim_cb. */
+static void fin_start_par(rad *e, oset *s, const char *txid,
+			  const objw *prim)
+{
+	fin *f = calloc(1, sizeof(*f));
+	size_t i;
+	int rc = 0;
+
+	if (f == NULL || (f->c = calloc(s->n, sizeof(*f->c))) == NULL ||
+	    (f->op = calloc(s->n, sizeof(*f->op))) == NULL ||
+	    (f->pop = rados_create_write_op()) == NULL ||
+	    kt__buf_set(&f->name, prim->oid, strlen(prim->oid)) != 0) {
+		/* Out of memory: the locks stay for readers to settle. */
+		if (f != NULL) {
+			if (f->pop != NULL)
+				rados_release_write_op(f->pop);
+			free(f->c);
+			free(f->op);
+			kt__buf_free(&f->name);
+			free(f);
+		}
+		return;
+	}
+	snprintf(f->txid, sizeof(f->txid), "%s", txid);
+	f->e = e;
+	f->par = 1;
+	f->onobj = 1;
+	f->n = s->n;
+	f->want = s->n - 1;
+	prim_end_op(f->pop, txid, prim);
+	for (i = 0; i < s->n && rc == 0; i++) {
+		if (&s->o[i] == prim) {
+			f->pidx = i;
+			continue;
+		}
+		rc = kt__buf_add(&f->oids, s->o[i].oid, strlen(s->o[i].oid) + 1);
+		if (rc == 0 && (f->op[i] = rados_create_write_op()) != NULL)
+			objw_finish_op(f->op[i], &s->o[i], txid, 1);
+	}
+	if (rc != 0) {
+		fin_free(f);
+		return;
+	}
+	pthread_mutex_lock(&e->mu);
+	f->next = e->fins;
+	e->fins = f;
+	e->nfins++;
+	pthread_mutex_unlock(&e->mu);
+	if (rados_aio_create_completion2(f, fin_prim_cb, &f->pc) != 0 ||
+	    rados_aio_write_op_operate(f->pop, e->io, f->pc, prim->oid, NULL,
+				       0) != 0) {
+		pthread_mutex_lock(&e->fin_mu);
+		f->pfail = 1;
+		__atomic_store_n(&f->launched, 1, __ATOMIC_RELEASE);
+		e->fin_gen++;
+		pthread_cond_broadcast(&e->fin_cv);
+		pthread_mutex_unlock(&e->fin_mu);
+	}
 }
 
 /* Step 1 of a commit over several objects: the record, written with an
@@ -4249,14 +4681,15 @@ static const objw *pick_primary(rad *e, const oset *s, size_t len)
 static int commit_many(rad *e, oset *s, objw *cat)
 {
 	char txid[80];
-	kt__buf name = {0}, body = {0};
+	kt__buf name = {0}, body = {0}, catk = {0};
 	rados_write_op_t op = NULL;
 	const char *busy = NULL;
 	const objw *prim;
 	unsigned int budget;
 	uint64_t seq, t0;
 	rwrite w;
-	int rc, rc2, rrc;
+	int rc, rc2, rrc, par = 0, ended;
+	size_t i;
 
 	pthread_mutex_lock(&e->mu);
 	seq = ++e->txseq;
@@ -4265,9 +4698,22 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		goto out;
 	budget = commit_budget(e, s->n, body.len);
 	prim = pick_primary(e, s, body.len);
+	/* Layout 4: a record on a primary makes a parallel commit, whose
+	 * primary also names its new catalog entries. */
+	if (prim != NULL && e->layout >= 4 &&
+	    (cat == NULL || cat->nw <= ONOBJ_MAX_OBJECTS)) {
+		par = 1;
+		for (i = 0; cat != NULL && i < cat->nw && rc == 0; i++)
+			if ((rc = kt__buf_add(&catk, cat->k[i], cat->kl[i])) ==
+			    0)
+				rc = kt__buf_addc(&catk, '\0');
+		if (rc != 0)
+			goto out;
+	}
 	snprintf(txid, sizeof(txid),
 		 "%" PRIx64 ".%" PRIx64 ".%" PRIx64 ".%x%s", e->inst,
-		 (uint64_t)getpid(), seq, budget, prim != NULL ? ".o" : "");
+		 (uint64_t)getpid(), seq, budget,
+		 prim == NULL ? "" : par ? ".p" : ".o");
 	if (prim != NULL)
 		rc = kt__buf_set(&name, prim->oid, strlen(prim->oid));
 	else if ((rc = name_of(&name, e, "!tx.")) == 0)
@@ -4289,7 +4735,7 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		rados_write_op_write_full(op, body.p, body.len);
 	}
 	rw_send(e, &w, op, name.p, cat);
-	rc = lock_all(e, s, txid, &busy, prim, &body);
+	rc = lock_all(e, s, txid, &busy, prim, &body, &catk);
 	rrc = rw_wait(e, &w, name.p, cat);
 	if (op != NULL)
 		rados_release_write_op(op);
@@ -4316,6 +4762,14 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	}
 	if (rc == 0 && kt__rados_test_pending != NULL)
 		kt__rados_test_pending();
+	if (rc == 0 && par) {
+		/* Every lock and entry in within the budget: committed
+		 * (Parallel commits).  The applies go in the background. */
+		__atomic_add_fetch(&kt__rados_test_onobj, 1, __ATOMIC_RELAXED);
+		if (!kt__rados_test_stop_after_commit)
+			fin_start_par(e, s, txid, prim);
+		goto out;
+	}
 	if (rc == 0) {
 		/* 3. The commit point. */
 		rc2 = prim != NULL ? prim_end(e, prim->oid, txid, prim)
@@ -4344,15 +4798,37 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	}
 	/* Abort: make sure no one can commit it, then unlock. */
 	if (prim != NULL) {
-		rc2 = prim->locked ? prim_abort(e, prim->oid, txid) : 1;
+		/* A parallel commit's primary may be locked although its
+		 * answer said otherwise (lost): then readers may find every
+		 * lock in and commit it, so it is rolled back there first,
+		 * in any case, before anything is unlocked. */
+		rc2 = prim->locked || par ? prim_abort(e, prim->oid, txid) : 1;
 		if (rc2 < 0) {
 			rc = rc2;
 			goto out;
 		}
+		ended = rc2 == 0;
+		if (rc2 > 0 && par) {
+			/* Not pending: a reader that found every lock in may
+			 * have committed it (it was late). */
+			pxa x;
+			if ((rc2 = pxa_read(e, prim->oid, txid, &x)) != 0) {
+				rc = rc2;
+				goto out;
+			}
+			rc2 = x.t == 'C';
+			pxa_free(&x);
+			if (rc2) {
+				fin_start(e, s, txid, &name, prim);
+				rc = 0;
+				goto out;
+			}
+		}
 		/* Every object, not only those known locked: a lock whose
 		 * answer was lost may have been taken (the unlock is
 		 * guarded on it). */
-		if (finish_all(e, s->o, s->n, txid, 0, 0) == 0 && prim->locked)
+		if (finish_all(e, s->o, s->n, txid, 0, 0) == 0 &&
+		    (prim->locked || ended))
 			prim_remove(e, prim->oid, txid);
 	} else {
 		rc2 = rec_flip(e, txid, 'A');
@@ -4368,6 +4844,7 @@ static int commit_many(rad *e, oset *s, objw *cat)
 out:
 	kt__buf_free(&name);
 	kt__buf_free(&body);
+	kt__buf_free(&catk);
 	return rc;
 }
 
@@ -6387,6 +6864,8 @@ static void rad_close(kt__rows *r)
 	if (e->known_set != NULL)
 		rad_snapshot_free(r, e->known_set);
 	pthread_mutex_destroy(&e->mu);
+	pthread_mutex_destroy(&e->fin_mu);
+	pthread_cond_destroy(&e->fin_cv);
 	pthread_mutex_destroy(&e->lkmu);
 	pthread_mutex_destroy(&e->lkop);
 	pthread_cond_destroy(&e->wcv);
@@ -6544,6 +7023,8 @@ int kt__rados_open(kt__rows **out, const kt__rados_opts *o)
 		return kt__err(KT_ENOMEM, "out of memory");
 	e->base.ops = &rad_ops;
 	pthread_mutex_init(&e->mu, NULL);
+	pthread_mutex_init(&e->fin_mu, NULL);
+	pthread_cond_init(&e->fin_cv, NULL);
 	pthread_mutex_init(&e->lkmu, NULL);
 	pthread_mutex_init(&e->lkop, NULL);
 	pthread_cond_init(&e->wcv, NULL);
@@ -6780,7 +7261,8 @@ static int lkread_take(lkread *r, char *lock, size_t cap, int *marked)
 		}
 		if (marked != NULL &&
 		    (strncmp(xn, PRI_STATE, strlen(PRI_STATE)) == 0 ||
-		     strncmp(xn, PRI_BODY, strlen(PRI_BODY)) == 0))
+		     strncmp(xn, PRI_BODY, strlen(PRI_BODY)) == 0 ||
+		     strncmp(xn, PRI_CAT, strlen(PRI_CAT)) == 0))
 			*marked = 1;
 	}
 	if (r->xi != NULL)
@@ -6831,7 +7313,8 @@ static int marks_one(const char *xn, const char *xv, size_t xl, void *arg)
 	if (strcmp(xn, LK) == 0)
 		lock_take(w->lock, sizeof(w->lock), xv, xl);
 	/* Each id once: by its state, or its body alone. */
-	if (strncmp(xn, PRI_STATE, pl) != 0 && strncmp(xn, PRI_BODY, pl) != 0)
+	if (strncmp(xn, PRI_STATE, pl) != 0 && strncmp(xn, PRI_BODY, pl) != 0 &&
+	    strncmp(xn, PRI_CAT, pl) != 0)
 		return 0;
 	for (at = 0; at < w->ids.len; at += strlen(w->ids.p + at) + 1)
 		dup |= strcmp(w->ids.p + at, id) == 0;
