@@ -1228,6 +1228,50 @@ static void put_two(kt__rows *r)
 }
 #endif
 
+/* RADOS, layout 4: a parallel commit whose client died with its
+ * primary's lock lost on the way leaves the other locks pointing to a
+ * primary that has none.  A reader of such an object waits twice the
+ * budget (the lock might still come), then fences the primary, unlocks
+ * the object and takes the fence away: the rows are as before, nothing
+ * stays locked, and kt_repair finds nothing to do. */
+static void test_rows__parallel_no_primary(void **state)
+{
+#ifdef KT_HAVE_RADOS
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+	size_t swept = 0;
+	int notes = 0;
+	char *d;
+
+	if (strcmp(engine_now->name, "rados") != 0)
+		skip();
+	put(r, L("p"), L("a"), L("1"));
+	put(r, L("q"), L("x"), L("9"));
+	s = snap_take(r);
+	read_both(r, s, &b);
+	b_put(&b, L("p"), L("a"), L("2"));
+	b_put(&b, L("q"), L("x"), L("10"));
+	kt__rados_test_drop_prim = 1;
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	kt__rados_test_drop_prim = 0;
+	r->ops->snapshot_free(r, s);
+	assert_get(r, NULL, L("p"), L("a"), "=1");
+	assert_get(r, NULL, L("q"), L("x"), "=9");
+	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
+	assert_int_equal((int)swept, 0);
+	assert_int_equal(notes, 0);
+	/* Nothing left locked: a commit of both goes through. */
+	put_two(r);
+	d = dump(r);
+	assert_string_equal(d, "p/a=2 q/x=10");
+	free(d);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* RADOS: in a tree of layout 4 (parallel commits) or 3 a commit over a
  * few objects keeps its record on one of them; in a tree of layout 2 it
  * writes a record object as before, and readers still read past it
@@ -2177,6 +2221,7 @@ int main(int argc, char **argv)
 		T(test_rows__validate),
 		T(test_rows__read_past_pending),
 		T(test_rows__read_past_parallel),
+		T(test_rows__parallel_no_primary),
 		T(test_rows__record_kinds),
 		T(test_rows__record_on_object_left),
 		T(test_rows__catalog_past_pending),

@@ -310,6 +310,10 @@ extern void (*kt__rados_test_pending)(void);
  * lock is in, before it sends the other locks (which, once all in,
  * commit it). */
 extern void (*kt__rados_test_prim_locked)(void);
+/* For tests: when set, a parallel commit sends every lock but its
+ * primary's, and returns KT__ERETRY at once, as if its client were
+ * killed with the primary's lock lost on its way. */
+extern int kt__rados_test_drop_prim;
 /* For tests: called when a staged commit (rad_fence) has just committed,
  * before it is applied. */
 extern void (*kt__rados_test_staged)(void);

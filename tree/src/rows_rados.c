@@ -304,6 +304,7 @@ typedef struct rad {
 	pthread_mutex_t fin_mu;
 	pthread_cond_t fin_cv;
 	uint64_t fin_gen;
+	long par_unlaunched;       /* such fins not launched yet (atomic) */
 	/* Records on primaries whose commits are finished, to remove from
 	 * them with this client's next write there (marks_*), under mu. */
 	struct pmark *marks;
@@ -2367,9 +2368,15 @@ static int par_check(rad *e, const rec *r, const char *pri,
 	int rc = 0, t;
 
 	*all = 0;
-	for (at = 0; at < cat->len && nk < ONOBJ_MAX_OBJECTS + 1;
-	     at += strlen(cat->p + at) + 1)
+	for (at = 0; at < cat->len;) {
+		const char *z = memchr(cat->p + at, '\0', cat->len - at);
+		if (z == NULL || nk == ONOBJ_MAX_OBJECTS + 1)
+			return kt__err(KT_ECORRUPT, "ceph: the catalog keys of "
+				       "commit %s on object '%s' do not "
+				       "decode", txid, pri);
 		keys[nk++] = cat->p + at;
+		at = (size_t)(z - cat->p) + 1;
+	}
 	if (nk > 0 && (rc = name_of(&catoid, e, "!cat")) != 0)
 		return rc;
 	if ((k = calloc(r->n + 1, sizeof(*k))) == NULL) {
@@ -2573,6 +2580,45 @@ static int unlock_one(rad *e, const char *oid, const char *txid)
 	return finish_all(e, &one, 1, txid, 0, 0);
 }
 
+/* With @p on, fence primary @p pri of parallel commit @p txid, whose
+ * lock is not there: lock it with the id "TXID!", guarded on its being
+ * free, so that the commit's own lock, if still on its way, fails (it is
+ * guarded on the object being free, or on its version).  0 done, 1 the
+ * object is not free (read again), <0 an error.  Without @p on, take the
+ * fence away.  A fence whose client dies is a lock of a commit with no
+ * record: undone after twice the budget, as any such. */
+static int par_fence(rad *e, const char *pri, const char *txid, int on)
+{
+	char fid[128];
+	rados_write_op_t op;
+	int rc;
+
+	snprintf(fid, sizeof(fid), "%s!", txid);
+	if ((op = rados_create_write_op()) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ,
+				on ? FREE : fid, on ? 1 : strlen(fid));
+	rados_write_op_setxattr(op, LK, on ? fid : FREE,
+				on ? strlen(fid) : 1);
+	rc = wop_run(e, op, pri);
+	rados_release_write_op(op);
+	if (rc == -ENOENT && on) {
+		/* Made, fenced: a lock that comes would make it anew. */
+		if ((op = rados_create_write_op()) == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+		rados_write_op_setxattr(op, LK, fid, strlen(fid));
+		rc = wop_run(e, op, pri);
+		rados_release_write_op(op);
+		if (rc == -EEXIST)
+			return 1;
+	}
+	if (rc == -ECANCELED || (rc == -ENOENT && !on))
+		return on ? 1 : 0;
+	return rc < 0 ? rerr(rc, "fencing the primary of a commit at", pri)
+		      : 0;
+}
+
 /* lock_settle for a commit whose record is on its primary. */
 static int prim_settle(rad *e, const char *oid, const char *txid,
 		       uint64_t *pending_since, int *pending)
@@ -2580,7 +2626,7 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 	rec r = {0};
 	kt__buf pri = {0};
 	char state;
-	int rc;
+	int rc, rc2;
 
 	rc = prim_read(e, oid, txid, &state, &r, &pri);
 	if (rc != 0 || state == 'G')
@@ -2623,7 +2669,8 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 		/* Pending for longer than the lease: roll it back, and
 		 * unlock the rest of it, which only this body names. */
 		rc = prim_abort(e, pri.p, txid);
-		if (rc == 0 && prim_finish(e, &r, pri.p, txid, 0) == 0)
+		if (rc == 0 && prim_finish(e, &r, pri.p, txid, 0) == 0 &&
+		    !is_par(txid))
 			prim_remove(e, pri.p, txid);
 		if (rc > 0)
 			rc = 0;
@@ -2641,7 +2688,25 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 			sleep_ms(t - *pending_since < 20 ? 1 : 10);
 			goto out;
 		}
-		rc = unlock_one(e, oid, txid);
+		if (is_par(txid) && strcmp(pri.p, oid) != 0) {
+			/* The primary's lock may still land, and a reader
+			 * that then found every lock in (this one among them,
+			 * its unlock still on the way) would commit it: fence
+			 * the primary until the unlock is in. */
+			if ((rc = par_fence(e, pri.p, txid, 1)) != 0) {
+				if (rc > 0) {
+					rc = 0; /* not free: read again */
+					sleep_ms(10);
+				}
+				goto out;
+			}
+			rc = unlock_one(e, oid, txid);
+			rc2 = par_fence(e, pri.p, txid, 0);
+			if (rc == 0 && rc2 < 0)
+				rc = rc2;
+		} else {
+			rc = unlock_one(e, oid, txid);
+		}
 		*pending_since = 0;
 		goto out;
 	}
@@ -2658,9 +2723,12 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 			     pri.p);
 		goto out;
 	}
-	/* C: finish all of it, then drop the record. */
+	/* C: finish all of it, then drop the record; a parallel commit's
+	 * stays for its writer, which may be about to look (it took its
+	 * commit for rolled back, late, unless it finds C), or for
+	 * kt_repair. */
 	rc = prim_finish(e, &r, pri.p, txid, 1);
-	if (rc == 0)
+	if (rc == 0 && !is_par(txid))
 		prim_remove(e, pri.p, txid);
 	*pending_since = 0;
 out:
@@ -3982,6 +4050,7 @@ static void shard_note(rad *e, const char *oid)
 
 /* Step 2 of a commit over several objects: lock them all in parallel. */
 void (*kt__rados_test_prim_locked)(void);
+int kt__rados_test_drop_prim;
 
 static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 		    const objw *prim, const kt__buf *body, const kt__buf *catk)
@@ -3999,6 +4068,13 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 		objw *o = i == 0 ? (objw *)prim : &s->o[i - 1];
 		if (o == NULL || (i > 0 && o == prim))
 			continue;
+		if (i == 0 && kt__rados_test_drop_prim && is_par(txid)) {
+			/* A test: as if lost on its way. */
+			o->op = rados_create_write_op();
+			o->c = NULL;
+			o->rc = -ECANCELED;
+			continue;
+		}
 		o->op = rados_create_write_op();
 		guard_ops(o->op, e, o, must_make(o), txid);
 		lock_extra(o->op, o, prim, txid, body, catk);
@@ -4008,7 +4084,8 @@ static int lock_all(rad *e, oset *s, const char *txid, const char **busy,
 		    is_par(txid)) {
 			/* A test looks at a parallel commit with its
 			 * primary's lock in and the others on their way. */
-			rados_aio_wait_for_complete(o->c);
+			if (o->c != NULL)
+				rados_aio_wait_for_complete(o->c);
 			kt__rados_test_prim_locked();
 		}
 	}
@@ -4273,8 +4350,10 @@ static int fin_step(rad *e, fin *f, int wait)
 				return 0;
 			sleep_ms(1);
 		}
+		/* The locks stay, for readers to settle; done once
+		 * fin_launched is through with f. */
 		if (f->pfail)
-			return 1; /* the locks stay, for readers to settle */
+			return fin_has(f, 1, wait);
 	}
 	if (!f->removing) {
 		int ok = f->sent == f->want;
@@ -4387,6 +4466,19 @@ static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name,
 	pthread_mutex_unlock(&e->mu);
 }
 
+/* @p f's other applies are sent (or never will be).  Its last touch of
+ * @p f: fin_step frees it once done counts this one. */
+static void fin_launched(rad *e, fin *f)
+{
+	pthread_mutex_lock(&e->fin_mu);
+	__atomic_store_n(&f->launched, 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&e->par_unlaunched, 1, __ATOMIC_RELEASE);
+	e->fin_gen++;
+	pthread_cond_broadcast(&e->fin_cv);
+	pthread_mutex_unlock(&e->fin_mu);
+	__atomic_add_fetch(&f->done, 1, __ATOMIC_RELEASE);
+}
+
 /* The primary's apply of a parallel commit is in (or someone else
  * applied it first, ECANCELED): send the other objects' applies.  Any
  * other answer leaves them locked, for readers to roll forward (sending
@@ -4395,6 +4487,7 @@ static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name,
 static void fin_prim_cb(rados_completion_t c, void *arg)
 {
 	fin *f = arg;
+	rad *e = f->e;
 	int rv = rados_aio_get_return_value(c);
 	size_t i, sent = 0, at = 0;
 
@@ -4424,12 +4517,7 @@ static void fin_prim_cb(rados_completion_t c, void *arg)
 		f->pfail = 1;
 	}
 	f->sent = sent;
-	pthread_mutex_lock(&f->e->fin_mu);
-	__atomic_store_n(&f->launched, 1, __ATOMIC_RELEASE);
-	f->e->fin_gen++;
-	pthread_cond_broadcast(&f->e->fin_cv);
-	pthread_mutex_unlock(&f->e->fin_mu);
-	__atomic_add_fetch(&f->done, 1, __ATOMIC_RELEASE);
+	fin_launched(e, f);
 }
 
 /* Is @p oid an object of one of this handle's parallel commits whose
@@ -4441,6 +4529,8 @@ static void fin_wait_mine(rad *e, const char *oid)
 		uint64_t g;
 		fin *f;
 		int found = 0;
+		if (__atomic_load_n(&e->par_unlaunched, __ATOMIC_ACQUIRE) == 0)
+			return; /* the usual case, at no cost */
 		pthread_mutex_lock(&e->fin_mu);
 		g = e->fin_gen;
 		pthread_mutex_unlock(&e->fin_mu);
@@ -4516,6 +4606,7 @@ static void fin_start_par(rad *e, oset *s, const char *txid,
 		fin_free(f);
 		return;
 	}
+	__atomic_add_fetch(&e->par_unlaunched, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&e->mu);
 	f->next = e->fins;
 	e->fins = f;
@@ -4524,12 +4615,8 @@ static void fin_start_par(rad *e, oset *s, const char *txid,
 	if (rados_aio_create_completion2(f, fin_prim_cb, &f->pc) != 0 ||
 	    rados_aio_write_op_operate(f->pop, e->io, f->pc, prim->oid, NULL,
 				       0) != 0) {
-		pthread_mutex_lock(&e->fin_mu);
 		f->pfail = 1;
-		__atomic_store_n(&f->launched, 1, __ATOMIC_RELEASE);
-		e->fin_gen++;
-		pthread_cond_broadcast(&e->fin_cv);
-		pthread_mutex_unlock(&e->fin_mu);
+		fin_launched(e, f);
 	}
 }
 
@@ -4697,11 +4784,10 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	if ((rc = record_body(&body, s->o, s->n)) != 0)
 		goto out;
 	budget = commit_budget(e, s->n, body.len);
-	prim = pick_primary(e, s, body.len);
 	/* Layout 4: a record on a primary makes a parallel commit, whose
-	 * primary also names its new catalog entries. */
-	if (prim != NULL && e->layout >= 4 &&
-	    (cat == NULL || cat->nw <= ONOBJ_MAX_OBJECTS)) {
+	 * primary also names its new catalog entries (which count with
+	 * the record's size). */
+	if (e->layout >= 4 && (cat == NULL || cat->nw <= ONOBJ_MAX_OBJECTS)) {
 		par = 1;
 		for (i = 0; cat != NULL && i < cat->nw && rc == 0; i++)
 			if ((rc = kt__buf_add(&catk, cat->k[i], cat->kl[i])) ==
@@ -4710,6 +4796,9 @@ static int commit_many(rad *e, oset *s, objw *cat)
 		if (rc != 0)
 			goto out;
 	}
+	prim = pick_primary(e, s, body.len + catk.len);
+	if (prim == NULL)
+		par = 0;
 	snprintf(txid, sizeof(txid),
 		 "%" PRIx64 ".%" PRIx64 ".%" PRIx64 ".%x%s", e->inst,
 		 (uint64_t)getpid(), seq, budget,
@@ -4762,6 +4851,10 @@ static int commit_many(rad *e, oset *s, objw *cat)
 	}
 	if (rc == 0 && kt__rados_test_pending != NULL)
 		kt__rados_test_pending();
+	if (par && kt__rados_test_drop_prim) {
+		rc = KT__ERETRY; /* a test: killed with its locks sent */
+		goto out;
+	}
 	if (rc == 0 && par) {
 		/* Every lock and entry in within the budget: committed
 		 * (Parallel commits).  The applies go in the background. */
@@ -7575,6 +7668,11 @@ static int sweep_locks(rad *e, int (*note)(const char *, void *), void *arg,
 	}
 	kt__buf_free(&found);
 marks:
+	/* A reader that found every lock of a parallel commit in committed
+	 * it and left its record (C) for the writer, which looks there
+	 * when its own answers came late: give it a lease to. */
+	if (rc == 0 && marked.len > 0)
+		sleep_ms(e->lease_ms);
 	for (at = 0; rc == 0 && at < marked.len;
 	     at += strlen(marked.p + at) + 1)
 		rc = sweep_marks_one(e, marked.p + at, note, arg, nswept);
