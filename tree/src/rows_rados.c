@@ -2660,10 +2660,14 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 		if (*pending_since == 0)
 			*pending_since = t;
 		if (t - *pending_since < wait) {
+			/* Each look at a parallel commit reads all its
+			 * objects: look less often once it is not quick. */
+			uint64_t d = t - *pending_since;
 			if (pending != NULL)
 				*pending = 1;
 			else
-				sleep_ms(t - *pending_since < 20 ? 1 : 10);
+				sleep_ms(d < 20 ? 1
+					 : d < 200 || !is_par(txid) ? 10 : 50);
 			goto out;
 		}
 		/* Pending for longer than the lease: roll it back, and
