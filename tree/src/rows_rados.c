@@ -4423,26 +4423,35 @@ static void fin_reap(rad *e, int wait)
  * flight.  Nothing to report: the commit stands either way.  With
  * @p prim, the record is on that object, already applied: the others
  * are, and then the record is removed from it. */
-static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name,
-		      const objw *prim)
+/* A fin for commit @p txid over the objects of @p s, whose record is
+ * @p name; NULL when out of memory (then the locks stay for readers to
+ * settle). */
+static fin *fin_new(const oset *s, const char *txid, const char *name,
+		    size_t len)
 {
 	fin *f = calloc(1, sizeof(*f));
-	size_t i;
 
-	if (f == NULL || (f->c = calloc(s->n, sizeof(*f->c))) == NULL ||
+	if (f == NULL)
+		return NULL;
+	if ((f->c = calloc(s->n, sizeof(*f->c))) == NULL ||
 	    (f->op = calloc(s->n, sizeof(*f->op))) == NULL ||
-	    kt__buf_set(&f->name, name->p, name->len) != 0) {
-		/* Out of memory: the locks stay for readers to settle. */
-		if (f != NULL) {
-			free(f->c);
-			free(f->op);
-			kt__buf_free(&f->name);
-			free(f);
-		}
-		return;
+	    kt__buf_set(&f->name, name, len) != 0) {
+		fin_free(f);
+		return NULL;
 	}
 	snprintf(f->txid, sizeof(f->txid), "%s", txid);
 	f->n = s->n;
+	return f;
+}
+
+static void fin_start(rad *e, oset *s, const char *txid, const kt__buf *name,
+		      const objw *prim)
+{
+	fin *f = fin_new(s, txid, name->p, name->len);
+	size_t i;
+
+	if (f == NULL)
+		return;
 	f->onobj = prim != NULL;
 	f->want = s->n - (prim != NULL);
 	for (i = 0; i < s->n; i++) {
@@ -4571,30 +4580,19 @@ static void fin_wait_mine(rad *e, const char *oid)
 static void fin_start_par(rad *e, oset *s, const char *txid,
 			  const objw *prim)
 {
-	fin *f = calloc(1, sizeof(*f));
+	fin *f = fin_new(s, txid, prim->oid, strlen(prim->oid));
 	size_t i;
 	int rc = 0;
 
-	if (f == NULL || (f->c = calloc(s->n, sizeof(*f->c))) == NULL ||
-	    (f->op = calloc(s->n, sizeof(*f->op))) == NULL ||
-	    (f->pop = rados_create_write_op()) == NULL ||
-	    kt__buf_set(&f->name, prim->oid, strlen(prim->oid)) != 0) {
-		/* Out of memory: the locks stay for readers to settle. */
-		if (f != NULL) {
-			if (f->pop != NULL)
-				rados_release_write_op(f->pop);
-			free(f->c);
-			free(f->op);
-			kt__buf_free(&f->name);
-			free(f);
-		}
+	if (f == NULL)
+		return;
+	if ((f->pop = rados_create_write_op()) == NULL) {
+		fin_free(f);
 		return;
 	}
-	snprintf(f->txid, sizeof(f->txid), "%s", txid);
 	f->e = e;
 	f->par = 1;
 	f->onobj = 1;
-	f->n = s->n;
 	f->want = s->n - 1;
 	prim_end_op(f->pop, txid, prim);
 	for (i = 0; i < s->n && rc == 0; i++) {
