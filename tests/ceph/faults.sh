@@ -11,7 +11,8 @@
 #  1. osd.1 is killed with SIGKILL (memstore loses everything it held)
 #     while the writer runs; the writer must go on with two OSDs;
 #  2. osd.1 is started again, comes back empty and is backfilled; the
-#     writer must go on;
+#     writer must go on; the test waits until every placement group is
+#     active+clean again;
 #  3. the monitor is stopped (SIGSTOP: it hangs, as a monitor on a host
 #     that stopped answering would): the writer, already connected, must
 #     go on, and a new client must fail with a clear error within its
@@ -53,6 +54,37 @@ dev() { bash "$src/scripts/ceph-dev" "$@" --dir "$cdir"; }
 kt() { timeout 120 "$cli" -s "$loc" -o ceph_conf="$conf" "$@"; }
 acks() { grep -c . "$work/acks" || true; }
 
+# What the writer and the OSDs are waiting on, for the log of a failure:
+# the writer's stacks (with gdb, when installed), each OSD's blocked
+# operations and placement-group states (admin sockets answer without the
+# monitor), and whether the writer moves again once the monitor runs.
+stalled() {
+	local i n
+	set +e
+	if command -v gdb >/dev/null; then
+		echo "ceph_faults: the writer's threads:" >&2
+		timeout 60 gdb -p "$wpid" -batch -ex 'thread apply all bt' 2>/dev/null |
+			grep -E '^(Thread|#)' | grep -Ev 'libc\.so|libstdc' | head -80 >&2
+	fi
+	for i in 0 1 2; do
+		echo "ceph_faults: osd.$i:" >&2
+		timeout 20 ceph --admin-daemon "$cdir/run/osd.$i.asok" \
+			dump_pgstate_history 2>&1 | grep currently | sort | uniq -c >&2
+		timeout 20 ceph --admin-daemon "$cdir/run/osd.$i.asok" \
+			dump_blocked_ops 2>&1 | head -40 >&2
+	done
+	tail -20 "$cdir/log/cluster.log" >&2 2>/dev/null
+	if [ -n "$mon_stopped" ]; then
+		kill -CONT "$mon_stopped"
+		mon_stopped=
+		n=$(acks)
+		sleep 20
+		echo "ceph_faults: with the monitor running again, the writer" \
+			"acknowledged $(($(acks) - n)) more in 20 s" >&2
+	fi
+	set -e
+}
+
 # Wait up to $1 seconds for $2 more acknowledged operations than $3.
 wait_acks() {
 	local t=$(($1 * 10)) more=$2 base=$3
@@ -60,7 +92,10 @@ wait_acks() {
 		kill -0 "$wpid" 2>/dev/null ||
 			fail "the writer exited: $(cat "$work/err")"
 		t=$((t - 1))
-		[ "$t" -gt 0 ] || fail "no $more operations in $1 s after $4 ($(acks) acknowledged in all)"
+		if [ "$t" -le 0 ]; then
+			stalled
+			fail "no $more operations in $1 s after $4 ($(acks) acknowledged in all)"
+		fi
 		sleep 0.1
 	done
 }
@@ -84,11 +119,14 @@ n=$(acks)
 step "starting osd.1 again (empty; it is backfilled) after $n operations"
 dev start-osd 1 >/dev/null
 wait_acks 60 100 "$n" "osd.1 was started again"
-for i in $(seq 60); do
-	dev status >/dev/null 2>&1 && break
-	[ "$i" -lt 60 ] || fail "the cluster is not all up 60 s after osd.1 started"
-	sleep 1
-done
+# The monitor is stopped only once the cluster has settled: a placement
+# group whose peering or backfill still needs a new OSD map from the
+# monitor (up_thru, pg_temp) would stay blocked until it came back, which
+# is Ceph's behaviour, not ours to test.  Seen once in CI, with the
+# monitor stopped right after osd.1 was started again.
+dev wait-clean 240 >"$work/clean" 2>&1 ||
+	fail "the cluster did not settle after osd.1 came back: $(cat "$work/clean")"
+step "$(cat "$work/clean")"
 wait_acks 60 50 "$(acks)" "osd.1 came back"
 
 mon=$(cat "$cdir/run/mon.a.pid")
