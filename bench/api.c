@@ -7,6 +7,19 @@
  *   api  WORKLOAD  LABEL  N  OPS  SECONDS
  *   disk LABEL  N  BYTES  ITEMS
  *
+ * With -w pair -E ENGINE2 -L LABEL2 it measures random gets of one engine
+ * against another in the same process, on two stores of N items each (the
+ * second at DIR-ENGINE2), in alternating blocks of 1000 gets of the same
+ * items (which engine goes first alternating), timed apart:
+ *
+ *   api  get_pair  LABEL   N  OPS  SECONDS
+ *   api  get_pair  LABEL2  N  OPS  SECONDS
+ *   apicpu  get_pair  LABEL  N  OPS  CPU_SECONDS   (and LABEL2)
+ *
+ * so that both see the same load on a shared machine and cluster (the
+ * plain get workload runs each engine in a process of its own, minutes
+ * apart).
+ *
  * With -w alias it runs the alias workloads instead (engines with aliases
  * only: keytree), on a store of their own holding the same data set:
  *
@@ -25,6 +38,11 @@
  * and the bytes on disk before and after the links:
  *
  *   adisk LABEL  N  BYTES_BEFORE  BYTES_AFTER  ALIASES
+ *
+ * With -w clients -j K it runs K client processes (see run_clients):
+ *
+ *   clients  insert|get  LABEL  K  OPS  SECONDS
+ *   clcpu    insert|get  LABEL  K  BUSY   (the machine's CPUs, 0 to 1)
  *
  * A run is one repetition on a fresh directory; bench/run repeats it and
  * takes medians.  Operations come in a seeded pseudo-random order that is
@@ -575,6 +593,87 @@ static int run_alias(run *r)
 	return r->e->reopen(r->ctx);
 }
 
+/* ------------------------------------------------------------ pairs */
+
+/* CPU seconds this process has used, in all its threads. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Random gets on two engines (@p a, @p b) holding the same items, in
+ * alternating blocks of 1000 (the same items both ways, which engine goes
+ * first alternating), at least a->gets of them and for at least the
+ * minimum time on each, timed apart. */
+static int do_pair_gets(run *a, run *b)
+{
+	long idx[1000], done = 0, blk, k;
+	double t[2] = {0, 0}, cpu[2] = {0, 0};
+
+	for (blk = 0; done < a->gets || t[0] < a->min_time ||
+		      t[1] < a->min_time;
+	     blk++) {
+		int pass;
+
+		for (k = 0; k < 1000; k++)
+			idx[k] = (long)(rnd() % (uint64_t)a->p->n);
+		for (pass = 0; pass < 2; pass++) {
+			int which = (int)((blk + pass) & 1);
+			run *r = which ? b : a;
+			double t0 = now(), c0 = cpu_now();
+
+			for (k = 0; k < 1000; k++)
+				if (r->e->get(r->ctx, idx[k]) != 0)
+					return -1;
+			t[which] += now() - t0;
+			cpu[which] += cpu_now() - c0;
+		}
+		done += 1000;
+	}
+	report(a, "get_pair", (double)done, t[0]);
+	report(b, "get_pair", (double)done, t[1]);
+	/*   apicpu  WORKLOAD  LABEL  N  OPS  CPU_SECONDS (this process, all
+	 *   its threads: the library's and librados's) */
+	printf("apicpu\tget_pair\t%s\t%ld\t%ld\t%.6f\n", a->label, a->p->n,
+	       done, cpu[0]);
+	printf("apicpu\tget_pair\t%s\t%ld\t%ld\t%.6f\n", b->label, b->p->n,
+	       done, cpu[1]);
+	fflush(stdout);
+	return 0;
+}
+
+/* The pair workload: both stores made and filled with the same N items
+ * (untimed), then do_pair_gets. */
+static int run_pair(run *a, run *b)
+{
+	run *both[2];
+	long i, *perm = shuffled(a->p->n);
+	int x, rc = -1;
+
+	both[0] = a;
+	both[1] = b;
+	if (perm == NULL)
+		return bench_fail("pair", "out of memory");
+	for (x = 0; x < 2; x++) {
+		run *r = both[x];
+
+		if (r->e->open(&r->ctx, r->p) != 0)
+			goto out;
+		for (i = 0; i < r->p->n; i++)
+			if (r->e->put(r->ctx, perm[i]) != 0)
+				goto out;
+		if (r->e->reopen(r->ctx) != 0)
+			goto out;
+	}
+	rc = do_pair_gets(a, b);
+out:
+	free(perm);
+	return rc;
+}
+
 /* ------------------------------------------------------------ clients */
 
 /* Tell the parent one byte, or die. */
@@ -582,6 +681,35 @@ static void tell(int fd, char c)
 {
 	if (write(fd, &c, 1) != 1)
 		_exit(1);
+}
+
+/* The machine's CPU time so far, from /proc/stat: *busy and *all in
+ * clock ticks (busy: all but idle and iowait); 0 when unknown. */
+static void host_cpu(unsigned long long *busy, unsigned long long *all)
+{
+	unsigned long long v[8] = {0};
+	FILE *f = fopen("/proc/stat", "r");
+	int i;
+
+	*busy = *all = 0;
+	if (f == NULL)
+		return;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+		for (i = 0; i < 8; i++)
+			*all += v[i];
+		*busy = *all - v[3] - v[4];
+	}
+	fclose(f);
+}
+
+/* The share of the machine's CPU time that was busy between two
+ * host_cpu readings, 0 to 1 (-1 when unknown). */
+static double host_busy(const unsigned long long a[2],
+			const unsigned long long b[2])
+{
+	return b[1] > a[1] ? (double)(b[0] - a[0]) / (double)(b[1] - a[1])
+			   : -1;
 }
 
 /* The clients workload: @p k processes, each on a store of its own
@@ -595,6 +723,7 @@ static int run_clients(run *r, int k)
 	int go[2], done[2], rel[2], i, failed = 0;
 	pid_t *pid = calloc((size_t)k, sizeof(pid_t));
 	double t0, t1, t2;
+	unsigned long long c0[2], c1[2], c2[2];
 	char c;
 
 	if (pid == NULL || pipe(done) != 0)
@@ -654,6 +783,7 @@ static int run_clients(run *r, int k)
 		if (read(done[0], &c, 1) != 1 || c != 'o')
 			failed = 1;
 	/* Go (a byte each), and time until all have put. */
+	host_cpu(&c0[0], &c0[1]);
 	t0 = now();
 	for (i = 0; i < k && !failed; i++)
 		if (write(go[1], "g", 1) != 1)
@@ -662,6 +792,7 @@ static int run_clients(run *r, int k)
 		if (read(done[0], &c, 1) != 1 || c != 'p')
 			failed = 1;
 	t1 = now();
+	host_cpu(&c1[0], &c1[1]);
 	for (i = 0; i < k && !failed; i++)
 		if (write(rel[1], "g", 1) != 1)
 			failed = 1;
@@ -669,6 +800,7 @@ static int run_clients(run *r, int k)
 		if (read(done[0], &c, 1) != 1 || c != 'g')
 			failed = 1;
 	t2 = now();
+	host_cpu(&c2[0], &c2[1]);
 	close(go[1]);
 	close(rel[1]);
 	close(done[0]);
@@ -685,6 +817,12 @@ static int run_clients(run *r, int k)
 	       (long)k * p->per_top, t1 - t0);
 	printf("clients\tget\t%s\t%d\t%ld\t%.6f\n", r->label, k,
 	       (long)k * r->gets, t2 - t1);
+	/*   clcpu  PHASE  LABEL  K  BUSY (share of the machine's CPU time,
+	 *   every process on it: the clients, the cluster, anything else) */
+	printf("clcpu\tinsert\t%s\t%d\t%.3f\n", r->label, k,
+	       host_busy(c0, c1));
+	printf("clcpu\tget\t%s\t%d\t%.3f\n", r->label, k,
+	       host_busy(c1, c2));
 	return 0;
 }
 
@@ -711,6 +849,10 @@ static void usage(void)
 		"-n N [-b NBIG] [-k NLINKS]\n"
 		"                    [-g GETS] [-m MIN_SECONDS] [-l LABEL] "
 		"[-s SEED] [-c] [-w alias]\n"
+		"       kt_bench_api -e ENGINE -d DIR -w pair -E ENGINE2 "
+		"-L LABEL2 -n N [-g GETS]\n"
+		"                    [-m MIN_SECONDS] [-l LABEL] [-s SEED]  "
+		"(ENGINE2's store: DIR-ENGINE2)\n"
 		"       kt_bench_api -e keytree|rados -d rados:POOL/TREE "
 		"-w clients -j K -n N [-g GETS]\n"
 		"DIR may be a location rados:POOL[/NS]/TREE for keytree and "
@@ -718,18 +860,66 @@ static void usage(void)
 		"floor); the tree is destroyed at the end.\n");
 }
 
+/* -w pair: @p r's engine against @p ename2's, on stores @p p->dir and
+ * @p p->dir-ENGINE2. */
+static int main_pair(run *r, bench_params *p, const char *ename,
+		     const char *ename2, const char *label2, int rados)
+{
+	bench_params p2;
+	run r2;
+	char dir2[1024];
+	int rc, x;
+
+	if (ename2 == NULL || (r2.e = engine_named(ename2)) == NULL ||
+	    label2 == NULL) {
+		fprintf(stderr, "kt_bench_api: -w pair needs -E ENGINE2 and "
+			"-L LABEL2\n");
+		return 2;
+	}
+	if ((size_t)snprintf(dir2, sizeof(dir2), "%s-%s", p->dir, ename2) >=
+	    sizeof(dir2)) {
+		fprintf(stderr, "kt_bench_api: -d %s is too long\n", p->dir);
+		return 2;
+	}
+	p->nbig = 1;
+	p->nlinks = 0;
+	p2 = *p;
+	p2.dir = dir2;
+	r->label = r->label ? r->label : ename;
+	r->p = p;
+	r2 = *r;
+	r2.e = engine_named(ename2);
+	r2.ctx = NULL;
+	r2.label = label2;
+	r2.p = &p2;
+	for (x = 0; x < 2 && !rados; x++)
+		if (mkdir(x ? dir2 : p->dir, 0755) != 0 && errno != EEXIST) {
+			perror(x ? dir2 : p->dir);
+			return 1;
+		}
+	rc = run_pair(r, &r2) != 0;
+	if (r->ctx != NULL)
+		r->e->close(r->ctx);
+	if (r2.ctx != NULL)
+		r2.e->close(r2.ctx);
+	for (x = 0; x < 2 && rados; x++)
+		if (kt_destroy(x ? dir2 : p->dir, NULL) != 0)
+			rc = bench_fail("kt_destroy", kt_errmsg()) != 0;
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	bench_params p = {0};
 	run r = {0};
-	const char *ename = NULL, *what = NULL;
+	const char *ename = NULL, *what = NULL, *ename2 = NULL, *label2 = NULL;
 	int opt, rc = 1, nclients = 0, rados;
 
 	p.nbig = 10000;
 	p.nlinks = -1;
 	r.min_time = 0.3;
 	r.gets = 100000;
-	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:cw:j:")) != -1) {
+	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:cw:j:E:L:")) != -1) {
 		switch (opt) {
 		case 'e':
 			ename = optarg;
@@ -767,6 +957,12 @@ int main(int argc, char **argv)
 		case 'j':
 			nclients = atoi(optarg);
 			break;
+		case 'E':
+			ename2 = optarg;
+			break;
+		case 'L':
+			label2 = optarg;
+			break;
 		default:
 			usage();
 			return 2;
@@ -775,7 +971,7 @@ int main(int argc, char **argv)
 	if (ename == NULL || p.dir == NULL || p.n <= 0 || p.nbig <= 0 ||
 	    (r.e = engine_named(ename)) == NULL ||
 	    (what != NULL && strcmp(what, "alias") != 0 &&
-	     strcmp(what, "clients") != 0)) {
+	     strcmp(what, "clients") != 0 && strcmp(what, "pair") != 0)) {
 		usage();
 		return 2;
 	}
@@ -804,6 +1000,8 @@ int main(int argc, char **argv)
 			rc = bench_fail("kt_destroy", kt_errmsg());
 		return rc;
 	}
+	if (what != NULL && strcmp(what, "pair") == 0)
+		return main_pair(&r, &p, ename, ename2, label2, rados);
 	if (what != NULL && (r.e->link == NULL || r.e->get_path == NULL ||
 			     r.e->put_path == NULL || r.e->check == NULL)) {
 		fprintf(stderr, "kt_bench_api: %s has no aliases\n", ename);
