@@ -46,6 +46,8 @@ struct options {
 	char *ceph_client;
 	char *cache;         /* -o cache=SIZE, as given */
 	size_t cache_bytes;  /* and as read */
+	char *write_buffer;  /* -o write_buffer=SIZE, as given */
+	size_t wbuf_bytes;   /* and as read */
 	double entry_timeout;
 	double attr_timeout;
 	double negative_timeout;
@@ -67,6 +69,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("ceph_conf=%s", ceph_conf, 0),
 	OPT("ceph_client=%s", ceph_client, 0),
 	OPT("cache=%s", cache, 0),
+	OPT("write_buffer=%s", write_buffer, 0),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("negative_timeout=%lf", negative_timeout, 0),
@@ -122,6 +125,14 @@ static void usage(const char *prog)
 	       "                           or with K, M or G (default: "
 	       "8M); what the daemon\n"
 	       "                           keeps of the store in memory\n"
+	       "    -o write_buffer=SIZE   a directory store: LevelDB's "
+	       "write buffer, 1M to\n"
+	       "                           1G (default: 8M); the daemon "
+	       "holds up to twice\n"
+	       "                           this while writes come faster "
+	       "than the disk\n"
+	       "                           takes them; smaller means more "
+	       "compaction\n"
 	       "    -o no_default_permissions  leave permission checks to "
 	       "nobody (default:\n"
 	       "                           the kernel checks them)\n"
@@ -276,6 +287,11 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	ko.ceph_conf = o->ceph_conf;
 	ko.ceph_client = o->ceph_client;
 	ko.cache_size = o->cache_bytes;
+	/* Half the library's default: a daemon copying a large file in
+	 * holds up to two buffers, and 16 MiB ones took its resident memory
+	 * to 51 to 65 MiB, 8 MiB ones to 36 to 38 (docs/PERFORMANCE.md). */
+	ko.write_buffer_size = o->wbuf_bytes ? o->wbuf_bytes
+					     : (size_t)8 << 20;
 	/* kt_open drops the orphans (files unlinked while open) that a
 	 * daemon which died left behind. */
 	rc = kt_open(&fs->store, fs->store_dir, &ko);
@@ -373,6 +389,14 @@ static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 	if (o->cache && parse_size(o->cache, &o->cache_bytes) != 0) {
 		fprintf(stderr, "keytreefs: cache=%s: not a size (bytes, or "
 			"a number with K, M or G, from 1M to 1T)\n", o->cache);
+		return 1;
+	}
+	if (o->write_buffer &&
+	    (parse_size(o->write_buffer, &o->wbuf_bytes) != 0 ||
+	     o->wbuf_bytes > ((size_t)1 << 30))) {
+		fprintf(stderr, "keytreefs: write_buffer=%s: not a size (bytes, "
+			"or a number with K, M or G, from 1M to 1G)\n",
+			o->write_buffer);
 		return 1;
 	}
 	fs->entry_timeout = o->entry_timeout;
@@ -648,6 +672,7 @@ out:
 	free(o.ceph_conf);
 	free(o.ceph_client);
 	free(o.cache);
+	free(o.write_buffer);
 	fuse_opt_free_args(&args);
 	locks_destroy(&fs);
 	return rc;

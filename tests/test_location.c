@@ -318,7 +318,7 @@ static void test_location__options_version(void **state)
 	kt_store *st = NULL;
 
 	(void)state;
-	assert_int_equal(KT_OPTIONS_VERSION, 3);
+	assert_int_equal(KT_OPTIONS_VERSION, 4);
 	assert_int_equal(sizeof(v1), offsetof(kt_options, ceph_conf));
 	assert_int_equal(kt_open(&st, "s", (const kt_options *)(void *)&v1),
 			 0);
@@ -342,10 +342,21 @@ static void test_location__options_version(void **state)
 	kt_close(st);
 	st = NULL;
 	o.typed_names = 0;
+	/* Version 3, without write_buffer_size: read up to typed_names. */
+	o.version = 3;
+	o.write_buffer_size = 5;
+	assert_int_equal(kt_open(&st, "s", &o), 0);
+	kt_close(st);
+	st = NULL;
 	o.version = 4;
 	assert_int_equal(kt_open(&st, "s", &o), KT_EINVAL);
 	assert_null(st);
-	assert_non_null(strstr(kt_errmsg(), "options version 4"));
+	assert_non_null(strstr(kt_errmsg(), "write_buffer_size 5"));
+	o.write_buffer_size = 0;
+	o.version = 5;
+	assert_int_equal(kt_open(&st, "s", &o), KT_EINVAL);
+	assert_null(st);
+	assert_non_null(strstr(kt_errmsg(), "options version 5"));
 	o.version = 0;
 	assert_int_equal(kt_open(&st, "s", &o), KT_EINVAL);
 	assert_non_null(strstr(kt_errmsg(), "options version 0"));

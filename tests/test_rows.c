@@ -51,7 +51,7 @@ typedef struct engine {
 
 static int leveldb_open(kt__rows **out, void **ctx, const char *dir)
 {
-	kt__leveldb_opts o = {1, 0};
+	kt__leveldb_opts o = {1, 0, 0};
 
 	*ctx = NULL;
 	return kt__leveldb_open(out, dir, &o);

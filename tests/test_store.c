@@ -6,6 +6,7 @@
  */
 #include "kt_test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -354,6 +355,103 @@ static void test_store__cache_size_option(void **state)
 	assert_memory_equal(v, big, sz);
 	kt_free(v);
 	free(big);
+}
+
+/* Files of the store at @p dir whose names end in .ldb: LevelDB's sorted
+ * tables, which it writes when a write buffer fills. */
+static int count_tables(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+		if (l > 4 && strcmp(de->d_name + l - 4, ".ldb") == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Put 3 MiB of values (30 of 100 KiB) into a new store at @p dir opened
+ * with @p o, close it, and return how many tables it has then. */
+static int tables_after_writes(const char *dir, const kt_options *o)
+{
+	size_t sz = 100 * 1024, i;
+	unsigned char *v = malloc(sz);
+	kt_store *st = NULL;
+	char path[32];
+	int k;
+
+	assert_non_null(v);
+	assert_int_equal(kt_open(&st, dir, o), 0);
+	for (k = 0; k < 30; k++) {
+		for (i = 0; i < sz; i++)
+			v[i] = (unsigned char)(((i + (size_t)k * 7919u) *
+						2654435761u) >> 24);
+		snprintf(path, sizeof(path), "/v%d", k);
+		assert_int_equal(kt_put(st, path, v, sz, NULL), 0);
+	}
+	kt_close(st);
+	free(v);
+	return count_tables(dir);
+}
+
+/* write_buffer_size bounds what a handle keeps of its latest writes in
+ * memory: with 1 MiB, 3 MiB of writes go out to tables as they come; with
+ * the default (16 MiB) they all stay in the buffer and its log.  Sizes
+ * outside 1 MiB to 1 GiB are refused, naming the field, and nothing is
+ * created. */
+static void test_store__write_buffer_option(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_options o = KT_OPTIONS_INIT;
+	char small[PATH_MAX], dflt[PATH_MAX], bad[PATH_MAX];
+	const size_t refused[] = {1000, ((size_t)1 << 20) - 1,
+				  ((size_t)1 << 30) + 1};
+	struct stat sb;
+	kt_store *st = NULL;
+	size_t i;
+
+	KT_TEST_LEVELDB_ONLY("write_buffer_size is LevelDB's memtable");
+	snprintf(small, sizeof(small), "%s-wb1", f->path);
+	snprintf(dflt, sizeof(dflt), "%s-wb16", f->path);
+	snprintf(bad, sizeof(bad), "%s-wbbad", f->path);
+	o.create_if_missing = 1;
+	o.write_buffer_size = (size_t)1 << 20;
+	assert_true(tables_after_writes(small, &o) >= 2);
+	o.write_buffer_size = 0;
+	assert_int_equal(tables_after_writes(dflt, &o), 0);
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		char want[64];
+
+		o.write_buffer_size = refused[i];
+		assert_int_equal(kt_open(&st, bad, &o), KT_EINVAL);
+		assert_null(st);
+		snprintf(want, sizeof(want), "write_buffer_size %zu",
+			 refused[i]);
+		assert_non_null(strstr(kt_errmsg(), want));
+		assert_int_not_equal(stat(bad, &sb), 0);
+	}
+	/* What was written with the small buffer reads back. */
+	o.write_buffer_size = (size_t)1 << 30;
+	o.create_if_missing = 0;
+	assert_int_equal(kt_open(&st, small, &o), 0);
+	for (i = 0; i < 30; i++) {
+		char path[32];
+		void *v = NULL;
+		size_t len = 0;
+
+		snprintf(path, sizeof(path), "/v%zu", i);
+		assert_int_equal(kt_get(&v, &len, st, path), 0);
+		assert_int_equal(len, 100 * 1024);
+		kt_free(v);
+	}
+	kt_close(st);
+	kt_test_rmtree(small);
+	kt_test_rmtree(dflt);
 }
 
 static void test_store__default_delimiter(void **state)
@@ -905,6 +1003,7 @@ int main(void)
 		T(test_store__read_only_refuses_writes),
 		T(test_store__sync_option),
 		T(test_store__cache_size_option),
+		T(test_store__write_buffer_option),
 		T(test_store__default_delimiter),
 		T(test_store__custom_delimiters),
 		T(test_store__reopen_with_other_delimiter_fails),

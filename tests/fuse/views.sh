@@ -293,3 +293,33 @@ ktfs_mount -o cache=64m
 cmp "$KTFS_TMP/big" "$MNT/big" || fail "a value written with cache=1M reads back"
 ktfs_umount
 ok "keytreefs -o cache=SIZE mounts with 1M and 64m; abc, 12X, 0, 512K, 2T and -1M are refused"
+
+# -o write_buffer=SIZE sets LevelDB's write buffer (what the daemon keeps
+# of its latest writes in memory before writing a table); sizes outside
+# 1M to 1G are refused, naming the option, and nothing is mounted.
+for bad in abc 0 512K 2G 1T -4M; do
+	rc=0
+	"$KEYTREEFS" -o "write_buffer=$bad" "$STORE" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
+	expect_eq "exit status, -o write_buffer=$bad" "$rc" 1
+	grep -q "write_buffer=$bad: not a size" "$KTFS_TMP/err" ||
+		fail "-o write_buffer=$bad: $(cat "$KTFS_TMP/err")"
+	! mountpoint -q "$MNT" || fail "mounted with -o write_buffer=$bad"
+done
+# The log holds what the buffer holds: LevelDB starts a new one each time
+# a full buffer goes out as a table, and the daemon's close leaves the
+# last one.
+logbytes() { find "$STORE" -maxdepth 1 -name '*.log' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
+ktfs_mount -o write_buffer=1M
+head -c 3000000 /dev/urandom >"$KTFS_TMP/wbig"
+cp "$KTFS_TMP/wbig" "$MNT/wbig"
+ktfs_umount
+if ktfs_engine_is leveldb "LevelDB's log in the store's directory"; then
+	# 3 MB through a 1 MiB buffer: at most one buffer's worth is left
+	# in the log (with the default 8 MiB, all 3 MB would be).
+	[ "$(logbytes)" -lt 2000000 ] ||
+		fail "3 MB written with write_buffer=1M left $(logbytes) bytes of log"
+fi
+ktfs_mount -o write_buffer=1G
+cmp "$KTFS_TMP/wbig" "$MNT/wbig" || fail "a value written with write_buffer=1M reads back"
+ktfs_umount
+ok "keytreefs -o write_buffer=SIZE mounts with 1M and 1G; abc, 0, 512K, 2G, 1T and -4M are refused"

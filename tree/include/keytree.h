@@ -284,11 +284,12 @@ KT_EXTERN const char *kt_version(void);
 /**@{*/
 
 /** The kt_options layout this header describes.  Version 2 appended
- * ceph_conf and ceph_client.  kt_open() still takes a struct of version 1
+ * ceph_conf and ceph_client, version 3 typed_names, version 4
+ * write_buffer_size.  kt_open() still takes a struct of an older version
  * (from a program built against an older keytree.h, or one that sets the
- * number itself): it ends before ceph_conf, and those fields count as
- * NULL.  Any other version is refused with KT_EINVAL. */
-#define KT_OPTIONS_VERSION 3
+ * number itself): it ends before the fields appended since, and those
+ * count as 0 or NULL.  Any other version is refused with KT_EINVAL. */
+#define KT_OPTIONS_VERSION 4
 
 /** Options for kt_open().  Zero in a field means its default; fields are
  * only ever appended.  Initialise with KT_OPTIONS_INIT. */
@@ -333,9 +334,22 @@ typedef struct kt_options {
 	 * set fails with KT_EINVAL unless the store has typed names;
 	 * kt_statbuf.order tells which a store has. */
 	int typed_names;
+	/** (version 4) LevelDB write buffer bytes: how much of the latest
+	 * writes a handle keeps in memory (the memtable, and its log on
+	 * disk) before it writes them out as a sorted table.  0 = 16 MiB;
+	 * otherwise 1 MiB to 1 GiB, else kt_open() fails with KT_EINVAL.
+	 * While one buffer is being written out the next fills, so writes
+	 * that come faster than the disk takes them hold up to twice this
+	 * in memory: the largest part of a writing handle's resident memory.
+	 * A smaller buffer bounds that, for more and smaller tables and so
+	 * more compaction work per byte written (docs/PERFORMANCE.md,
+	 * "Memory").  Used when this handle opens the database (the first
+	 * process to open a store); not used by a RADOS store. */
+	size_t write_buffer_size;
 } kt_options;
 
-#define KT_OPTIONS_INIT {KT_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, NULL, NULL, 0}
+#define KT_OPTIONS_INIT                                                        \
+	{KT_OPTIONS_VERSION, 0, 0, 0, 0, NULL, 0, NULL, NULL, 0, 0}
 
 /** The default delimiter, U+00A6 BROKEN BAR in UTF-8. */
 #define KT_DEFAULT_DELIMITER "\xc2\xa6"

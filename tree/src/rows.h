@@ -238,8 +238,15 @@ void kt__fence_pause(unsigned int *waits);
 /* Options for opening the LevelDB engine. */
 typedef struct kt__leveldb_opts {
 	int create;
-	size_t cache_size;
+	size_t cache_size;        /* 0: 8 MiB */
+	size_t write_buffer_size; /* 0: KT__WBUF_DEFAULT */
 } kt__leveldb_opts;
+
+/* The LevelDB write buffer (kt_options.write_buffer_size): its default
+ * and the range kt_open() accepts. */
+#define KT__WBUF_DEFAULT ((size_t)16 << 20)
+#define KT__WBUF_MIN ((size_t)1 << 20)
+#define KT__WBUF_MAX ((size_t)1 << 30)
 
 /* Open the LevelDB engine on @p dir.  KT_ENOTFOUND when absent and not
  * creating, KT_EBUSY when locked, KT_ECORRUPT, KT_EIO. */

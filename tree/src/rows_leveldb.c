@@ -1015,7 +1015,10 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	leveldb_options_set_cache(l->opts, l->cache);
 	l->filter = leveldb_filterpolicy_create_bloom(10);
 	leveldb_options_set_filter_policy(l->opts, l->filter);
-	leveldb_options_set_write_buffer_size(l->opts, 16u << 20);
+	leveldb_options_set_write_buffer_size(l->opts,
+					      o->write_buffer_size
+						      ? o->write_buffer_size
+						      : KT__WBUF_DEFAULT);
 	l->ropts = leveldb_readoptions_create();
 	leveldb_readoptions_set_verify_checksums(l->ropts, 1);
 	l->ropts_nv = leveldb_readoptions_create();

@@ -503,7 +503,7 @@ static int client_check(const char *loc, const char *client)
 static int open_leveldb(kt_store *st, const char *dir, const kt_options *o,
 			int *creating)
 {
-	kt__leveldb_opts lo = {0, 0};
+	kt__leveldb_opts lo = {0, 0, 0};
 	int rc, present;
 
 	present = probe_dir(dir);
@@ -523,6 +523,7 @@ static int open_leveldb(kt_store *st, const char *dir, const kt_options *o,
 	}
 	lo.create = *creating;
 	lo.cache_size = o->cache_size;
+	lo.write_buffer_size = o->write_buffer_size;
 	rc = engine_open(st, dir, &lo);
 	if (rc == KT_ENOTFOUND)
 		return kt__err(KT_ENOTFOUND, "open '%s': no store there", dir);
@@ -609,16 +610,24 @@ static int options_take(kt_options *o, const char *loc,
 		memcpy(o, opts, offsetof(kt_options, ceph_conf));
 	else if (opts->version == 2)
 		memcpy(o, opts, offsetof(kt_options, typed_names));
+	else if (opts->version == 3)
+		memcpy(o, opts, offsetof(kt_options, write_buffer_size));
 	else if (opts->version == KT_OPTIONS_VERSION)
 		*o = *opts;
 	else
 		return kt__err(KT_EINVAL, "open '%s': options version %u, "
-			       "expected %d (or 1 or 2)", loc, opts->version,
+			       "expected %d (or 1, 2 or 3)", loc, opts->version,
 			       KT_OPTIONS_VERSION);
 	o->version = KT_OPTIONS_VERSION;
 	if (o->read_only && o->create_if_missing)
 		return kt__err(KT_EINVAL, "open '%s': read_only and "
 			       "create_if_missing exclude each other", loc);
+	if (o->write_buffer_size != 0 &&
+	    (o->write_buffer_size < KT__WBUF_MIN ||
+	     o->write_buffer_size > KT__WBUF_MAX))
+		return kt__err(KT_EINVAL, "open '%s': write_buffer_size %zu "
+			       "is outside 1 MiB to 1 GiB", loc,
+			       o->write_buffer_size);
 	if (o->delimiter != NULL && (rc = kt__delim_check(o->delimiter)) != 0) {
 		kt__err_prefix("open '%s'", loc);
 		return rc;
@@ -788,7 +797,7 @@ int kt_open(kt_store **out, const char *location, const kt_options *opts)
  * when no process has it open (LevelDB's lock says so). */
 static int destroy_leveldb(const char *dir)
 {
-	kt__leveldb_opts lo = {0, 0};
+	kt__leveldb_opts lo = {0, 0, 0};
 	kt_store *st;
 	char sock[PATH_MAX];
 	int rc, present;
