@@ -606,6 +606,22 @@ static char *dir_listing(const char *dir)
 
 static char *raw_rows(const char *dir);
 
+/* Out of range either way: refused before anything is opened, for the
+ * fixture's store and, with create_if_missing, for the directory around
+ * it; nothing is made or changed. */
+static void test_errors__open_bad_write_buffer(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_options o = KT_OPTIONS_INIT;
+
+	o.write_buffer_size = 1000;
+	REJECT_OPEN(f->path, &o, KT_EINVAL,
+		    "write_buffer_size 1000 is outside 1 MiB to 1 GiB");
+	o.write_buffer_size = ((size_t)1 << 30) + 1;
+	o.create_if_missing = 1;
+	REJECT_OPEN(f->dir, &o, KT_EINVAL, "write_buffer_size 1073741825");
+}
+
 static void test_errors__open_directory_not_a_store(void **state)
 {
 	kt_test_fixture *f = *state;
@@ -854,6 +870,7 @@ static void test_errors__open_bad_options_version(void **state)
 	REJECT(kt_open(&st, f->path, &o), KT_EINVAL, "99");
 }
 
+
 static void test_errors__setattr_bad_args_version(void **state)
 {
 	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;
@@ -954,6 +971,7 @@ int main(void)
 		T(test_errors__open_locked_store),
 		T(test_errors__write_read_only),
 		T(test_errors__open_bad_options_version),
+		T(test_errors__open_bad_write_buffer),
 		T(test_errors__setattr_bad_args_version),
 		T(test_errors__check_bad_options_version),
 	};
