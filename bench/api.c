@@ -613,6 +613,7 @@ static int do_pair_gets(run *a, run *b)
 	long idx[1000], done = 0, blk, k;
 	double t[2] = {0, 0}, cpu[2] = {0, 0};
 
+	count_mark(); /* both engines' gets count on a's line: not split */
 	for (blk = 0; done < a->gets || t[0] < a->min_time ||
 		      t[1] < a->min_time;
 	     blk++) {

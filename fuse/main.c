@@ -289,7 +289,7 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	ko.cache_size = o->cache_bytes;
 	/* Half the library's default: a daemon copying a large file in
 	 * holds up to two buffers, and 16 MiB ones took its resident memory
-	 * to 51 to 65 MiB, 8 MiB ones to 36 to 38 (docs/PERFORMANCE.md). */
+	 * to 51 to 65 MiB, 8 MiB ones to 35 to 38 (docs/PERFORMANCE.md). */
 	ko.write_buffer_size = o->wbuf_bytes ? o->wbuf_bytes
 					     : (size_t)8 << 20;
 	/* kt_open drops the orphans (files unlinked while open) that a

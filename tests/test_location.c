@@ -314,6 +314,14 @@ static void test_location__options_version(void **state)
 		const char *delimiter;
 		size_t cache_size;
 	} v1 = {1, 1, 0, 0, 0, NULL, 0};
+	struct {
+		unsigned int version;
+		int create_if_missing, error_if_exists, read_only, sync;
+		const char *delimiter;
+		size_t cache_size;
+		const char *ceph_conf, *ceph_client;
+		int typed_names;
+	} v3 = {3, 0, 0, 0, 0, NULL, 0, NULL, NULL, 0};
 	kt_options o = KT_OPTIONS_INIT;
 	kt_store *st = NULL;
 
@@ -342,7 +350,14 @@ static void test_location__options_version(void **state)
 	kt_close(st);
 	st = NULL;
 	o.typed_names = 0;
-	/* Version 3, without write_buffer_size: read up to typed_names. */
+	/* Version 3 ended at typed_names: a struct of that layout opens
+	 * (under ASan a read past it fails the test), and the field after
+	 * it in a newer struct is not read. */
+	assert_int_equal(sizeof(v3), offsetof(kt_options, write_buffer_size));
+	assert_int_equal(kt_open(&st, "s", (const kt_options *)(void *)&v3),
+			 0);
+	kt_close(st);
+	st = NULL;
 	o.version = 3;
 	o.write_buffer_size = 5;
 	assert_int_equal(kt_open(&st, "s", &o), 0);

@@ -870,7 +870,6 @@ static void test_errors__open_bad_options_version(void **state)
 	REJECT(kt_open(&st, f->path, &o), KT_EINVAL, "99");
 }
 
-
 static void test_errors__setattr_bad_args_version(void **state)
 {
 	kt_setattr_args sa = KT_SETATTR_ARGS_INIT;

@@ -343,7 +343,7 @@ typedef struct kt_options {
 	 * in memory: the largest part of a writing handle's resident memory.
 	 * A smaller buffer bounds that, for more and smaller tables and so
 	 * more compaction work per byte written (docs/PERFORMANCE.md,
-	 * "Memory").  Used when this handle opens the database (the first
+	 * "keytreefs RSS").  Used when this handle opens the database (the first
 	 * process to open a store); not used by a RADOS store. */
 	size_t write_buffer_size;
 } kt_options;
