@@ -127,7 +127,7 @@ static void usage(const char *prog)
 	       "                           keeps of the store in memory\n"
 	       "    -o write_buffer=SIZE   a directory store: LevelDB's "
 	       "write buffer, 1M to\n"
-	       "                           1G (default: 8M); the daemon "
+	       "                           1G (default: 12M); the daemon "
 	       "holds up to twice\n"
 	       "                           this while writes come faster "
 	       "than the disk\n"
@@ -287,11 +287,13 @@ static int store_open(struct ktfs *fs, const struct options *o)
 	ko.ceph_conf = o->ceph_conf;
 	ko.ceph_client = o->ceph_client;
 	ko.cache_size = o->cache_bytes;
-	/* Half the library's default: a daemon copying a large file in
+	/* Less than the library's 16 MiB: a daemon copying a large file in
 	 * holds up to two buffers, and 16 MiB ones took its resident memory
-	 * to 51 to 65 MiB, 8 MiB ones to 35 to 38 (docs/PERFORMANCE.md). */
+	 * to 51 to 76 MiB, 12 MiB ones to 42 to 54, 8 MiB ones to 35 to 40;
+	 * but random writes into a large file took about a quarter longer
+	 * with 8 MiB, and about as long with 12 (docs/PERFORMANCE.md). */
 	ko.write_buffer_size = o->wbuf_bytes ? o->wbuf_bytes
-					     : (size_t)8 << 20;
+					     : (size_t)12 << 20;
 	/* kt_open drops the orphans (files unlinked while open) that a
 	 * daemon which died left behind. */
 	rc = kt_open(&fs->store, fs->store_dir, &ko);

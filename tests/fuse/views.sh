@@ -315,7 +315,7 @@ cp "$KTFS_TMP/wbig" "$MNT/wbig"
 ktfs_umount
 if ktfs_engine_is leveldb "LevelDB's log in the store's directory"; then
 	# 3 MB through a 1 MiB buffer: at most one buffer's worth is left
-	# in the log (with the default 8 MiB, all 3 MB would be).
+	# in the log (with the default 12 MiB, all 3 MB would be).
 	[ "$(logbytes)" -lt 2000000 ] ||
 		fail "3 MB written with write_buffer=1M left $(logbytes) bytes of log"
 fi
