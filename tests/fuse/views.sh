@@ -274,17 +274,25 @@ grep -q "typed names are chosen when a store is made" "$KTFS_TMP/err" ||
 ok "keytreefs -o create,typed makes a typed store; -o typed on a plain one is refused"
 
 
+# size_refused OPTION VALUE...: keytreefs -o OPTION=VALUE exits 1 for
+# each VALUE, saying "OPTION=VALUE: not a size", and mounts nothing.
+size_refused() {
+	local opt=$1 bad rc
+	shift
+	for bad in "$@"; do
+		rc=0
+		"$KEYTREEFS" -o "$opt=$bad" "$STORE" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
+		expect_eq "exit status, -o $opt=$bad" "$rc" 1
+		grep -q "$opt=$bad: not a size" "$KTFS_TMP/err" ||
+			fail "-o $opt=$bad: $(cat "$KTFS_TMP/err")"
+		! mountpoint -q "$MNT" || fail "mounted with -o $opt=$bad"
+	done
+}
+
 # -o cache=SIZE sets the store's block cache (what the daemon keeps of
 # the store in memory); a size it cannot read is refused, naming it, and
 # nothing is mounted.
-for bad in abc 12X 0 512K 2T -1M; do
-	rc=0
-	"$KEYTREEFS" -o "cache=$bad" "$STORE" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
-	expect_eq "exit status, -o cache=$bad" "$rc" 1
-	grep -q "cache=$bad: not a size" "$KTFS_TMP/err" ||
-		fail "-o cache=$bad: $(cat "$KTFS_TMP/err")"
-	! mountpoint -q "$MNT" || fail "mounted with -o cache=$bad"
-done
+size_refused cache abc 12X 0 512K 2T -1M
 ktfs_mount -o cache=1M
 head -c 300000 /dev/urandom >"$KTFS_TMP/big"
 cp "$KTFS_TMP/big" "$MNT/big"
@@ -297,14 +305,7 @@ ok "keytreefs -o cache=SIZE mounts with 1M and 64m; abc, 12X, 0, 512K, 2T and -1
 # -o write_buffer=SIZE sets LevelDB's write buffer (what the daemon keeps
 # of its latest writes in memory before writing a table); sizes outside
 # 1M to 1G are refused, naming the option, and nothing is mounted.
-for bad in abc 0 512K 2G 1T -4M; do
-	rc=0
-	"$KEYTREEFS" -o "write_buffer=$bad" "$STORE" "$MNT" 2>"$KTFS_TMP/err" || rc=$?
-	expect_eq "exit status, -o write_buffer=$bad" "$rc" 1
-	grep -q "write_buffer=$bad: not a size" "$KTFS_TMP/err" ||
-		fail "-o write_buffer=$bad: $(cat "$KTFS_TMP/err")"
-	! mountpoint -q "$MNT" || fail "mounted with -o write_buffer=$bad"
-done
+size_refused write_buffer abc 0 512K 2G 1T -4M
 # The log holds what the buffer holds: LevelDB starts a new one each time
 # a full buffer goes out as a table, and the daemon's close leaves the
 # last one.
