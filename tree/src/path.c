@@ -62,13 +62,19 @@ int kt__delim_check(const char *d)
 
 static const char *find_delim(const kt__delim *d, const char *s, size_t len)
 {
-	size_t i;
+	const char *end = s + len, *q = s;
 
 	if (d->len == 1)
 		return memchr(s, d->s[0], len);
-	for (i = 0; i + d->len <= len; i++)
-		if (s[i] == d->s[0] && memcmp(s + i, d->s, d->len) == 0)
-			return s + i;
+	/* memchr finds each candidate first byte (the delimiter's lead
+	 * byte is rare in names); compare the rest there. */
+	while ((size_t)(end - q) >= d->len &&
+	       (q = memchr(q, d->s[0], (size_t)(end - q) - d->len + 1)) !=
+		       NULL) {
+		if (memcmp(q + 1, d->s + 1, d->len - 1) == 0)
+			return q;
+		q++;
+	}
 	return NULL;
 }
 
@@ -106,7 +112,7 @@ int kt__path_check(const kt__delim *d, const char *path, const char *op)
 {
 	char a[KT__SHOWSZ];
 	size_t len, i, start, depth = 0;
-	int rc;
+	int rc, suspect = 0;
 
 	if (path == NULL)
 		return kt__err(KT_EINVAL, "%s: path is NULL", op);
@@ -128,17 +134,33 @@ int kt__path_check(const kt__delim *d, const char *path, const char *op)
 		return kt__err(KT_EINVAL, "%s '%s': trailing '/' (paths must be"
 			       " canonical)", op,
 			       kt__show(a, sizeof(a), path, len));
+	/* One pass over the bytes: a component goes to kt__name_check,
+	 * which words the error, only when it may be wrong ('.', '..', too
+	 * long, or holding the delimiter's first byte where the whole
+	 * delimiter follows).  Every get starts here. */
 	start = 1;
 	for (i = 1; i <= len; i++) {
-		if (i < len && path[i] != '/')
+		size_t n;
+
+		if (i < len && path[i] != '/') {
+			if (path[i] == d->s[0] && i + d->len <= len &&
+			    memcmp(path + i, d->s, d->len) == 0)
+				suspect = 1;
 			continue;
+		}
 		if (i == start)
 			return kt__err(KT_EINVAL, "%s '%s': empty component at"
 				       " byte %zu ('//')", op,
 				       kt__show(a, sizeof(a), path, len), i);
-		rc = kt__name_check(d, path + start, i - start, op, path);
-		if (rc != 0)
-			return rc;
+		n = i - start;
+		if (suspect || n > KT_NAME_MAX ||
+		    (path[start] == '.' &&
+		     (n == 1 || (n == 2 && path[start + 1] == '.')))) {
+			rc = kt__name_check(d, path + start, n, op, path);
+			if (rc != 0)
+				return rc;
+			suspect = 0;
+		}
 		if (++depth > KT_DEPTH_MAX)
 			return kt__err(KT_ENAMETOOLONG, "%s '%s...': more than"
 				       " %d components", op,
@@ -388,6 +410,26 @@ int kt__enc_node(kt__buf *out, const kt__delim *d, const char *p, size_t len)
 		return kt__buf_reserve(out, 0);
 	if ((rc = kt__buf_reserve(out, len + len * (d->len - 1))) != 0)
 		return rc;
+	if (!d->typed) {
+		/* A plain name is its own row form: each '/' becomes the
+		 * delimiter and every other byte is copied, in one pass (the
+		 * hot path of every get; names are short, so bytes one at a
+		 * time beat a call per name). */
+		char *o = out->p + out->len;
+		size_t j;
+
+		for (i = 0; i < len; i++) {
+			if (p[i] != '/') {
+				*o++ = p[i];
+				continue;
+			}
+			for (j = 0; j < d->len; j++)
+				*o++ = d->s[j];
+		}
+		out->len = (size_t)(o - out->p);
+		out->p[out->len] = '\0';
+		return 0;
+	}
 	for (i = 0; i < len; i = start) {
 		/* p[i] == '/' */
 		if ((rc = kt__buf_add(out, d->s, d->len)) != 0)
@@ -426,6 +468,32 @@ int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
 
 	if (len == 0)
 		return kt__buf_addc(out, '/');
+	if (!d->typed) {
+		/* The reverse of kt__enc_node's plain case: the path is never
+		 * longer than the partition (a delimiter is at least one
+		 * byte), so reserve once and copy byte by byte, each
+		 * delimiter becoming '/'.  Every partition starts with one. */
+		char *o;
+
+		if (len < d->len || memcmp(part, d->s, d->len) != 0)
+			return kt__err(KT_ECORRUPT, "malformed partition key");
+		if ((rc = kt__buf_reserve(out, len)) != 0)
+			return rc;
+		o = out->p + out->len;
+		while (part < end) {
+			if (*part == d->s[0] &&
+			    (size_t)(end - part) >= d->len &&
+			    memcmp(part, d->s, d->len) == 0) {
+				*o++ = '/';
+				part += d->len;
+			} else {
+				*o++ = *part++;
+			}
+		}
+		out->len = (size_t)(o - out->p);
+		out->p[out->len] = '\0';
+		return 0;
+	}
 	while (part < end) {
 		/* Every partition starts with the delimiter. */
 		if ((size_t)(end - part) < d->len ||
