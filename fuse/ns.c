@@ -66,6 +66,21 @@ static int child_stat(kt_statbuf *ks, struct ktfs *fs, const struct child *c,
 	return ktfs_errno(kt_lstat_at(ks, fs->store, c->dir.st.id, name));
 }
 
+/* Can the child @name of @parent be read with one kt_lstat_at, without
+ * fetching the directory first?  Yes when it names no value file and
+ * the parent is neither a value file nor an open orphan: then
+ * kt_lstat_at finds the directory by id, refuses one that is not a
+ * directory (ENOTDIR) or is gone (ENOENT) as child_get would, and
+ * reads the child in the same snapshot: two reads fewer than
+ * child_get and child_stat, on every lookup and unlink. */
+static int plain_child(struct ktfs *fs, fuse_ino_t parent, const char *name)
+{
+	uint64_t oid;
+
+	return !(parent & KTFS_VALUE_BIT) && !ktfs_is_value_name(fs, name) &&
+	       !ktfs_open_orphan(fs, NULL, parent, &oid);
+}
+
 /* The store path of the child @name of @c as its parent was resolved:
  * only for what has no call by id (a value file's rename, an unnamed
  * file's first name).  From malloc, NULL when out of memory. */
@@ -85,7 +100,11 @@ void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct stat st;
 	int rc;
 
-	if ((rc = child_get(&c, fs, parent, name, 0)) == 0) {
+	if (plain_child(fs, parent, name)) {
+		rc = ktfs_errno(kt_lstat_at(&ks, fs->store, parent, name));
+		if (rc == 0)
+			ktfs_fill_stat(&st, fs, NULL, &ks, 0);
+	} else if ((rc = child_get(&c, fs, parent, name, 0)) == 0) {
 		if ((rc = child_stat(&ks, fs, &c, name)) == 0)
 			ktfs_fill_stat(&st, fs, NULL, &ks, c.value);
 		child_free(&c);
@@ -281,6 +300,18 @@ void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc, tries;
 
 	for (tries = 0; tries < 64; tries++) {
+		if (plain_child(fs, parent, name)) {
+			rc = ktfs_errno(kt_lstat_at(&ks, fs->store, parent,
+						    name));
+			if (rc == 0 && (ks.kind & KT_KIND_DIR))
+				rc = -EISDIR;
+			else if (rc == 0)
+				rc = ktfs_unlink_file(fs, parent, name, ks.id,
+						      ks.nlink, 1);
+			if (rc != -EAGAIN)
+				break;
+			continue;
+		}
 		if ((rc = child_get(&c, fs, parent, name, 0)) < 0)
 			break;
 		if ((rc = child_stat(&ks, fs, &c, name)) < 0)
