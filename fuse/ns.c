@@ -81,6 +81,23 @@ static int plain_child(struct ktfs *fs, fuse_ino_t parent, const char *name)
 	       !ktfs_open_orphan(fs, NULL, parent, &oid);
 }
 
+/* The metadata of the child @name of @parent (a link not followed), by
+ * the shortest road: one kt_lstat_at for a plain child, else the
+ * directory first (child_get, child_stat).  @c tells a value file
+ * (c->value); free it with child_free whatever the result. */
+static int child_lstat(struct child *c, kt_statbuf *ks, struct ktfs *fs,
+		       fuse_ino_t parent, const char *name)
+{
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (plain_child(fs, parent, name))
+		return ktfs_errno(kt_lstat_at(ks, fs->store, parent, name));
+	if ((rc = child_get(c, fs, parent, name, 0)) < 0)
+		return rc;
+	return child_stat(ks, fs, c, name);
+}
+
 /* The store path of the child @name of @c as its parent was resolved:
  * only for what has no call by id (a value file's rename, an unnamed
  * file's first name).  From malloc, NULL when out of memory. */
@@ -100,15 +117,9 @@ void ktfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct stat st;
 	int rc;
 
-	if (plain_child(fs, parent, name)) {
-		rc = ktfs_errno(kt_lstat_at(&ks, fs->store, parent, name));
-		if (rc == 0)
-			ktfs_fill_stat(&st, fs, NULL, &ks, 0);
-	} else if ((rc = child_get(&c, fs, parent, name, 0)) == 0) {
-		if ((rc = child_stat(&ks, fs, &c, name)) == 0)
-			ktfs_fill_stat(&st, fs, NULL, &ks, c.value);
-		child_free(&c);
-	}
+	if ((rc = child_lstat(&c, &ks, fs, parent, name)) == 0)
+		ktfs_fill_stat(&st, fs, NULL, &ks, c.value);
+	child_free(&c);
 	/* A name holding the delimiter (KT_ERESERVED) can never exist, nor
 	 * can a name within the name limit whose path would be over the
 	 * store's path limit (a program may be deep below the root). */
@@ -300,21 +311,7 @@ void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc, tries;
 
 	for (tries = 0; tries < 64; tries++) {
-		if (plain_child(fs, parent, name)) {
-			rc = ktfs_errno(kt_lstat_at(&ks, fs->store, parent,
-						    name));
-			if (rc == 0 && (ks.kind & KT_KIND_DIR))
-				rc = -EISDIR;
-			else if (rc == 0)
-				rc = ktfs_unlink_file(fs, parent, name, ks.id,
-						      ks.nlink, 1);
-			if (rc != -EAGAIN)
-				break;
-			continue;
-		}
-		if ((rc = child_get(&c, fs, parent, name, 0)) < 0)
-			break;
-		if ((rc = child_stat(&ks, fs, &c, name)) < 0)
+		if ((rc = child_lstat(&c, &ks, fs, parent, name)) < 0)
 			;
 		else if (!c.value && (ks.kind & KT_KIND_DIR))
 			rc = -EISDIR;
