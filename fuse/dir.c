@@ -62,6 +62,11 @@ struct ktfs_dir {
 	pthread_mutex_t lock;  /* the kernel may overlap requests on one fh */
 	struct recent *recent; /* the last reply's children, in order */
 	size_t nrecent, caprecent;
+	/* The last reply reached the end of the directory, and end_off is
+	 * its last entry's offset: a request for what follows is answered
+	 * at once with nothing (below). */
+	int at_end;
+	off_t end_off;
 };
 
 /* Where a reply starts: the stage (0 ".", 1 "..", 2 the value file, 3
@@ -214,6 +219,8 @@ struct fill {
 	int plus;
 	char *buf;
 	size_t size, used;
+	off_t last_off; /* of the last entry added */
+	int end;        /* the listing ran out before the reply was full */
 };
 
 /* Add one entry; 1 if it does not fit (the reply is full). */
@@ -236,6 +243,7 @@ static int fill_add(struct fill *f, const char *name, const struct stat *st,
 	if (n > f->size - f->used)
 		return 1;
 	f->used += n;
+	f->last_off = off;
 	return 0;
 }
 
@@ -334,6 +342,7 @@ static int fill_children(struct fill *f, const struct ktfs_node *dir,
 		return ktfs_errno(rc);
 	for (;;) {
 		if ((rc = kt_iter_next(&e, it)) < 0) {
+			f->end = rc == KT_ITEROVER;
 			rc = rc == KT_ITEROVER ? 0 : ktfs_errno(rc);
 			break;
 		}
@@ -355,7 +364,8 @@ static int fill_children(struct fill *f, const struct ktfs_node *dir,
 static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		     struct fuse_file_info *fi, int plus)
 {
-	struct fill f = {req, ktfs_of(req), dir_of(fi), plus, NULL, size, 0};
+	struct fill f = {req, ktfs_of(req), dir_of(fi), plus, NULL, size,
+			 0, 0, 0};
 	struct start s = {0, NULL};
 	struct ktfs_node dir;
 	int rc;
@@ -365,6 +375,16 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&f.d->lock);
+	/* The request that follows a reply that reached the end (every
+	 * listing ends with one): nothing more, without reading the store.
+	 * An entry made since then is not listed; POSIX leaves that open
+	 * for entries made after opendir or rewinddir, and a rewind
+	 * (offset 0) or a seekdir elsewhere reads the store again. */
+	if (f.d->at_end && off == f.d->end_off) {
+		rc = 0;
+		goto out;
+	}
+	f.d->at_end = 0;
 	if ((rc = ktfs_dir_get(&dir, f.fs, ino)) < 0) {
 		/* Removed while open: nothing is left in it. */
 		rc = rc == -ENOENT ? 0 : rc;
@@ -376,6 +396,10 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (s.stage < 3 && fill_special(&f, &dir, s.stage))
 		goto out_dir;
 	rc = fill_children(&f, &dir, s.after);
+	if (rc == 0 && f.end && f.used > 0) {
+		f.d->at_end = 1;
+		f.d->end_off = f.last_off;
+	}
 out_dir:
 	ktfs_node_free(&dir);
 out:

@@ -8,6 +8,7 @@
  *   FROM; PREFIX scans across partitions, a partition sorting before the
  *   ones it is a proper prefix of; binary sort keys with 0x00 and 0xff.
  * - Snapshots: a commit after the snapshot is invisible through it.
+ * - get_near reads as get does, in any order of keys.
  * - Commits: puts and deletes of one batch land together, in order; a
  *   refused commit applies nothing.
  * - Guarded commits: ROW conditions compare values (a row changed and
@@ -815,6 +816,85 @@ static void test_rows__binary_sort_keys(void **state)
 	how.from = L("\0");
 	assert_scan(r, NULL, &how, "p/\\x00=2 p/\\x00\\x00=3 p/\\x01=4 "
 				   "p/\\xff=5 p/\\xff\\xff=6");
+}
+
+/* What get_near (rows.h) reads through @p snap, as get_text; an engine
+ * without it is read with get. */
+static char *near_text(kt__rows *r, const kt__snap *snap, kt__slice part)
+{
+	kt__buf v = {0};
+	kt_test_str s = {0};
+	int rc = r->ops->get_near != NULL
+			 ? r->ops->get_near(r, snap, part, L(""), &v)
+			 : r->ops->get(r, snap, part, L(""), &v);
+
+	if (rc == KT_ENOTFOUND) {
+		kt_test_str_add(&s, "(absent)", 8);
+	} else {
+		if (rc != 0)
+			fail_msg("get_near: %d (%s)", rc, kt_errmsg());
+		kt_test_str_add(&s, "=", 1);
+		show(&s, kt__slb(&v));
+	}
+	kt__buf_free(&v);
+	return s.p;
+}
+
+/* get_near answers as get does, through one snapshot, whatever the order
+ * of the reads: a row a step on, the same row again, absent keys between
+ * rows (which LevelDB finds by stepping past them), rows further on than
+ * it steps, rows behind the last one read, keys past the last row, and
+ * reads after plain gets.  Rows changed after the snapshot are not seen. */
+static void test_rows__get_near(void **state)
+{
+	kt__rows *r = rows_of(state);
+	/* "-": a plain get of k30 in between. */
+	static const char *const seq[] = {
+		"k00", "k01", "k01", "k015", "k02", "k03", "k05", "k05x",
+		"k06", "k40", "k41", "k10", "k11", "-", "k12", "k13", "k59",
+		"k60", "zz", "k00", "a", "k58", "k59", "k2", "k20", "-",
+		"k21", "k23",
+	};
+	char part[8], val[8], want[16];
+	kt__snap *s;
+	size_t i;
+	int n;
+
+	if (strcmp(engine_now->name, "leveldb") == 0)
+		assert_non_null(r->ops->get_near);
+	for (i = 0; i < 60; i++) {
+		snprintf(part, sizeof(part), "k%02zu", i);
+		snprintf(val, sizeof(val), "v%zu", i);
+		put(r, kt__sl(part, strlen(part)), L(""),
+		    kt__sl(val, strlen(val)));
+		/* Rows of its own after some node rows, as attributes. */
+		if (i % 3 == 0)
+			put(r, kt__sl(part, strlen(part)), L("attr"), L("x"));
+	}
+	s = snap_take(r);
+	put(r, L("k02"), L(""), L("late"));
+	del(r, L("k05"), L(""));
+	put(r, L("k05x"), L(""), L("new"));
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		const char *k = strcmp(seq[i], "-") == 0 ? "k30" : seq[i];
+		char *got;
+
+		if (strlen(k) == 3 && k[0] == 'k' && sscanf(k + 1, "%d", &n) == 1 &&
+		    n < 60)
+			snprintf(want, sizeof(want), "=v%d", n);
+		else
+			snprintf(want, sizeof(want), "(absent)");
+		if (strcmp(seq[i], "-") == 0) {
+			assert_get(r, s, kt__sl(k, strlen(k)), L(""), want);
+			continue;
+		}
+		got = near_text(r, s, kt__sl(k, strlen(k)));
+		if (strcmp(got, want) != 0)
+			fail_msg("read %zu, of %s: %s, want %s", i, k, got,
+				 want);
+		free(got);
+	}
+	r->ops->snapshot_free(r, s);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2217,6 +2297,7 @@ int main(int argc, char **argv)
 		T(test_rows__scan_prefix_ff),
 		T(test_rows__binary_sort_keys),
 		T(test_rows__snapshot_isolation),
+		T(test_rows__get_near),
 		T(test_rows__cursor_on_snapshot),
 		T(test_rows__validate),
 		T(test_rows__read_past_pending),

@@ -43,6 +43,8 @@ struct kt_iter {
 	unsigned int lflags; /* KT_LIST_* */
 	ahead *ah;           /* KT_LIST_STAT: STAT_AHEAD of them */
 	size_t nah, ahat;    /* filled, and handed out */
+	int far;             /* KT_LIST_STAT: the last child read was a
+				directory, or has many rows of its own */
 	kt__buf npart;       /* a child's node partition */
 	kt_statbuf sb;
 };
@@ -480,15 +482,27 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 		    (rc = kt__buf_add(&it->npart, a->name.p, a->name.len)) != 0)
 			break;
 		v.len = 0;
-		rc = kt__rd_get(&rd, kt__slb(&it->npart), kt__sl("", 0), &v);
+		/* In key order a child's node row follows the one before
+		 * it, past only that one's own rows (attributes, value
+		 * blocks), unless that one was a directory, whose subtree
+		 * lies in between: then a lookup of its own. */
+		if (it->far)
+			rc = kt__rd_get(&rd, kt__slb(&it->npart),
+					kt__sl("", 0), &v);
+		else
+			rc = kt__rd_get_near(&rd, kt__slb(&it->npart),
+					     kt__sl("", 0), &v);
 		if (rc == KT_ENOTFOUND)
 			continue; /* gone since the directory was read */
 		if (rc != 0)
 			break;
 		memset(&n, 0, sizeof(n));
 		rc = kt__node_decode(&n, v.p, v.len);
-		if (rc == 0)
+		if (rc == 0) {
 			kt__node_fill_stat(&it->sb, it->st, &n);
+			it->far = (n.kind & KT_KIND_DIR) ||
+				  (uint64_t)n.nattrs + n.nblocks > 8;
+		}
 		kt__node_free(&n);
 		if (rc != 0)
 			break;

@@ -138,6 +138,14 @@ typedef struct kt__rows_ops {
 	 * checksums of it. */
 	int (*get_unchecked)(kt__rows *r, const kt__snap *snap,
 			     kt__slice part, kt__slice sort, kt__buf *out);
+	/* Optional (NULL: use get).  The same read through a snapshot, for a
+	 * caller reading rows in ascending key order, each probably only a
+	 * few rows past the last one it read this way (the node rows of a
+	 * directory's files, read one after another by a listing): an
+	 * engine may step to it from there instead of looking it up afresh.
+	 * It answers as get would have. */
+	int (*get_near)(kt__rows *r, const kt__snap *snap, kt__slice part,
+			kt__slice sort, kt__buf *out);
 	int (*scan)(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		    const kt__scan *how);
 	/* 0 with row set, KT_ITEROVER, or an error. */

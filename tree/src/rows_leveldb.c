@@ -79,6 +79,12 @@ struct kt__snap {
 	uint64_t seq; /* commits applied when the snapshot was taken */
 	ldb_fence **refs; /* the fences standing when it was taken */
 	size_t nrefs;
+	/* get_near: an iterator over the snapshot, made at the first such
+	 * read; near_at: it stands where the last one left it (on the row
+	 * it found, or on the first row past where that row would be);
+	 * near_off: it failed once, so plain gets from then on. */
+	leveldb_iterator_t *near;
+	int near_at, near_off;
 };
 
 struct kt__cursor {
@@ -490,6 +496,10 @@ static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 {
 	kt__ldb *l = (kt__ldb *)r;
 
+	/* A get_near after this one seeks at once: the rows read now and
+	 * then are not near each other (ldb_get_near). */
+	if (snap != NULL && snap->near_at)
+		((kt__snap *)snap)->near_at = 0;
 	return fenced_get(l, snap, ropts_of(l, snap), part, sort, out);
 }
 
@@ -513,6 +523,94 @@ static int memcmp_len(const char *a, size_t al, const char *b, size_t bl)
 	if (c != 0)
 		return c;
 	return al < bl ? -1 : al > bl;
+}
+
+/* How many rows get_near steps over before it seeks instead. */
+#define NEAR_STEPS 16
+
+/* Did the snapshot's near iterator meet an error (a block that fails its
+ * checksum, which LevelDB's iterator steps over and only records)?  Then
+ * it is dropped, and the read is made with a get, which says what went
+ * wrong where, if anything, for that row. */
+static int near_failed(kt__snap *s)
+{
+	char *err = NULL;
+
+	leveldb_iter_get_error(s->near, &err);
+	if (err == NULL)
+		return 0;
+	leveldb_free(err);
+	leveldb_iter_destroy(s->near);
+	s->near = NULL;
+	s->near_at = 0;
+	s->near_off = 1;
+	return 1;
+}
+
+/* A get through a snapshot that steps to the row from the one the last
+ * such get read, when it lies at most NEAR_STEPS rows further on: a
+ * listing reads its files' node rows in key order, and between two of
+ * them lie only the first one's own rows (attributes, value blocks).  A
+ * step costs a small part of a lookup, which looks for the key afresh in
+ * the memtables and in every level.  Anything else seeks.  The iterator
+ * reads the same snapshot with the same options as get, so the answer is
+ * the same: found, or absent when the steps pass from below the key to
+ * above it. */
+static int ldb_get_near(kt__rows *r, const kt__snap *snap, kt__slice part,
+			kt__slice sort, kt__buf *out)
+{
+	kt__ldb *l = (kt__ldb *)r;
+	kt__snap *s = (kt__snap *)snap; /* one thread reads through it */
+	char key[512];
+	size_t klen = part.len + 1 + sort.len, kl, vl;
+	const char *k, *v;
+	int c = -1, i, rc;
+
+	if (s == NULL || s->near_off || klen > sizeof(key)) {
+		if (s != NULL)
+			s->near_at = 0;
+		return fenced_get(l, snap, ropts_of(l, snap), part, sort,
+				  out);
+	}
+	if ((rc = snap_check(l, s, part, 0)) != 0)
+		return rc;
+	memcpy(key, part.p, part.len);
+	key[part.len] = '\0';
+	if (sort.len)
+		memcpy(key + part.len + 1, sort.p, sort.len);
+	if (s->near == NULL) {
+		s->near = leveldb_create_iterator(l->db, s->ropts);
+		s->near_at = 0;
+	}
+	if (s->near_at) {
+		k = leveldb_iter_key(s->near, &kl);
+		c = memcmp_len(k, kl, key, klen);
+		for (i = 0; c < 0 && i < NEAR_STEPS; i++) {
+			leveldb_iter_next(s->near);
+			if (near_failed(s))
+				return get_with(l, s->ropts, part, sort, out);
+			if (!leveldb_iter_valid(s->near)) {
+				s->near_at = 0; /* past the last row */
+				return KT_ENOTFOUND;
+			}
+			k = leveldb_iter_key(s->near, &kl);
+			if ((c = memcmp_len(k, kl, key, klen)) > 0)
+				return KT_ENOTFOUND; /* stepped past it */
+		}
+		/* Found; else too far on, or already past it: seek. */
+	}
+	if (c != 0) {
+		leveldb_iter_seek(s->near, key, klen);
+		if (near_failed(s))
+			return get_with(l, s->ropts, part, sort, out);
+		if (!(s->near_at = leveldb_iter_valid(s->near) != 0))
+			return KT_ENOTFOUND;
+		k = leveldb_iter_key(s->near, &kl);
+		if (memcmp_len(k, kl, key, klen) != 0)
+			return KT_ENOTFOUND;
+	}
+	v = leveldb_iter_value(s->near, &vl);
+	return kt__buf_set(out, v, vl);
 }
 
 static int scan_plain(kt__cursor **out, kt__rows *r, const kt__snap *snap,
@@ -756,6 +854,8 @@ static void ldb_snapshot_free(kt__rows *r, kt__snap *s)
 
 	if (s == NULL)
 		return;
+	if (s->near != NULL)
+		leveldb_iter_destroy(s->near);
 	leveldb_readoptions_destroy(s->ropts);
 	if (s->ropts_nv)
 		leveldb_readoptions_destroy(s->ropts_nv);
@@ -974,6 +1074,7 @@ static int mmap_tables(void)
 static const kt__rows_ops ldb_ops = {
 	.get = ldb_get,
 	.get_unchecked = ldb_get_unchecked,
+	.get_near = ldb_get_near,
 	.scan = ldb_scan,
 	.next = ldb_next,
 	.cursor_free = ldb_cursor_free,

@@ -285,6 +285,10 @@ typedef struct kt__mcur kt__mcur;
  * their CRC-32C): the engine may skip its own checksums (rows.h). */
 int kt__rd_get_unchecked(kt__rd *rd, kt__slice part, kt__slice sort,
 			 kt__buf *out);
+/* kt__rd_get for a caller reading rows in ascending key order, each a
+ * few rows past the one it read before this way (rows.h, get_near). */
+int kt__rd_get_near(kt__rd *rd, kt__slice part, kt__slice sort,
+		    kt__buf *out);
 int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how);
 int kt__mcur_next(kt__mcur *c, kt__row *row);
 void kt__mcur_free(kt__mcur *c);

@@ -619,10 +619,14 @@ void kt__rd_prefetch_scan(kt__rd *rd, kt__slice part)
 		r->ops->prefetch_scan(r, snap, part);
 }
 
+/* How rd_get asks the engine: get, get_unchecked or get_near. */
+enum { RD_CHECKED, RD_UNCHECKED, RD_NEAR };
+
 static int rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out,
-		  int unchecked)
+		  int how)
 {
 	kt__rows *r = rd->st->rows;
+	const kt__snap *snap;
 	int rc;
 
 	if (rd->tx != NULL && rd->tx->nw > 0) {
@@ -648,18 +652,18 @@ static int rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out,
 	}
 	if (rd->tx != NULL && (rc = tx_snap(rd->tx)) != 0)
 		return rc;
-	if (unchecked && r->ops->get_unchecked != NULL)
-		rc = r->ops->get_unchecked(
-			r, rd->tx != NULL ? rd->tx->snap : rd->snap, part, sort,
-			out);
+	snap = rd->tx != NULL ? rd->tx->snap : rd->snap;
+	if (how == RD_UNCHECKED && r->ops->get_unchecked != NULL)
+		rc = r->ops->get_unchecked(r, snap, part, sort, out);
+	else if (how == RD_NEAR && r->ops->get_near != NULL && snap != NULL)
+		rc = r->ops->get_near(r, snap, part, sort, out);
 	else
-		rc = r->ops->get(r, rd->tx != NULL ? rd->tx->snap : rd->snap,
-				 part, sort, out);
+		rc = r->ops->get(r, snap, part, sort, out);
 	/* Remember what the engine said: operations read the same rows
 	 * (a parent, say) more than once.  Not an unchecked miss, which its
 	 * caller asks again with the checks (value.c). */
 	if (rd->tx != NULL &&
-	    (rc == 0 || (rc == KT_ENOTFOUND && !unchecked))) {
+	    (rc == 0 || (rc == KT_ENOTFOUND && how != RD_UNCHECKED))) {
 		int crc = tx_write(rd->tx, part, sort,
 				   rc == 0 ? kt__slb(out) : kt__sl("", 0),
 				   rc == KT_ENOTFOUND, 1);
@@ -671,13 +675,19 @@ static int rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out,
 
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out)
 {
-	return rd_get(rd, part, sort, out, 0);
+	return rd_get(rd, part, sort, out, RD_CHECKED);
 }
 
 int kt__rd_get_unchecked(kt__rd *rd, kt__slice part, kt__slice sort,
 			 kt__buf *out)
 {
-	return rd_get(rd, part, sort, out, 1);
+	return rd_get(rd, part, sort, out, RD_UNCHECKED);
+}
+
+int kt__rd_get_near(kt__rd *rd, kt__slice part, kt__slice sort,
+		    kt__buf *out)
+{
+	return rd_get(rd, part, sort, out, RD_NEAR);
 }
 
 struct kt__mcur {
