@@ -408,9 +408,64 @@ static int stats(const char *dir)
 	return 0;
 }
 
+/* Entries of open directory @p d from where it stands, and whether
+ * @p name is among them. */
+static size_t read_rest(DIR *d, const char *name, int *seen)
+{
+	struct dirent *e;
+	size_t n = 0;
+
+	*seen = 0;
+	while ((e = readdir(d)) != NULL) {
+		n++;
+		*seen |= strcmp(e->d_name, name) == 0;
+	}
+	return n;
+}
+
+/* @p d has been read to its end, @p n entries: it stays at its end, and
+ * after rewinddir() it lists an entry made meanwhile, and then, after one
+ * more rewind, no longer lists it once it is removed (keytreefs answers
+ * a read at the end from memory: a rewind must read the store again). */
+static int rewind_check(DIR *d, const char *dir, size_t n)
+{
+	char path[4096];
+	size_t m;
+	int fd, seen;
+
+	if (readdir(d) != NULL) {
+		fprintf(stderr, "ktfs_probe: an entry after the end\n");
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/probe-made-after-the-end", dir);
+	if ((fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644)) < 0)
+		return fail(path);
+	close(fd);
+	rewinddir(d);
+	if ((m = read_rest(d, "probe-made-after-the-end", &seen)) != n + 1 ||
+	    !seen) {
+		fprintf(stderr, "ktfs_probe: after rewinddir: %zu entries "
+			"(want %zu), the new one %s\n", m, n + 1,
+			seen ? "listed" : "missing");
+		return 1;
+	}
+	if (unlink(path) != 0)
+		return fail(path);
+	rewinddir(d);
+	if ((m = read_rest(d, "probe-made-after-the-end", &seen)) != n ||
+	    seen) {
+		fprintf(stderr, "ktfs_probe: after unlink and rewinddir: %zu "
+			"entries (want %zu), the removed one %s\n", m, n,
+			seen ? "listed" : "gone");
+		return 1;
+	}
+	return 0;
+}
+
 /* Read DIR, remembering telldir() positions: no entry may come twice and
  * every entry has a d_type; then seekdir() back to the middle and read
- * the same tail again.  Prints the number of entries. */
+ * the same tail again, and rewind (rewind_check).  Prints the number of
+ * entries. */
 static int readdir_check(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -454,6 +509,8 @@ static int readdir_check(const char *dir)
 			bad = 1;
 			break;
 		}
+	if (!bad)
+		bad = rewind_check(d, dir, n);
 	printf("%zu\n", n);
 	for (i = 0; i < n; i++)
 		free(names[i]);
