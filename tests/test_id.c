@@ -121,6 +121,51 @@ static void test_id__gone_after_delete_and_detach(void **state)
 	assert_id_at(s, d, "/both");
 }
 
+/* A lookup by id tries the partition it found last for that id (api.c,
+ * "The id cache"): what it finds there must be checked.  Here the place
+ * an id was last found holds nothing, another node, or the same node
+ * under a second path that its id row does not name; each answer must be
+ * the one a fresh handle (no cache) gives. */
+static void test_id__last_place_checked(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *s = f->store;
+	uint64_t a, b, x;
+	char *p = NULL;
+
+	ok(kt_put(s, "/a", "1", 1, NULL));
+	ok(kt_put(s, "/b", "2", 1, NULL));
+	a = lstat_of(s, "/a").id;
+	b = lstat_of(s, "/b").id;
+	assert_id_at(s, a, "/a");
+	assert_id_at(s, b, "/b");
+	/* A's last place now holds B; B's holds nothing. */
+	ok(kt_rename(s, "/a", "/c", 0));
+	ok(kt_rename(s, "/b", "/a", 0));
+	assert_id_at(s, a, "/c");
+	assert_id_at(s, b, "/a");
+	assert_int_equal(lstat_of(s, "/c").id, a);
+	/* Gone: its last place is empty. */
+	ok(kt_delete(s, "/c", 0));
+	expect_rc(kt_id_path(&p, NULL, s, a), KT_ENOTFOUND);
+	assert_null(p);
+
+	/* X last found at /p; then /p is unlinked and linked again as the
+	 * second path of X, whose id row names /q. */
+	ok(kt_put(s, "/p", "x", 1, NULL));
+	x = lstat_of(s, "/p").id;
+	assert_id_at(s, x, "/p");
+	ok(kt_link(s, "/p", "/q"));
+	ok(kt_delete(s, "/p", 0));
+	ok(kt_link(s, "/q", "/p"));
+	assert_int_equal(lstat_of(s, "/p").id, x);
+	ok(kt_id_path(&p, NULL, s, x));
+	assert_string_equal(p, "/q");
+	kt_test_reopen(f);
+	assert_id_at(f->store, x, p);
+	kt_free(p);
+}
+
 /* kt_id_read reads the node's value wherever the node has moved. */
 static void test_id__read_by_id(void **state)
 {
@@ -180,6 +225,7 @@ int main(void)
 		T(test_id__root_and_new_nodes),
 		T(test_id__follows_rename_and_exchange),
 		T(test_id__gone_after_delete_and_detach),
+		T(test_id__last_place_checked),
 		T(test_id__read_by_id),
 		T(test_id__rejects),
 	};

@@ -323,6 +323,90 @@ static int id_lookup(kt__node *n, kt__buf *path, kt_store *st, uint64_t id,
 	return rc;
 }
 
+/*
+ * The id cache.  An id lookup reads the id row for the node's partition,
+ * then the node row there: two reads, two round trips on RADOS.  The
+ * cache keeps the partition last found for an id, and a lookup reads the
+ * node row there first.  Nothing needs dropping when a node moves or goes
+ * (here or in another process or host): what was read decides.  If the
+ * row there is the node's (its id) and the node has one path, that path
+ * is the one its id row names, at the moment of the read (the id row is
+ * written with every node row that moves).  Anything else (no row, a
+ * row of another node, a node with several paths, whose id row names one
+ * of them) is looked up by the id row as before.  Both reads go through
+ * the same reader, so a transaction's conditions cover what was read.
+ */
+static size_t idc_slot(uint64_t id)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) &
+	       (KT__IDC_SLOTS - 1);
+}
+
+/* Copy the partition cached for @p id into @p part; 0 if none. */
+static size_t idc_get(kt_store *st, uint64_t id, char part[KT__IDC_PART])
+{
+	size_t len = 0;
+
+	pthread_mutex_lock(&st->idc_lock);
+	if (st->idc != NULL && st->idc[idc_slot(id)].id == id) {
+		len = st->idc[idc_slot(id)].len;
+		memcpy(part, st->idc[idc_slot(id)].part, len);
+	}
+	pthread_mutex_unlock(&st->idc_lock);
+	return len;
+}
+
+static void idc_put(kt_store *st, uint64_t id, kt__slice part)
+{
+	kt__idc_slot *s;
+
+	if (part.len == 0 || part.len > KT__IDC_PART)
+		return;
+	pthread_mutex_lock(&st->idc_lock);
+	if (st->idc == NULL)
+		st->idc = calloc(KT__IDC_SLOTS, sizeof(*st->idc));
+	if (st->idc != NULL) {
+		s = &st->idc[idc_slot(id)];
+		s->id = id;
+		s->len = (uint32_t)part.len;
+		memcpy(s->part, part.p, part.len);
+	}
+	pthread_mutex_unlock(&st->idc_lock);
+}
+
+/* The id cache's read (above): 0 with @p n (and @p path) set when the
+ * node row at the cached partition is the node's and it has one path;
+ * KT_ENOTFOUND when the cache has nothing that says so; another error
+ * when the read failed. */
+static int idc_lookup(kt__node *n, kt__buf *path, kt__rd *rd, uint64_t id)
+{
+	char part[KT__IDC_PART];
+	size_t len = idc_get(rd->st, id, part);
+	kt__buf val = {0};
+	int rc;
+
+	if (len == 0)
+		return KT_ENOTFOUND;
+	rc = kt__rd_get(rd, kt__sl(part, len), kt__sl("", 0), &val);
+	if (rc == 0) {
+		/* A row that does not decode is left to the id row's
+		 * lookup, which says what is wrong where. */
+		if (kt__node_decode(n, val.p, val.len) == 0 && n->id == id &&
+		    n->nlink <= 1) {
+			rc = path != NULL ? kt__dec_node(path, &rd->st->delim,
+							 part, len)
+					  : 0;
+		} else {
+			kt__node_free(n);
+			memset(n, 0, sizeof(*n));
+			kt__err_clear();
+			rc = KT_ENOTFOUND;
+		}
+	}
+	kt__buf_free(&val);
+	return rc;
+}
+
 /* As id_lookup, through reader @p rd (over a snapshot, one pass is
  * enough: the id row and the node row agree or the store is damaged).
  * The messages name the id, not the call: the id is what a user gave. */
@@ -337,6 +421,10 @@ static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
 		return kt__err(KT_EVERSION, "the store has format version %u, "
 			       "which has no id rows; open it writable once "
 			       "to upgrade it", st->format);
+	if ((rc = idc_lookup(n, path, rd, id)) != KT_ENOTFOUND)
+		return rc;
+	if (path != NULL)
+		path->len = 0;
 	for (tries = 0; tries < (rd->snap ? 1 : 8); tries++) {
 		part.len = 0;
 		rc = kt__id_get(&part, rd, id);
@@ -354,8 +442,11 @@ static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
 		if (rc == 0) {
 			rc = kt__node_decode(n, val.p, val.len);
 			kt__buf_free(&val);
-			if (rc == 0 && n->id == id)
+			if (rc == 0 && n->id == id) {
+				if (n->nlink <= 1)
+					idc_put(st, id, kt__slb(&part));
 				break;
+			}
 			kt__node_free(n);
 			memset(n, 0, sizeof(*n));
 			if (rc == 0)

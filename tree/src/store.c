@@ -757,6 +757,7 @@ int kt_open(kt_store **out, const char *location, const kt_options *opts)
 		return rc;
 	}
 	pthread_mutex_init(&st->wlock, NULL);
+	pthread_mutex_init(&st->idc_lock, NULL);
 	/* For tests: the size above which a rename or recursive delete
 	 * goes in steps (ops.c), so that whole suites can run that way. */
 	{
@@ -813,6 +814,7 @@ static int destroy_leveldb(const char *dir)
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	pthread_mutex_init(&st->wlock, NULL);
+	pthread_mutex_init(&st->idc_lock, NULL);
 	rc = kt__leveldb_open(&st->rows, dir, &lo);
 	if (rc == 0)
 		rc = read_header(st, dir, NULL);
@@ -900,6 +902,8 @@ void kt_close(kt_store *st)
 	if (st->rows != NULL)
 		st->rows->ops->close(st->rows);
 	pthread_mutex_destroy(&st->wlock);
+	pthread_mutex_destroy(&st->idc_lock);
+	free(st->idc);
 	free(st);
 }
 

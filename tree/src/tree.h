@@ -39,6 +39,15 @@
  * refused because another process changed what it read. */
 #define KT__RETRY_MAX 100
 
+/* The id cache (api.c): the last node-row partition found for an id. */
+#define KT__IDC_SLOTS 1024 /* a power of two */
+#define KT__IDC_PART 184   /* longer partitions are not kept */
+typedef struct kt__idc_slot {
+	uint64_t id; /* 0: empty (no node has id 0) */
+	uint32_t len;
+	char part[KT__IDC_PART];
+} kt__idc_slot;
+
 struct kt_store {
 	kt__rows *rows;
 	/* The holder serves the store to other processes (server.c); NULL
@@ -66,6 +75,11 @@ struct kt_store {
 	uint32_t dir_max;    /* the most entries a directory may hold; 0,
 				no limit (KT__DIR_MAX_RADOS on RADOS,
 				$KEYTREE_DIR_MAX) */
+
+	/* Where id lookups look first (api.c, "The id cache"): made at the
+	 * first lookup, KT__IDC_SLOTS slots, under idc_lock. */
+	pthread_mutex_t idc_lock;
+	kt__idc_slot *idc;
 
 	pthread_mutex_t wlock; /* serialises this handle's mutations */
 	/* Protected by wlock: the ranges of ids and versions this handle
