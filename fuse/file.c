@@ -82,9 +82,12 @@ void ktfs_files_free(struct ktfs *fs)
 /* Register an open of inode @ino in @fi.  The handle is counted first and
  * the node checked afterwards: an unlink in this mount decides under the
  * open table's lock, so it either sees this handle (and keeps an orphan)
- * or has removed the node before it was counted (and the open fails). */
+ * or has removed the node before it was counted (and the open fails).
+ * @orphan: the inode was an orphan when the open began.  The node read
+ * goes to @out (NULL: dropped); a directory that is not a value file is
+ * refused (EISDIR). */
 static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
-		     int orphan)
+		     int orphan, struct ktfs_node *out)
 {
 	struct ktfs_file *f = calloc(1, sizeof(*f));
 	struct ktfs_node n;
@@ -97,12 +100,20 @@ static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
 		free(f);
 		return err;
 	}
-	if ((err = ktfs_node_get(&n, fs, ino, f)) < 0) {
+	if ((err = ktfs_node_get(&n, fs, ino, f)) == 0 && !n.value &&
+	    !n.orphan && (n.st.kind & KT_KIND_DIR)) {
+		ktfs_node_free(&n);
+		err = -EISDIR;
+	}
+	if (err < 0) {
 		ktfs_open_put(fs, f->open);
 		free(f);
 		return err;
 	}
-	ktfs_node_free(&n);
+	if (out != NULL)
+		*out = n;
+	else
+		ktfs_node_free(&n);
 	fi->fh = (uintptr_t)f;
 	file_track(fs, f);
 	/* Other writers (another mount, the CLI) tell the kernel what they
@@ -178,13 +189,13 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_of(req);
 	struct ktfs_node n;
+	uint64_t oid;
 	int rc;
 
-	rc = ktfs_node_get(&n, fs, ino, NULL);
-	if (rc == 0 && !n.value && !n.orphan && (n.st.kind & KT_KIND_DIR))
-		rc = -EISDIR;
-	if (rc == 0)
-		rc = file_open(fs, fi, ino, n.orphan);
+	/* The node is read once, after the open is counted (file_open). */
+	memset(&n, 0, sizeof(n));
+	rc = file_open(fs, fi, ino, ktfs_open_orphan(fs, NULL, ino, &oid),
+		       &n);
 	if (rc == 0 && !n.orphan && !seen_note(fs, ino, n.st.version, 1)) {
 		struct fuse_session *se =
 			__atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
@@ -336,7 +347,7 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_node_free(&dir);
 	}
 	if (rc == 0 && !tmpfile)
-		rc = file_open(fs, fi, st.st_ino, 0);
+		rc = file_open(fs, fi, st.st_ino, 0, NULL);
 	if (rc < 0) {
 		ktfs_reply_err(req, rc);
 		return;
