@@ -356,7 +356,7 @@ static size_t idc_get(kt_store *st, uint64_t id, char part[KT__IDC_PART])
 	return len;
 }
 
-static void idc_put(kt_store *st, uint64_t id, kt__slice part)
+void kt__idc_put(kt_store *st, uint64_t id, kt__slice part)
 {
 	kt__idc_slot *s;
 
@@ -444,7 +444,7 @@ static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
 			kt__buf_free(&val);
 			if (rc == 0 && n->id == id) {
 				if (n->nlink <= 1)
-					idc_put(st, id, kt__slb(&part));
+					kt__idc_put(st, id, kt__slb(&part));
 				break;
 			}
 			kt__node_free(n);

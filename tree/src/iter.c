@@ -500,6 +500,10 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 		rc = kt__node_decode(&n, v.p, v.len);
 		if (rc == 0) {
 			kt__node_fill_stat(&it->sb, it->st, &n);
+			/* A listing is often followed by lookups of its
+			 * children by id (a mount's opens and getattrs). */
+			if (n.nlink <= 1)
+				kt__idc_put(it->st, n.id, kt__slb(&it->npart));
 			it->far = (n.kind & KT_KIND_DIR) ||
 				  (uint64_t)n.nattrs + n.nblocks > 8;
 		}

@@ -40,8 +40,8 @@
 #define KT__RETRY_MAX 100
 
 /* The id cache (api.c): the last node-row partition found for an id. */
-#define KT__IDC_SLOTS 1024 /* a power of two */
-#define KT__IDC_PART 184   /* longer partitions are not kept */
+#define KT__IDC_SLOTS 8192 /* a power of two: 1 MiB in all */
+#define KT__IDC_PART 116   /* longer partitions are not kept */
 typedef struct kt__idc_slot {
 	uint64_t id; /* 0: empty (no node has id 0) */
 	uint32_t len;
@@ -90,6 +90,10 @@ struct kt_store {
 	 * commit (kt__commit.applied), for tests; 0 before any. */
 	uint64_t last_commit;
 };
+
+/* Note that node @p id, which has one path, was found at partition
+ * @p part (the id cache, api.c): a hint, checked when used. */
+void kt__idc_put(kt_store *st, uint64_t id, kt__slice part);
 
 /* A node row, decoded. */
 typedef struct kt__node {
