@@ -225,12 +225,21 @@ static int subtree_rows(kt__tx *tx, const char *p, size_t len, rowvec *rv,
 	return rc == KT_ITEROVER ? 0 : rc;
 }
 
-/* Does directory p have any child?  1, 0 or an error. */
-static int has_children(kt__tx *tx, const char *p, size_t len)
+/* Does directory p, whose node row the transaction has read as @p d,
+ * have any child?  1, 0 or an error.  A row that counts its entries
+ * says (a child made or removed meanwhile rewrites that row, so the
+ * commit is guarded on it as on a scan); else one scan of its listing
+ * tells, which costs more than a lookup when the entries just removed
+ * left their tombstones there (rmdir after rm). */
+static int has_children(kt__tx *tx, const char *p, size_t len,
+			const kt__node *d)
 {
 	uint64_t n = 0;
-	int rc = kt__count_entries(tx, p, len, 1, &n);
+	int rc;
 
+	if (d->counted)
+		return d->nentries > 0;
+	rc = kt__count_entries(tx, p, len, 1, &n);
 	return rc != 0 ? rc : n > 0;
 }
 
@@ -479,7 +488,7 @@ static int prune(kt__tx *tx, const char *p, size_t len)
 			break;
 		}
 		if (n.kind == KT_KIND_DIR) {
-			rc = has_children(tx, p, plen);
+			rc = has_children(tx, p, plen, &n);
 			if (rc == 0)
 				rc = remove_node(tx, p, plen, &n);
 			else if (rc == 1) {
@@ -974,7 +983,7 @@ static int op_delete(kt__tx *tx, const kt__op *op)
 		}
 	}
 	if (r.node.kind & KT_KIND_DIR) {
-		rc = has_children(tx, r.path.p, r.path.len);
+		rc = has_children(tx, r.path.p, r.path.len, &r.node);
 		if (rc == 1 && !(op->flags & KT_DELETE_RECURSIVE)) {
 			rc = kt__err(KT_ENOTEMPTY, "delete '%s': the directory "
 				     "has children (use the recursive flag)",
@@ -1126,7 +1135,8 @@ static int op_rename(kt__tx *tx, const kt__op *op)
 				     "'%s' holds a value", SHOW(a, op->path),
 				     SHOW(b, op->path2));
 		else if (ddir &&
-			 (rc = has_children(tx, d.path.p, d.path.len)) == 1)
+			 (rc = has_children(tx, d.path.p, d.path.len,
+					     &d.node)) == 1)
 			rc = kt__err(KT_ENOTEMPTY, "rename '%s': directory "
 				     "'%s' is not empty", SHOW(a, op->path),
 				     SHOW(b, op->path2));
