@@ -8,7 +8,8 @@
  * (struct fuse_create_in, then a name) and wants the same reply (an entry
  * and an open file); its name is "/", which no FUSE_CREATE can carry.  So
  * the read below relabels it FUSE_CREATE, and ktfs_create() (file.c) makes
- * an unnamed file when the name is "/".  This file includes the kernel's
+ * an unnamed file when the name is "/".  The first request after INIT also
+ * sets the mount's read-ahead (main.c).  This file includes the kernel's
  * <linux/fuse.h> and nothing of libfuse's, whose headers declare some of
  * the same names.
  */
@@ -22,6 +23,9 @@
 ssize_t ktfs_io_read(int fd, void *buf, size_t len, void *userdata);
 ssize_t ktfs_io_writev(int fd, struct iovec *iov, int count, void *userdata);
 
+/* The first request after INIT has come (main.c: read-ahead). */
+void ktfs_io_after_init(void);
+
 ssize_t ktfs_io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	ssize_t n = read(fd, buf, len);
@@ -30,6 +34,8 @@ ssize_t ktfs_io_read(int fd, void *buf, size_t len, void *userdata)
 	(void)userdata;
 	if (n >= (ssize_t)sizeof(*in) && in->opcode == FUSE_TMPFILE)
 		in->opcode = FUSE_CREATE;
+	if (n >= (ssize_t)sizeof(*in) && in->opcode != FUSE_INIT)
+		ktfs_io_after_init();
 	return n;
 }
 

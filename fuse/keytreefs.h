@@ -141,6 +141,8 @@ extern const struct fuse_lowlevel_ops ktfs_ops;
  * request reaches ktfs_create() with the name "/". */
 ssize_t ktfs_io_read(int fd, void *buf, size_t len, void *userdata);
 ssize_t ktfs_io_writev(int fd, struct iovec *iov, int count, void *userdata);
+/* Called by ktfs_io_read at the first request after INIT (main.c). */
+void ktfs_io_after_init(void);
 
 /** The name ktfs_create() gets for open(O_TMPFILE): no file has it. */
 #define KTFS_TMPFILE_NAME "/"

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,8 @@ struct options {
 	size_t cache_bytes;  /* and as read */
 	char *write_buffer;  /* -o write_buffer=SIZE, as given */
 	size_t wbuf_bytes;   /* and as read */
+	char *readahead;     /* -o readahead=SIZE, as given */
+	size_t ra_bytes;     /* and as read */
 	double entry_timeout;
 	double attr_timeout;
 	double negative_timeout;
@@ -70,6 +73,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("ceph_client=%s", ceph_client, 0),
 	OPT("cache=%s", cache, 0),
 	OPT("write_buffer=%s", write_buffer, 0),
+	OPT("readahead=%s", readahead, 0),
 	OPT("entry_timeout=%lf", entry_timeout, 0),
 	OPT("attr_timeout=%lf", attr_timeout, 0),
 	OPT("negative_timeout=%lf", negative_timeout, 0),
@@ -133,6 +137,13 @@ static void usage(const char *prog)
 	       "than the disk\n"
 	       "                           takes them; smaller means more "
 	       "compaction\n"
+	       "    -o readahead=SIZE      how far the kernel reads ahead "
+	       "of a file being read\n"
+	       "                           in order, 0 or 4K to 64M "
+	       "(default: 1M; 0 keeps\n"
+	       "                           the kernel's 128K); set through "
+	       "/sys/class/bdi,\n"
+	       "                           which only root may write\n"
 	       "    -o no_default_permissions  leave permission checks to "
 	       "nobody (default:\n"
 	       "                           the kernel checks them)\n"
@@ -245,7 +256,19 @@ static int add_escaped_opt(struct fuse_args *args, const char *name,
 
 /* Read a size such as "65536", "512K", "64M" or "2G" (binary units) into
  * *@p out: 0, or -1 when it is not one or is outside 1 MiB to 1 TiB. */
+static int parse_bytes(const char *s, unsigned long long min,
+		       unsigned long long max, int zero, size_t *out);
+
+/* A size of 1M to 1T: bytes, or a number with K, M or G. */
 static int parse_size(const char *s, size_t *out)
+{
+	return parse_bytes(s, 1ull << 20, 1ull << 40, 0, out);
+}
+
+/* A size of @p min to @p max, or 0 if @p zero: bytes, or a number with
+ * K, M or G. */
+static int parse_bytes(const char *s, unsigned long long min,
+		       unsigned long long max, int zero, size_t *out)
 {
 	unsigned long long v, unit = 1;
 	char *end;
@@ -267,7 +290,7 @@ static int parse_size(const char *s, size_t *out)
 	if (*end != '\0' || v > (1ull << 40) / unit)
 		return -1;
 	v *= unit;
-	if (v < (1ull << 20) || v > (1ull << 40) || v > SIZE_MAX)
+	if ((v < min && !(v == 0 && zero)) || v > max || v > SIZE_MAX)
 		return -1;
 	*out = (size_t)v;
 	return 0;
@@ -401,6 +424,13 @@ static int configure(struct ktfs *fs, struct options *o, const char *mnt)
 			o->write_buffer);
 		return 1;
 	}
+	if (o->readahead && parse_bytes(o->readahead, 4096, 64ull << 20, 1,
+				       &o->ra_bytes) != 0) {
+		fprintf(stderr, "keytreefs: readahead=%s: not a size (0, or "
+			"bytes or a number with K, M or G, from 4K to 64M)\n",
+			o->readahead);
+		return 1;
+	}
 	fs->entry_timeout = o->entry_timeout;
 	fs->attr_timeout = o->attr_timeout;
 	fs->negative_timeout = o->negative_timeout;
@@ -525,6 +555,95 @@ static void daemon_ready(int ready)
 }
 
 /* Mount @fs and serve until unmounted or signalled; 0 on a clean end. */
+/*
+ * Read-ahead.  The kernel gives a FUSE mount its own backing device with
+ * a read-ahead of 128 KiB, so a file read in order arrives in READ
+ * requests of 128 KiB, each a round trip through the daemon and one id
+ * lookup in the store.  Its read_ahead_kb in /sys/class/bdi/MAJ:MIN can
+ * be raised (by root), up to the 1 MiB a request may carry here; the
+ * device's number is the mount's, in /proc/self/mountinfo.  It must be
+ * written after the kernel has taken our reply to INIT, which lowers the
+ * read-ahead to what the reply says (what the kernel offered, 128 KiB):
+ * so at the first request after INIT (io.c, ktfs_io_read).
+ */
+static char ra_file[64];
+static char ra_value[32];
+static int ra_explicit;
+static atomic_int ra_pending;
+
+/* The field of mountinfo @p f, with its octal escapes (\040) undone. */
+static void unescape(char *f)
+{
+	char *r = f, *w = f;
+
+	while (*r) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
+		    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 +
+				      (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+/* Find the mount's device number and arm the write of its read-ahead. */
+static void readahead_plan(struct ktfs *fs, const struct options *o)
+{
+	size_t bytes = o->readahead ? o->ra_bytes : (size_t)1 << 20;
+	char line[8192], dev[32] = "";
+	FILE *f;
+
+	if (bytes == 0 || (f = fopen("/proc/self/mountinfo", "r")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *save = NULL, *fld[5];
+		int i;
+
+		fld[0] = strtok_r(line, " ", &save);
+		for (i = 1; i < 5 && fld[i - 1] != NULL; i++)
+			fld[i] = strtok_r(NULL, " ", &save);
+		if (i < 5 || fld[4] == NULL)
+			continue;
+		unescape(fld[4]);
+		/* The last mount on our mount point is ours. */
+		if (strcmp(fld[4], fs->mountpoint) == 0 &&
+		    strlen(fld[2]) < sizeof(dev))
+			strcpy(dev, fld[2]);
+	}
+	fclose(f);
+	if (dev[0] == '\0')
+		return;
+	snprintf(ra_file, sizeof(ra_file), "/sys/class/bdi/%s/read_ahead_kb",
+		 dev);
+	snprintf(ra_value, sizeof(ra_value), "%zu\n", bytes >> 10);
+	ra_explicit = o->readahead != NULL;
+	atomic_store(&ra_pending, 1);
+}
+
+void ktfs_io_after_init(void)
+{
+	int fd;
+
+	if (!atomic_exchange(&ra_pending, 0))
+		return;
+	fd = open(ra_file, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 && write(fd, ra_value, strlen(ra_value)) ==
+			       (ssize_t)strlen(ra_value)) {
+		close(fd);
+		return;
+	}
+	/* Not root: the kernel's read-ahead stays, which is no error
+	 * unless it was asked for. */
+	if (ra_explicit)
+		fprintf(stderr, "keytreefs: readahead: cannot write %s: %s\n",
+			ra_file, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 static int serve(struct ktfs *fs, struct fuse_args *args,
 		 const struct fuse_cmdline_opts *co, const struct options *o)
 {
@@ -552,6 +671,7 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 		goto out_destroy;
 	if (fuse_session_mount(se, co->mountpoint) != 0)
 		goto out_signals;
+	readahead_plan(fs, o);
 	/* Our own reads of the mount's device: O_TMPFILE (io.c). */
 	io.read = ktfs_io_read;
 	io.writev = ktfs_io_writev;
@@ -675,6 +795,7 @@ out:
 	free(o.ceph_client);
 	free(o.cache);
 	free(o.write_buffer);
+	free(o.readahead);
 	fuse_opt_free_args(&args);
 	locks_destroy(&fs);
 	return rc;

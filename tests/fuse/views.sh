@@ -324,3 +324,31 @@ ktfs_mount -o write_buffer=1G
 cmp "$KTFS_TMP/wbig" "$MNT/wbig" || fail "a value written with write_buffer=1M reads back"
 ktfs_umount
 ok "keytreefs -o write_buffer=SIZE mounts with 1M and 1G; abc, 0, 512K, 2G, 1T and -4M are refused"
+
+# -o readahead=SIZE: how far the kernel reads ahead in a file read in
+# order, the read_ahead_kb of the mount's backing device; 1M unless told,
+# 0 keeps the kernel's own; sizes outside 4K to 64M are refused.  Only
+# root may write it (the tests run as root in CI).
+size_refused readahead abc 1 2K 65M 1G -4K
+ra_kb() {
+	stat "$MNT" >/dev/null
+	cat "/sys/class/bdi/$(mountpoint -d "$MNT")/read_ahead_kb"
+}
+if [ "$(id -u)" = 0 ]; then
+	ktfs_mount -o readahead=0
+	kernel_ra=$(ra_kb)
+	ktfs_umount
+	ktfs_mount
+	expect_eq "read-ahead by default (KiB)" "$(ra_kb)" 1024
+	cmp "$KTFS_TMP/wbig" "$MNT/wbig" || fail "a value reads back with 1M of read-ahead"
+	ktfs_umount
+	ktfs_mount -o readahead=256K
+	expect_eq "read-ahead with -o readahead=256K (KiB)" "$(ra_kb)" 256
+	ktfs_umount
+	# Linux gives every backing device 128 KiB (VM_READAHEAD_PAGES).
+	[ "$kernel_ra" != 1024 ] ||
+		fail "read-ahead with -o readahead=0: $kernel_ra, not the kernel's"
+	ok "keytreefs -o readahead: 1024 KiB by default, 256 with 256K, the kernel's ($kernel_ra) with 0; abc, 1, 2K, 65M, 1G and -4K are refused"
+else
+	ok "keytreefs -o readahead: abc, 1, 2K, 65M, 1G and -4K are refused (not root: the read-ahead itself is not checked)"
+fi
