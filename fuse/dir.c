@@ -62,11 +62,13 @@ struct ktfs_dir {
 	pthread_mutex_t lock;  /* the kernel may overlap requests on one fh */
 	struct recent *recent; /* the last reply's children, in order */
 	size_t nrecent, caprecent;
-	/* The last reply reached the end of the directory, and end_off is
-	 * its last entry's offset: a request for what follows is answered
-	 * at once with nothing (below). */
+	/* The last reply reached the end of the directory, end_off is its
+	 * last entry's offset and end_ver the directory's version read
+	 * before it: a request for what follows, while the directory is
+	 * at that version, is answered with nothing (dir_read). */
 	int at_end;
 	off_t end_off;
+	uint64_t end_ver;
 };
 
 /* Where a reply starts: the stage (0 ".", 1 "..", 2 the value file, 3
@@ -375,21 +377,22 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&f.d->lock);
-	/* The request that follows a reply that reached the end (every
-	 * listing ends with one): nothing more, without reading the store.
-	 * An entry made since then is not listed; POSIX leaves that open
-	 * for entries made after opendir or rewinddir, and a rewind
-	 * (offset 0) or a seekdir elsewhere reads the store again. */
-	if (f.d->at_end && off == f.d->end_off) {
-		rc = 0;
-		goto out;
-	}
-	f.d->at_end = 0;
 	if ((rc = ktfs_dir_get(&dir, f.fs, ino)) < 0) {
 		/* Removed while open: nothing is left in it. */
 		rc = rc == -ENOENT ? 0 : rc;
+		f.d->at_end = 0;
 		goto out;
 	}
+	/* The request that follows a reply that reached the end (every
+	 * listing ends with one): nothing follows if the directory has
+	 * not changed since (every entry made, removed or renamed in it
+	 * rewrites its node row, with a new version), and no iterator is
+	 * made to find that out.  The kernel does not tell a rewinddir, so
+	 * the version, not the handle's history, decides. */
+	if (f.d->at_end && off == f.d->end_off &&
+	    dir.st.version == f.d->end_ver)
+		goto out_dir;
+	f.d->at_end = 0;
 	if ((rc = dir_start(&s, f.fs, f.d, &dir, off)) < 0)
 		goto out_dir;
 	recent_clear(f.d);
@@ -399,6 +402,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (rc == 0 && f.end && f.used > 0) {
 		f.d->at_end = 1;
 		f.d->end_off = f.last_off;
+		f.d->end_ver = dir.st.version;
 	}
 out_dir:
 	ktfs_node_free(&dir);

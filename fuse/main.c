@@ -627,7 +627,7 @@ void ktfs_io_after_init(void)
 {
 	int fd;
 
-	if (!atomic_exchange(&ra_pending, 0))
+	if (!atomic_load(&ra_pending) || !atomic_exchange(&ra_pending, 0))
 		return;
 	fd = open(ra_file, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0 && write(fd, ra_value, strlen(ra_value)) ==

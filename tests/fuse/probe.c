@@ -427,9 +427,12 @@ static size_t read_rest(DIR *d, const char *name, int *seen)
  * after rewinddir() it lists an entry made meanwhile, and then, after one
  * more rewind, no longer lists it once it is removed (keytreefs answers
  * a read at the end from memory: a rewind must read the store again). */
-static int rewind_check(DIR *d, const char *dir, size_t n)
+static int rewind_check(DIR *d, const char *dir, size_t n, const char *last)
 {
+	const char *made = "probe-made-after-the-end";
+	struct dirent *e;
 	char path[4096];
+	long end;
 	size_t m;
 	int fd, seen;
 
@@ -437,10 +440,24 @@ static int rewind_check(DIR *d, const char *dir, size_t n)
 		fprintf(stderr, "ktfs_probe: an entry after the end\n");
 		return 1;
 	}
-	snprintf(path, sizeof(path), "%s/probe-made-after-the-end", dir);
+	end = telldir(d);
+	snprintf(path, sizeof(path), "%s/%s", dir, made);
 	if ((fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644)) < 0)
 		return fail(path);
 	close(fd);
+	/* rewinddir, then seekdir back to the end: a name that sorts after
+	 * the last one is there now (the kernel does not tell the daemon
+	 * of the rewind, only of the read at the old end). */
+	rewinddir(d);
+	seekdir(d, end);
+	e = readdir(d);
+	if (last != NULL && strcmp(made, last) > 0 &&
+	    (e == NULL || strcmp(e->d_name, made) != 0)) {
+		fprintf(stderr, "ktfs_probe: after rewinddir and seekdir to "
+			"the end: %s, not %s\n", e ? e->d_name : "(end)",
+			made);
+		return 1;
+	}
 	rewinddir(d);
 	if ((m = read_rest(d, "probe-made-after-the-end", &seen)) != n + 1 ||
 	    !seen) {
@@ -510,7 +527,7 @@ static int readdir_check(const char *dir)
 			break;
 		}
 	if (!bad)
-		bad = rewind_check(d, dir, n);
+		bad = rewind_check(d, dir, n, n > 0 ? names[n - 1] : NULL);
 	printf("%zu\n", n);
 	for (i = 0; i < n; i++)
 		free(names[i]);
