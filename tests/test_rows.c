@@ -389,24 +389,31 @@ static void show(kt_test_str *s, kt__slice b)
 	}
 }
 
-/* The value of (part, sort) at @p snap as text, or "(absent)". */
-static char *get_text(kt__rows *r, const kt__snap *snap, kt__slice part,
-		      kt__slice sort)
+/* What a read of @p what answered (@p rc, value @p v, which is freed) as
+ * text: "=value" or "(absent)". */
+static char *read_text(const char *what, int rc, kt__buf *v)
 {
-	kt__buf v = {0};
 	kt_test_str s = {0};
-	int rc = r->ops->get(r, snap, part, sort, &v);
 
 	if (rc == KT_ENOTFOUND) {
 		kt_test_str_add(&s, "(absent)", 8);
 	} else {
 		if (rc != 0)
-			fail_msg("get: %d (%s)", rc, kt_errmsg());
+			fail_msg("%s: %d (%s)", what, rc, kt_errmsg());
 		kt_test_str_add(&s, "=", 1);
-		show(&s, kt__slb(&v));
+		show(&s, kt__slb(v));
 	}
-	kt__buf_free(&v);
+	kt__buf_free(v);
 	return s.p;
+}
+
+/* The value of (part, sort) at @p snap as text, or "(absent)". */
+static char *get_text(kt__rows *r, const kt__snap *snap, kt__slice part,
+		      kt__slice sort)
+{
+	kt__buf v = {0};
+
+	return read_text("get", r->ops->get(r, snap, part, sort, &v), &v);
 }
 
 #define assert_get(r, snap, part, sort, want)                                  \
@@ -823,21 +830,11 @@ static void test_rows__binary_sort_keys(void **state)
 static char *near_text(kt__rows *r, const kt__snap *snap, kt__slice part)
 {
 	kt__buf v = {0};
-	kt_test_str s = {0};
 	int rc = r->ops->get_near != NULL
 			 ? r->ops->get_near(r, snap, part, L(""), &v)
 			 : r->ops->get(r, snap, part, L(""), &v);
 
-	if (rc == KT_ENOTFOUND) {
-		kt_test_str_add(&s, "(absent)", 8);
-	} else {
-		if (rc != 0)
-			fail_msg("get_near: %d (%s)", rc, kt_errmsg());
-		kt_test_str_add(&s, "=", 1);
-		show(&s, kt__slb(&v));
-	}
-	kt__buf_free(&v);
-	return s.p;
+	return read_text("get_near", rc, &v);
 }
 
 /* get_near answers as get does, through one snapshot, whatever the order
