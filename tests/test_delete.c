@@ -495,6 +495,83 @@ static void test_delete__no_orphans(void **state)
 	assert_clean(store_of(state));
 }
 
+/* Children listed with KT_LIST_STAT (each with its attributes), as
+ * keytreefs lists. */
+static size_t count_stat_children(kt_store *s, const char *path)
+{
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	kt_iter *it = NULL;
+	const kt_entry *e = NULL;
+	size_t n = 0;
+	int rc;
+
+	o.flags = KT_LIST_STAT;
+	ok(kt_iter_new(&it, s, path, &o));
+	while ((rc = kt_iter_next(&e, it)) == 0) {
+		assert_non_null(e->stat);
+		n++;
+	}
+	assert_int_equal(rc, KT_ITEROVER);
+	kt_iter_free(it);
+	return n;
+}
+
+/* A directory whose entries were all removed (its count says none, and
+ * listings, rmdir and rename skip the scan of its subtree) lists nothing,
+ * renames and goes as an empty one, and lists what is made in it again.
+ * A directory holding only files (no subdirectories, entries all the
+ * same) lists, moves and refuses rmdir as a full one. */
+static void test_delete__emptied_directory(void **state)
+{
+	kt_store *s = store_of(state);
+	char path[64];
+	int i;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(path, sizeof(path), "/e/f%02d", i);
+		put_str(s, path, "v");
+		snprintf(path, sizeof(path), "/files/f%02d", i);
+		put_str(s, path, "v");
+	}
+	ok(kt_mkdir(s, "/e/sub", NULL));
+	put_str(s, "/e/sub/deep", "v");
+	ok(kt_delete(s, "/e/sub", KT_DELETE_RECURSIVE));
+	for (i = 0; i < 40; i++) {
+		snprintf(path, sizeof(path), "/e/f%02d", i);
+		ok(kt_delete(s, path, 0));
+	}
+	assert_int_equal(count_children(s, "/e"), 0);
+	assert_int_equal(count_stat_children(s, "/e"), 0);
+	assert_int_equal(count_found(s, "/e", KT_FIND_SUBTREE, NULL), 1);
+	/* Made in again: listed. */
+	put_str(s, "/e/again", "v");
+	assert_int_equal(count_children(s, "/e"), 1);
+	assert_int_equal(count_stat_children(s, "/e"), 1);
+	ok(kt_delete(s, "/e/again", 0));
+	ok(kt_rename(s, "/e", "/e2", 0));
+	assert_int_equal(count_children(s, "/e2"), 0);
+	put_str(s, "/e2/x", "v");
+	assert_int_equal(count_children(s, "/e2"), 1);
+	ok(kt_delete(s, "/e2/x", 0));
+	ok(kt_delete(s, "/e2", 0));
+	assert_absent(s, "/e2");
+
+	/* Only files: 40 entries, no subdirectory. */
+	assert_int_equal(lstat_of(s, "/files").nsubdirs, 0);
+	assert_int_equal(count_children(s, "/files"), 40);
+	assert_int_equal(count_stat_children(s, "/files"), 40);
+	expect_rc(kt_delete(s, "/files", 0), KT_ENOTEMPTY);
+	ok(kt_rename(s, "/files", "/moved", 0));
+	assert_int_equal(count_children(s, "/moved"), 40);
+	assert_int_equal(count_found(s, "/moved", KT_FIND_SUBTREE, NULL), 41);
+	assert_absent(s, "/files");
+	ok(kt_delete(s, "/moved", KT_DELETE_RECURSIVE));
+	assert_int_equal(count_found(s, "/", 0, NULL), 0);
+	assert_clean(s);
+	kt_test_reopen(*state);
+	assert_clean(store_of(state));
+}
+
 /* A reader that counts the nodes under /t, over and over, until told to
  * stop; each count is over one snapshot. */
 typedef struct reader {
@@ -596,6 +673,7 @@ int main(void)
 		T(test_delete__missing_is_enotfound),
 		T(test_delete__parent_times_updated),
 		T(test_delete__no_orphans),
+		T(test_delete__emptied_directory),
 #undef T
 	};
 

@@ -166,6 +166,62 @@ static void test_id__last_place_checked(void **state)
 	kt_free(p);
 }
 
+/* Changes by id (the kt_*_at and kt_id_* calls) read the node row at the
+ * id's last place first too, inside their transaction: a directory moved
+ * away with another taking its place, then moved again leaving its last
+ * place empty; a file given a second path, whose first path then holds
+ * another node.  Each change lands on the node of the id. */
+static void test_id__last_place_checked_by_changes(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *s = f->store;
+	kt_make_args m;
+	uint64_t a, a2, x;
+
+	memset(&m, 0, sizeof(m));
+	m.version = KT_MAKE_ARGS_VERSION;
+	m.kind = KT_KIND_ITEM;
+	m.data = "v";
+	m.len = 1;
+	ok(kt_mkdir(s, "/a", NULL));
+	a = lstat_of(s, "/a").id;
+	ok(kt_make_at(NULL, s, a, "x", &m));
+	/* A's last place now holds A2. */
+	ok(kt_rename(s, "/a", "/b", 0));
+	ok(kt_mkdir(s, "/a", NULL));
+	a2 = lstat_of(s, "/a").id;
+	ok(kt_make_at(NULL, s, a, "y", &m));
+	assert_value(s, "/b/y", "v");
+	assert_absent(s, "/a/y");
+	ok(kt_make_at(NULL, s, a2, "z", &m));
+	assert_value(s, "/a/z", "v");
+	/* A's last place (/b) now empty. */
+	ok(kt_rename(s, "/b", "/c", 0));
+	ok(kt_delete_at(s, a, "y", 0));
+	assert_absent(s, "/c/y");
+	assert_value(s, "/c/x", "v");
+	ok(kt_rename_at(s, a, "x", a2, "x2", 0));
+	assert_value(s, "/a/x2", "v");
+	assert_absent(s, "/c/x");
+
+	/* X last found at /p, then linked to /q, unlinked at /p, and /p
+	 * made again as another node. */
+	ok(kt_put(s, "/p", "1", 1, NULL));
+	x = lstat_of(s, "/p").id;
+	ok(kt_id_put(s, x, "2", 1, NULL));
+	assert_value(s, "/p", "2");
+	ok(kt_link(s, "/p", "/q"));
+	ok(kt_delete(s, "/p", 0));
+	put_str(s, "/p", "other");
+	ok(kt_id_put(s, x, "3", 1, NULL));
+	assert_value(s, "/q", "3");
+	assert_value(s, "/p", "other");
+	expect_rc(kt_make_at(NULL, s, x, "n", &m), KT_ENOTDIR);
+	kt_test_reopen(f);
+	ok(kt_delete_at(f->store, a2, "z", 0));
+	assert_absent(f->store, "/a/z");
+}
+
 /* kt_id_read reads the node's value wherever the node has moved. */
 static void test_id__read_by_id(void **state)
 {
@@ -226,6 +282,7 @@ int main(void)
 		T(test_id__follows_rename_and_exchange),
 		T(test_id__gone_after_delete_and_detach),
 		T(test_id__last_place_checked),
+		T(test_id__last_place_checked_by_changes),
 		T(test_id__read_by_id),
 		T(test_id__rejects),
 	};

@@ -378,7 +378,7 @@ void kt__idc_put(kt_store *st, uint64_t id, kt__slice part)
  * node row at the cached partition is the node's and it has one path;
  * KT_ENOTFOUND when the cache has nothing that says so; another error
  * when the read failed. */
-static int idc_lookup(kt__node *n, kt__buf *path, kt__rd *rd, uint64_t id)
+int kt__idc_lookup(kt__node *n, kt__buf *path, kt__rd *rd, uint64_t id)
 {
 	char part[KT__IDC_PART];
 	size_t len = idc_get(rd->st, id, part);
@@ -421,7 +421,7 @@ static int id_lookup_rd(kt__node *n, kt__buf *path, kt__rd *rd,
 		return kt__err(KT_EVERSION, "the store has format version %u, "
 			       "which has no id rows; open it writable once "
 			       "to upgrade it", st->format);
-	if ((rc = idc_lookup(n, path, rd, id)) != KT_ENOTFOUND)
+	if ((rc = kt__idc_lookup(n, path, rd, id)) != KT_ENOTFOUND)
 		return rc;
 	if (path != NULL)
 		path->len = 0;

@@ -153,6 +153,12 @@ static int iter_new_once(kt_iter **out, kt_store *st, const char *path,
 			       SHOW(a, path));
 	}
 	rc = kt__enc_index(&it->pre, &st->delim, r.path.p, r.path.len);
+	/* A directory that counts its entries and has none: nothing to
+	 * scan (a scan would step over the tombstones of the entries just
+	 * removed from it, as when `rm -rf` reads a directory it emptied).
+	 * The count is written in the commit of every entry made or
+	 * removed, so the snapshot that read it has no entry either. */
+	it->over = r.node.counted && r.node.nentries == 0;
 	kt__res_free(&r);
 	memset(&how, 0, sizeof(how));
 	how.part = kt__slb(&it->pre);
@@ -173,7 +179,7 @@ static int iter_new_once(kt_iter **out, kt_store *st, const char *path,
 			how.after = kt__slb(&it->tok);
 		}
 	}
-	if (rc == 0)
+	if (rc == 0 && !it->over)
 		rc = start_scan(it, &how);
 	if (rc != 0) {
 		kt_iter_free(it);

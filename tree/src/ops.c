@@ -404,6 +404,19 @@ static size_t plan_cap(const kt_store *st)
 	return kt__big_rows >= 2048 ? 1024 : (kt__big_rows + 1) / 2;
 }
 
+/* Does directory node n, as the transaction read it, have no rows below
+ * it at all?  A directory that counts its entries and has none has no
+ * index partition and no descendants, so the scan of its subtree is
+ * skipped: after `rm` that scan stepped over the tombstones its
+ * children just left.  The commit is guarded on the node row, which
+ * every entry made in the directory rewrites.  (Rows of a child still
+ * being removed or moved in steps lie behind that operation's fence,
+ * which finishes them wherever the directory goes.) */
+static int dir_without_rows(const kt__node *n)
+{
+	return (n->kind & KT_KIND_DIR) && n->counted && n->nentries == 0;
+}
+
 /* Read the rows below directory p for a rename or delete of it, as the
  * attempt's mode allows: all of them (tx->big 0); a few, else KT__EBIG
  * with the plan made (1); up to kt__big_rows into the operation's state,
@@ -438,7 +451,8 @@ static int remove_tree(kt__tx *tx, const char *p, size_t len, kt__node *n)
 
 	if (!(n->kind & KT_KIND_DIR))
 		return remove_node(tx, p, len, n);
-	rc = big_rows(tx, 'D', p, len, NULL, 0, &own, &rv);
+	if (!dir_without_rows(n))
+		rc = big_rows(tx, 'D', p, len, NULL, 0, &own, &rv);
 	if (rc == KT__EBIG && tx->big == 2) {
 		/* The commit point of a large delete: the node goes now
 		 * with the rows read, the rest of its subtree in the steps
@@ -604,7 +618,7 @@ static int move_tree(kt__tx *tx, const char *src, size_t slen,
 	int rc = 0, stepped = 0, mode = tx->big;
 
 	tx->big = big; /* an EXCHANGE's moves are never large */
-	if (n->kind & KT_KIND_DIR)
+	if ((n->kind & KT_KIND_DIR) && !dir_without_rows(n))
 		rc = big_rows(tx, 'R', src, slen, dst, dlen, &own, &rv);
 	tx->big = mode;
 	if (rc == KT__EBIG && big == 2) {
@@ -1493,6 +1507,18 @@ static int id_path(kt__buf *out, kt__tx *tx, uint64_t id, int want_dir)
 	kt__node n = {0};
 	int rc;
 
+	/* The node row where this id was last found, if it still is: one
+	 * read instead of the id row and then the node row. */
+	out->len = 0;
+	rc = kt__idc_lookup(&n, out, &rd, id);
+	if (rc == 0 && want_dir && !(n.kind & KT_KIND_DIR))
+		rc = kt__err(KT_ENOTDIR, "node %llu is not a directory",
+			     (unsigned long long)id);
+	if (rc != KT_ENOTFOUND) {
+		kt__node_free(&n);
+		return rc;
+	}
+	out->len = 0;
 	rc = kt__id_get(&part, &rd, id);
 	if (rc == KT_ENOTFOUND) {
 		kt__buf_free(&part);
@@ -1513,6 +1539,8 @@ static int id_path(kt__buf *out, kt__tx *tx, uint64_t id, int want_dir)
 		rc = kt__dec_node(out, &tx->st->delim, part.p ? part.p : "",
 				  part.len);
 	}
+	if (rc == 0 && n.nlink <= 1)
+		kt__idc_put(tx->st, id, kt__slb(&part));
 	kt__node_free(&n);
 	kt__buf_free(&part);
 	return rc;

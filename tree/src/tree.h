@@ -267,6 +267,14 @@ typedef struct kt__rd {
 	kt__snap *snap;
 } kt__rd;
 
+/* The id cache's read (api.c): node @p id from the node row at the
+ * partition last found for it, through reader @p rd (a transaction's
+ * reads become its conditions).  0 with @p n and, unless NULL, @p path
+ * set when that row is the node's and the node has one path; KT_ENOTFOUND
+ * when the cache cannot tell (read the id row then); another error when
+ * the read failed. */
+int kt__idc_lookup(kt__node *n, kt__buf *path, kt__rd *rd, uint64_t id);
+
 int kt__rd_get(kt__rd *rd, kt__slice part, kt__slice sort, kt__buf *out);
 /* A hint that row (part, sort) will be read soon (rows.h, prefetch). */
 void kt__rd_prefetch(kt__rd *rd, kt__slice part, kt__slice sort);
