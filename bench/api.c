@@ -44,6 +44,13 @@
  *   clients  insert|get  LABEL  K  OPS  SECONDS
  *   clcpu    insert|get  LABEL  K  BUSY   (the machine's CPUs, 0 to 1)
  *
+ * With -w rwrite -z MIB -r OPS it makes a value of MIB mebibytes at /rw
+ * (untimed, through the library for keytree and the floor alike), then
+ * times OPS writes of 4 KiB at random 4 KiB-aligned offsets into it, as
+ * kt_bench_fs randwrite does through the mount:
+ *
+ *   rw  MIB  LABEL  OPS  SECONDS
+ *
  * A run is one repetition on a fresh directory; bench/run repeats it and
  * takes medians.  Operations come in a seeded pseudo-random order that is
  * the same for every engine.  Nothing here asserts a timing.
@@ -856,9 +863,40 @@ static void usage(void)
 		"(ENGINE2's store: DIR-ENGINE2)\n"
 		"       kt_bench_api -e keytree|rados -d rados:POOL/TREE "
 		"-w clients -j K -n N [-g GETS]\n"
+		"       kt_bench_api -e keytree|floor -d DIR -w rwrite -z MIB "
+		"-r OPS [-l LABEL] [-s SEED] [-c]\n"
 		"DIR may be a location rados:POOL[/NS]/TREE for keytree and "
 		"rados (the RADOS\n"
 		"floor); the tree is destroyed at the end.\n");
+}
+
+/* -w rwrite: @p ops random 4 KiB writes into a value of @p mib MiB. */
+static int run_rwrite(run *r, long mib, long ops)
+{
+	static unsigned char data[1 << 20];
+	uint64_t size = (uint64_t)mib << 20, blocks = size / 4096;
+	double t0;
+	size_t i;
+	long k;
+
+	for (i = 0; i < sizeof(data); i += 8) {
+		uint64_t x = rnd();
+		memcpy(data + i, &x, 8);
+	}
+	if (r->e->rw_make(r->ctx, "/rw", size, data, sizeof(data)) != 0)
+		return -1;
+	t0 = now();
+	for (k = 0; k < ops; k++) {
+		uint64_t off = (rnd() % blocks) * 4096;
+		if (r->e->rw_write(r->ctx, "/rw", data + (k % 256) * 4096,
+				   off) != 0)
+			return -1;
+	}
+	printf("rw\t%ld\t%s\t%ld\t%.6f\n", mib, r->label, ops, now() - t0);
+	fflush(stdout);
+	/* With -c the floor's store is checked here (its rows, the blocks'
+	 * CRCs included). */
+	return r->e->reopen(r->ctx);
 }
 
 /* -w pair: @p r's engine against @p ename2's, on stores @p p->dir and
@@ -915,12 +953,14 @@ int main(int argc, char **argv)
 	run r = {0};
 	const char *ename = NULL, *what = NULL, *ename2 = NULL, *label2 = NULL;
 	int opt, rc = 1, nclients = 0, rados;
+	long rw_mib = 0, rw_ops = 0;
 
 	p.nbig = 10000;
 	p.nlinks = -1;
 	r.min_time = 0.3;
 	r.gets = 100000;
-	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:cw:j:E:L:")) != -1) {
+	while ((opt = getopt(argc, argv, "e:d:n:b:k:g:m:l:s:cw:j:E:L:z:r:")) !=
+	       -1) {
 		switch (opt) {
 		case 'e':
 			ename = optarg;
@@ -964,6 +1004,12 @@ int main(int argc, char **argv)
 		case 'L':
 			label2 = optarg;
 			break;
+		case 'z':
+			rw_mib = atol(optarg);
+			break;
+		case 'r':
+			rw_ops = atol(optarg);
+			break;
 		default:
 			usage();
 			return 2;
@@ -972,7 +1018,8 @@ int main(int argc, char **argv)
 	if (ename == NULL || p.dir == NULL || p.n <= 0 || p.nbig <= 0 ||
 	    (r.e = engine_named(ename)) == NULL ||
 	    (what != NULL && strcmp(what, "alias") != 0 &&
-	     strcmp(what, "clients") != 0 && strcmp(what, "pair") != 0)) {
+	     strcmp(what, "clients") != 0 && strcmp(what, "pair") != 0 &&
+	     strcmp(what, "rwrite") != 0)) {
 		usage();
 		return 2;
 	}
@@ -1003,6 +1050,26 @@ int main(int argc, char **argv)
 	}
 	if (what != NULL && strcmp(what, "pair") == 0)
 		return main_pair(&r, &p, ename, ename2, label2, rados);
+	if (what != NULL && strcmp(what, "rwrite") == 0) {
+		if (rw_mib < 1 || rw_ops < 1 || r.e->rw_make == NULL || rados) {
+			fprintf(stderr, "kt_bench_api: -w rwrite needs -z MIB "
+				"and -r OPS (1 or more) and keytree or the "
+				"floor on a local directory\n");
+			return 2;
+		}
+		r.label = r.label ? r.label : ename;
+		r.p = &p;
+		p.nbig = 1;
+		p.nlinks = 0;
+		if (mkdir(p.dir, 0755) != 0 && errno != EEXIST) {
+			perror(p.dir);
+			return 1;
+		}
+		if (r.e->open(&r.ctx, &p) == 0)
+			rc = run_rwrite(&r, rw_mib, rw_ops) != 0;
+		r.e->close(r.ctx);
+		return rc;
+	}
 	if (what != NULL && (r.e->link == NULL || r.e->get_path == NULL ||
 			     r.e->put_path == NULL || r.e->check == NULL)) {
 		fprintf(stderr, "kt_bench_api: %s has no aliases\n", ename);

@@ -66,6 +66,17 @@ typedef struct bench_engine {
 	int (*get_path)(void *ctx, const char *path);
 	/** Verify the store's rows (with -c), or NULL. */
 	int (*check)(void *ctx);
+	/* Random writes into a large value (-w rwrite); NULL where the
+	 * engine has none. */
+	/** Make the value at @p path: @p size bytes, @p data (@p dlen
+	 * bytes, repeated) written in pieces of @p dlen as a copy through
+	 * the mount writes them; then close and open the store (untimed). */
+	int (*rw_make)(void *ctx, const char *path, uint64_t size,
+		       const unsigned char *data, size_t dlen);
+	/** Write the 4096 bytes at @p buf at offset @p off (a multiple of
+	 * 4096) of the value at @p path. */
+	int (*rw_write)(void *ctx, const char *path, const void *buf,
+			uint64_t off);
 } bench_engine;
 
 extern const bench_engine bench_keytree;
@@ -96,6 +107,9 @@ uint64_t bench_disk_bytes(const char *dir);
  * made through the library (eng_keytree.c). */
 struct kt_store;
 int bench_kt_skeleton(struct kt_store *st, const bench_params *p);
+/* Write the value of rw_make through the library (eng_keytree.c). */
+int bench_kt_fill(struct kt_store *st, const char *path, uint64_t size,
+		  const unsigned char *data, size_t dlen);
 
 /* The LevelDB block cache of keytree and the floor alike: $KT_BENCH_CACHE_MB
  * mebibytes, or the library's default, 8 MiB. */

@@ -316,6 +316,41 @@ static void k_close(void *ctx)
 	free(c);
 }
 
+int bench_kt_fill(struct kt_store *st, const char *path, uint64_t size,
+		  const unsigned char *data, size_t dlen)
+{
+	uint64_t done;
+
+	if (kt_put(st, path, "", 0, NULL) != 0)
+		return kt_fail("kt_put");
+	for (done = 0; done < size; done += dlen) {
+		size_t n = size - done < dlen ? (size_t)(size - done) : dlen;
+		if (kt_write(st, path, data, n, done) != 0)
+			return kt_fail("kt_write");
+	}
+	return 0;
+}
+
+static int k_rw_make(void *ctx, const char *path, uint64_t size,
+		     const unsigned char *data, size_t dlen)
+{
+	kctx *c = ctx;
+
+	if (bench_kt_fill(c->st, path, size, data, dlen) != 0)
+		return -1;
+	return k_reopen(c);
+}
+
+static int k_rw_write(void *ctx, const char *path, const void *buf,
+		      uint64_t off)
+{
+	kctx *c = ctx;
+
+	if (kt_write(c->st, path, buf, 4096, off) != 0)
+		return kt_fail("kt_write");
+	return 0;
+}
+
 const bench_engine bench_keytree = {
 	.name = "keytree",
 	.open = k_open,
@@ -333,4 +368,6 @@ const bench_engine bench_keytree = {
 	.link = k_link,
 	.get_path = k_get_path,
 	.check = k_check,
+	.rw_make = k_rw_make,
+	.rw_write = k_rw_write,
 };
