@@ -383,12 +383,22 @@ int kt__idc_lookup(kt__node *n, kt__buf *path, kt__rd *rd, uint64_t id)
 	char part[KT__IDC_PART];
 	size_t len = idc_get(rd->st, id, part);
 	kt__buf val = {0};
-	int rc;
+	int rc, hint = kt__fence_hint;
 
 	if (len == 0)
 		return KT_ENOTFOUND;
+	kt__fence_hint = 1;
 	rc = kt__rd_get(rd, kt__sl(part, len), kt__sl("", 0), &val);
-	if (rc == 0) {
+	kt__fence_hint = hint;
+	if (rc == KT__EFENCED || rc == KT_EIO || rc == KT_ECORRUPT) {
+		/* The last place lies behind a fence (a large rename or
+		 * delete of a subtree the node may have left long ago: never
+		 * wait for it), or reading it failed: the id row says where
+		 * to look.  A failed read was not recorded in a
+		 * transaction's conditions. */
+		kt__err_clear();
+		rc = KT_ENOTFOUND;
+	} else if (rc == 0) {
 		/* A row that does not decode is left to the id row's
 		 * lookup, which says what is wrong where. */
 		if (kt__node_decode(n, val.p, val.len) == 0 && n->id == id &&

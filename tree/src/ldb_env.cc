@@ -22,7 +22,9 @@
  * Open table files keep their descriptor while the process has fewer
  * than a fifth of its descriptor limit in such use (the share LevelDB's
  * own reader takes); past that a file opens and closes its descriptor on
- * each read.  This is the only C++ in the library.
+ * each read.  Every open and read of a table file is counted on the
+ * thread that makes it (kt__ldb_table_calls, rows.h).  This is the only
+ * C++ in the library.
  */
 #include <atomic>
 #include <cerrno>
@@ -42,6 +44,9 @@
 namespace {
 
 std::atomic<long> fds_left{-1};
+
+/* Opens and reads of table files made by this thread (kt__ldb_table_calls). */
+thread_local unsigned long table_calls = 0;
 
 leveldb::Status io_error(const std::string &name, int err)
 {
@@ -94,6 +99,8 @@ public:
 		ssize_t got;
 		int err = 0;
 
+		table_calls++;
+
 		if (fd < 0 && (fd = ::open(name_.c_str(),
 					   O_RDONLY | O_CLOEXEC)) < 0) {
 			*result = leveldb::Slice(scratch, 0);
@@ -125,8 +132,10 @@ public:
 	NewRandomAccessFile(const std::string &name,
 			    leveldb::RandomAccessFile **out) override
 	{
-		int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+		int fd;
 
+		table_calls++;
+		fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
 		*out = nullptr;
 		if (fd < 0)
 			return io_error(name, errno);
@@ -147,6 +156,12 @@ public:
 };
 
 } // namespace
+
+extern "C" __attribute__((visibility("hidden"))) const unsigned long *
+kt__ldb_table_calls(void)
+{
+	return &table_calls;
+}
 
 /* The struct LevelDB's c.cc keeps behind leveldb_env_t; only its first
  * member is used here, and checked before it is. */

@@ -239,6 +239,11 @@ struct kt__rows {
  * KT__EFENCED instead (rows_leveldb.c). */
 extern _Thread_local int kt__fence_nowait;
 
+/* Set around a read that is only a hint (the id cache, api.c): where it
+ * would wait for a fence it is told KT__EFENCED at once, on every engine,
+ * and its caller reads what it needs another way. */
+extern _Thread_local int kt__fence_hint;
+
 /* Wait before asking again after KT__EFENCED: 1 ms, doubling to 50 ms,
  * counting in *@p waits (rows_leveldb.c). */
 void kt__fence_pause(unsigned int *waits);
@@ -267,6 +272,12 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
  * leveldb_env_destroy, after the database that uses it is closed. */
 struct leveldb_env_t;
 struct leveldb_env_t *kt__ldb_pread_env(void);
+
+/* This thread's count of the table files opened and read through that
+ * environment, every one, failed or not: a LevelDB iterator moved by this
+ * thread can only have met an error (and stepped over a block) if the
+ * count moved meanwhile. */
+const unsigned long *kt__ldb_table_calls(void);
 
 /* Remove the LevelDB database in @p dir (its files; LevelDB takes its
  * lock first, so KT_EBUSY while another process has it open). */

@@ -198,7 +198,7 @@ again:
 		if (trc != 0)
 			rc = trc;
 	}
-	if (rc == KT__EFENCED) {
+	if (rc == KT__EFENCED && !kt__fence_hint) {
 		kt__fence_pause(&waits); /* the connection stays free */
 		goto again;
 	}
