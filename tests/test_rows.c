@@ -901,6 +901,41 @@ static void test_rows__get_near(void **state)
 	r->ops->snapshot_free(r, s);
 }
 
+/* One step of a cursor on a thread of its own (test_rows__damaged_block). */
+typedef struct step_arg {
+	kt__rows *r;
+	kt__cursor *c;
+	const char *get_first; /* a row to get first, failing or not */
+	int rc;
+	char part[16];
+} step_arg;
+
+static void *step_thread(void *arg)
+{
+	step_arg *a = arg;
+	kt__buf v = {0};
+	kt__row row;
+
+	if (a->get_first != NULL)
+		(void)a->r->ops->get(a->r, NULL,
+				     kt__sl(a->get_first, strlen(a->get_first)),
+				     L(""), &v);
+	kt__buf_free(&v);
+	a->rc = a->r->ops->next(a->c, &row);
+	if (a->rc == 0)
+		snprintf(a->part, sizeof(a->part), "%.*s", (int)row.part.len,
+			 row.part.p);
+	return NULL;
+}
+
+static void step_on_new_thread(step_arg *a)
+{
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, step_thread, a), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
 /* A table block damaged in the middle of the store (LevelDB engines: a
  * byte of a table file flipped).  LevelDB's iterator steps over such a
  * block and only notes it in its status; the engine asks after each move
@@ -978,6 +1013,38 @@ static void test_rows__damaged_block(void **state)
 	f->r->ops->cursor_free(c);
 	assert_int_equal(rc, KT_ECORRUPT);
 	assert_true(n > 0 && n < 3000);
+
+	/* The same cursor moved by two threads, one after the other (the
+	 * second made when the first has ended, as a pool would): the first
+	 * fails to read the damaged block once (a get), then stands on the
+	 * row before it; the second's move reads the block.  Each thread
+	 * counts its own table reads, from 0, often in the storage the
+	 * first one left: the engine tells the threads apart. */
+	{
+		step_arg a;
+		char two[16], before[16], damaged[16];
+
+		assert_true(n >= 2);
+		snprintf(two, sizeof(two), "p%05d", n - 2);
+		snprintf(before, sizeof(before), "p%05d", n - 1);
+		snprintf(damaged, sizeof(damaged), "p%05d", n);
+		how = scan_of(L("p"), KT__SCAN_PREFIX | KT__SCAN_AFTER);
+		how.after = kt__sl(two, 6);
+		memset(&a, 0, sizeof(a));
+		a.r = f->r;
+		expect_rc(f->r->ops->scan(&a.c, f->r, NULL, &how), 0);
+		a.get_first = damaged;
+		step_on_new_thread(&a);
+		assert_int_equal(a.rc, 0);
+		assert_string_equal(a.part, before);
+		a.get_first = NULL;
+		step_on_new_thread(&a);
+		if (a.rc == 0)
+			fail_msg("the step past %s read %s: a gap, no error",
+				 before, a.part);
+		assert_int_equal(a.rc, KT_ECORRUPT);
+		f->r->ops->cursor_free(a.c);
+	}
 
 	sn = snap_take(f->r);
 	for (i = 0; i < 3000; i++) {

@@ -45,8 +45,19 @@ namespace {
 
 std::atomic<long> fds_left{-1};
 
-/* Opens and reads of table files made by this thread (kt__ldb_table_calls). */
-thread_local unsigned long table_calls = 0;
+/* Opens and reads of table files made by this thread, and the thread's
+ * number, never reused (a thread that ends leaves its storage to the next
+ * one made): kt__ldb_table_calls. */
+std::atomic<unsigned long long> threads_seen{0};
+thread_local unsigned long long table_thread = 0;
+thread_local unsigned long long table_calls = 0;
+
+void table_call()
+{
+	if (table_thread == 0)
+		table_thread = ++threads_seen;
+	table_calls++;
+}
 
 leveldb::Status io_error(const std::string &name, int err)
 {
@@ -99,7 +110,7 @@ public:
 		ssize_t got;
 		int err = 0;
 
-		table_calls++;
+		table_call();
 
 		if (fd < 0 && (fd = ::open(name_.c_str(),
 					   O_RDONLY | O_CLOEXEC)) < 0) {
@@ -134,7 +145,7 @@ public:
 	{
 		int fd;
 
-		table_calls++;
+		table_call();
 		fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
 		*out = nullptr;
 		if (fd < 0)
@@ -157,10 +168,13 @@ public:
 
 } // namespace
 
-extern "C" __attribute__((visibility("hidden"))) const unsigned long *
-kt__ldb_table_calls(void)
+extern "C" __attribute__((visibility("hidden"))) void
+kt__ldb_table_calls(unsigned long long *thread, unsigned long long *calls)
 {
-	return &table_calls;
+	if (table_thread == 0)
+		table_thread = ++threads_seen;
+	*thread = table_thread;
+	*calls = table_calls;
 }
 
 /* The struct LevelDB's c.cc keeps behind leveldb_env_t; only its first

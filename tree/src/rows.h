@@ -240,8 +240,10 @@ struct kt__rows {
 extern _Thread_local int kt__fence_nowait;
 
 /* Set around a read that is only a hint (the id cache, api.c): where it
- * would wait for a fence it is told KT__EFENCED at once, on every engine,
- * and its caller reads what it needs another way. */
+ * would wait for a fence it is told KT__EFENCED at once (the LevelDB and
+ * remote engines; RADOS's staged commits hold no reader back but for the
+ * moment a stage settles), and its caller reads what it needs another
+ * way. */
 extern _Thread_local int kt__fence_hint;
 
 /* Wait before asking again after KT__EFENCED: 1 ms, doubling to 50 ms,
@@ -273,11 +275,13 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 struct leveldb_env_t;
 struct leveldb_env_t *kt__ldb_pread_env(void);
 
-/* This thread's count of the table files opened and read through that
- * environment, every one, failed or not: a LevelDB iterator moved by this
- * thread can only have met an error (and stepped over a block) if the
- * count moved meanwhile. */
-const unsigned long *kt__ldb_table_calls(void);
+/* This thread's number (from 1, never reused by another thread) and its
+ * count of the table files opened and read through that environment,
+ * every one, failed or not: a LevelDB iterator moved by this thread can
+ * only have met damage on disk (and stepped over a block) if the count
+ * moved meanwhile. */
+void kt__ldb_table_calls(unsigned long long *thread,
+			 unsigned long long *calls);
 
 /* Remove the LevelDB database in @p dir (its files; LevelDB takes its
  * lock first, so KT_EBUSY while another process has it open). */

@@ -72,11 +72,10 @@ typedef struct kt__ldb {
 	atomic_uint_fast64_t fgen;
 } kt__ldb;
 
-/* When an iterator's status was last asked: this thread's count of table
- * opens and reads (rows.h) then, and whose count it was. */
+/* When an iterator's status was last asked: the asking thread's number
+ * and its count of table opens and reads then (rows.h); thread 0: never. */
 typedef struct ldb_watch {
-	const unsigned long *ctr;
-	unsigned long seen;
+	unsigned long long thread, seen;
 } ldb_watch;
 
 struct kt__snap {
@@ -541,22 +540,26 @@ static int memcmp_len(const char *a, size_t al, const char *b, size_t bl)
  * cannot open, and only records that in its status; asking walks every
  * level's iterator, a sixth of the time of a find over 10^6 items.
  * Through our environment (@p ours; ldb_env.cc) every open and read of a
- * table file is counted on the thread that makes it, and LevelDB's block
- * cache only holds blocks that were read with their check (the reads
- * without it never fill the cache), so a move on this thread that opened
- * and read nothing cannot have stepped over anything.  Otherwise (tables
- * mapped), ask after every move. */
+ * table file is counted on the thread that makes it.  LevelDB keeps no
+ * failed open in its table cache, and its block cache only holds blocks
+ * that were read with their check (the reads without it never fill the
+ * cache; a table's index and filter live in the table, which failed to
+ * open if they were damaged).  So a move on the same thread that opened
+ * and read nothing cannot have met damage on disk.  (Bytes that passed
+ * their checksum yet do not parse, which only a bug in a writer could
+ * make, are caught when the move that reads them from disk asks, else at
+ * the end of the scan.)  Otherwise (tables mapped), ask after every move. */
 static int must_ask(int ours, ldb_watch *w)
 {
-	const unsigned long *ctr;
+	unsigned long long thread, calls;
 
 	if (!ours)
 		return 1;
-	ctr = kt__ldb_table_calls();
-	if (ctr == w->ctr && *ctr == w->seen)
+	kt__ldb_table_calls(&thread, &calls);
+	if (thread == w->thread && calls == w->seen)
 		return 0;
-	w->ctr = ctr;
-	w->seen = *ctr;
+	w->thread = thread;
+	w->seen = calls;
 	return 1;
 }
 
@@ -618,7 +621,7 @@ static int ldb_get_near(kt__rows *r, const kt__snap *snap, kt__slice part,
 	if (s->near == NULL) {
 		s->near = leveldb_create_iterator(l->db, s->ropts);
 		s->near_at = 0;
-		s->near_w.ctr = NULL;
+		s->near_w.thread = 0;
 	}
 	if (s->near_at) {
 		k = leveldb_iter_key(s->near, &kl);
@@ -825,6 +828,9 @@ static int ldb_next(kt__cursor *c, kt__row *row)
 	k = leveldb_iter_key(c->it, &klen);
 	if (!in_range(c, k, klen)) {
 		c->done = 1;
+		leveldb_iter_get_error(c->it, &err);
+		if (err != NULL)
+			return ldb_error(err, "reading the store failed");
 		return KT_ITEROVER;
 	}
 	nul = memchr(k, '\0', klen);
