@@ -7,17 +7,19 @@
  *   api  WORKLOAD  LABEL  N  OPS  SECONDS
  *   disk LABEL  N  BYTES  ITEMS
  *
- * With -w pair -E ENGINE2 -L LABEL2 it measures random gets of one engine
- * against another in the same process, on two stores of N items each (the
- * second at DIR-ENGINE2), in alternating blocks of 1000 gets of the same
- * items (which engine goes first alternating), timed apart:
+ * With -w pair -E ENGINE2 -L LABEL2 it measures one engine against
+ * another in the same process, on two stores of N items each (the second
+ * at DIR-ENGINE2): the inserts and random gets in alternating blocks of
+ * 1000 of the same items, finds and renames of /t0 (away and back) in
+ * alternating turns, and the recursive deletes one right after the other
+ * (which engine goes first alternating), each timed apart:
  *
- *   api  get_pair  LABEL   N  OPS  SECONDS
- *   api  get_pair  LABEL2  N  OPS  SECONDS
+ *   api  insert_pair|get_pair|find_pair|rename_pair|delete_pair  LABEL
+ *        N  OPS  SECONDS                                  (and LABEL2)
  *   apicpu  get_pair  LABEL  N  OPS  CPU_SECONDS   (and LABEL2)
  *
  * so that both see the same load on a shared machine and cluster (the
- * plain get workload runs each engine in a process of its own, minutes
+ * plain workloads run each engine in a process of its own, minutes
  * apart).
  *
  * With -w alias it runs the alias workloads instead (engines with aliases
@@ -653,33 +655,119 @@ static int do_pair_gets(run *a, run *b)
 	return 0;
 }
 
-/* The pair workload: both stores made and filled with the same N items
- * (untimed), then do_pair_gets. */
-static int run_pair(run *a, run *b)
+/* The N items inserted into both engines in the same random order, in
+ * alternating blocks of 1000 (which engine goes first alternating),
+ * timed apart. */
+static int do_pair_inserts(run *a, run *b)
 {
+	long n = a->p->n, i, end, blk, *perm = shuffled(n);
+	double t[2] = {0, 0};
+
+	if (perm == NULL)
+		return bench_fail("pair", "out of memory");
+	for (blk = 0, i = 0; i < n; blk++, i = end) {
+		int pass;
+
+		end = i + 1000 < n ? i + 1000 : n;
+		for (pass = 0; pass < 2; pass++) {
+			int which = (int)((blk + pass) & 1);
+			run *r = which ? b : a;
+			double t0 = now();
+			long k;
+
+			for (k = i; k < end; k++)
+				if (r->e->put(r->ctx, perm[k]) != 0) {
+					free(perm);
+					return -1;
+				}
+			t[which] += now() - t0;
+		}
+	}
+	free(perm);
+	report(a, "insert_pair", (double)n, t[0]);
+	report(b, "insert_pair", (double)n, t[1]);
+	return 0;
+}
+
+/* Finds of everything under /t, and renames of /t0 away and back, each
+ * engine in turn (which goes first alternating) until both have run for
+ * the minimum time, timed apart; then each engine's recursive delete of
+ * everything, one right after the other (which first, by the seed). */
+static int do_pair_rest(run *a, run *b)
+{
+	double t[2], tr[2] = {0, 0};
+	long got[2] = {0, 0}, done = 0, round;
 	run *both[2];
-	long i, *perm = shuffled(a->p->n);
-	int x, rc = -1;
+	int which, first;
 
 	both[0] = a;
 	both[1] = b;
-	if (perm == NULL)
-		return bench_fail("pair", "out of memory");
-	for (x = 0; x < 2; x++) {
-		run *r = both[x];
+	t[0] = t[1] = 0;
+	for (round = 0; t[0] < a->min_time || t[1] < a->min_time; round++)
+		for (which = (int)(round & 1);; which ^= 1) {
+			double t0 = now();
+			long n = both[which]->e->find(both[which]->ctx);
 
-		if (r->e->open(&r->ctx, r->p) != 0)
-			goto out;
-		for (i = 0; i < r->p->n; i++)
-			if (r->e->put(r->ctx, perm[i]) != 0)
-				goto out;
-		if (r->e->reopen(r->ctx) != 0)
-			goto out;
+			if (n < 0)
+				return -1;
+			t[which] += now() - t0;
+			got[which] += n;
+			if (which == (int)((round & 1) ^ 1))
+				break;
+		}
+	report(a, "find_pair", (double)got[0], t[0]);
+	report(b, "find_pair", (double)got[1], t[1]);
+	for (round = 0; tr[0] < a->min_time || tr[1] < a->min_time; round++) {
+		for (which = (int)(round & 1);; which ^= 1) {
+			run *r = both[which];
+			double t0 = now();
+
+			if (r->e->rename(r->ctx, "/t0", "/r0") != 0 ||
+			    r->e->rename(r->ctx, "/r0", "/t0") != 0)
+				return -1;
+			tr[which] += now() - t0;
+			if (which == (int)((round & 1) ^ 1))
+				break;
+		}
+		done += 2;
 	}
-	rc = do_pair_gets(a, b);
-out:
-	free(perm);
-	return rc;
+	report(a, "rename_pair", (double)done, tr[0]);
+	report(b, "rename_pair", (double)done, tr[1]);
+	first = (int)(rnd() & 1); /* the seed (-s) decides */
+	for (which = 0; which < 2; which++) {
+		run *r = both[which ^ first];
+		double t0 = now();
+
+		if (r->e->delete_all(r->ctx) < 0)
+			return -1;
+		report(r, "delete_pair",
+		       (double)(r->p->n + r->p->nbig + r->p->nlinks),
+		       now() - t0);
+	}
+	return 0;
+}
+
+/* The pair workload: both stores made, filled with the same N items
+ * (do_pair_inserts), closed and opened again, then do_pair_gets and
+ * do_pair_rest. */
+static int run_pair(run *a, run *b)
+{
+	run *both[2];
+	int x;
+
+	both[0] = a;
+	both[1] = b;
+	for (x = 0; x < 2; x++)
+		if (both[x]->e->open(&both[x]->ctx, both[x]->p) != 0)
+			return -1;
+	if (do_pair_inserts(a, b) != 0)
+		return -1;
+	for (x = 0; x < 2; x++)
+		if (both[x]->e->reopen(both[x]->ctx) != 0)
+			return -1;
+	if (do_pair_gets(a, b) != 0)
+		return -1;
+	return do_pair_rest(a, b);
 }
 
 /* ------------------------------------------------------------ clients */
