@@ -9,8 +9,12 @@
  * kernel hands to us when its parent exits, because we are a child
  * subreaper (prctl PR_SET_CHILD_SUBREAPER): we wait for the daemon and
  * exit with its status (128 + N if signal N ended it).  SIGTERM, SIGINT and
- * SIGHUP sent to us are passed on to the daemon (or to the command while it
- * is still starting), so a test can signal the mount through our pid.
+ * SIGHUP sent to us are passed on to the daemon, so a test can signal the
+ * mount through our pid.  One that comes while the command is still
+ * starting waits until the daemon is ours: the mount shows before the
+ * command has heard that the daemon is ready (on RADOS, watching the tree
+ * takes a while), and the command itself, like any program that is not a
+ * daemon yet, dies of the signal; the daemon would never get it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -72,13 +76,14 @@ static int status_of(int st)
 	return 1;
 }
 
-/* Wait for @p pid, passing on signals we get meanwhile; its status. */
-static int wait_for(pid_t pid)
+/* Wait for @p pid, passing on signals we get meanwhile if @p pass (else
+ * they stay pending); its status. */
+static int wait_for(pid_t pid, int pass)
 {
 	int st;
 
 	for (;;) {
-		if (pending) {
+		if (pass && pending) {
 			kill(pid, pending);
 			pending = 0;
 		}
@@ -123,7 +128,7 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		_exit(127);
 	}
-	if ((rc = wait_for(cmd)) != 0)
+	if ((rc = wait_for(cmd, 0)) != 0)
 		return rc;
 	if ((daemon = find_child(cmd)) < 0) {
 		fprintf(stderr, "ktfs_daemon_run: %s exited 0 but left no "
@@ -131,5 +136,5 @@ int main(int argc, char **argv)
 			argv[1]);
 		return 1;
 	}
-	return wait_for(daemon);
+	return wait_for(daemon, 1);
 }
