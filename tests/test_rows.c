@@ -8,6 +8,8 @@
  *   FROM; PREFIX scans across partitions, a partition sorting before the
  *   ones it is a proper prefix of; binary sort keys with 0x00 and 0xff.
  * - Snapshots: a commit after the snapshot is invisible through it.
+ * - Rows read again and again (the LevelDB engine's row cache) follow
+ *   every commit, and a commit's rows are never seen in part.
  * - get_near reads as get does, in any order of keys.
  * - Commits: puts and deletes of one batch land together, in order; a
  *   refused commit applies nothing.
@@ -21,6 +23,7 @@
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -1115,6 +1118,124 @@ static void test_rows__snapshot_isolation(void **state)
 	s = snap_take(r);
 	assert_get(r, s, L("p"), L("d"), "=new");
 	r->ops->snapshot_free(r, s);
+}
+
+/* Reads of the same rows again and again (which the LevelDB engine answers
+ * from its row cache) see every commit: the latest state after it, and a
+ * snapshot what it held, whatever was read in between. */
+static void test_rows__reread_rows_follow_commits(void **state)
+{
+	kt__rows *r = rows_of(state);
+	kt__snap *s1, *s3;
+
+	put(r, L("p"), L("k"), L("v1"));
+	assert_get(r, NULL, L("p"), L("k"), "=v1");
+	assert_get(r, NULL, L("p"), L("k"), "=v1");
+	s1 = snap_take(r);
+	assert_get(r, s1, L("p"), L("k"), "=v1");
+	put(r, L("p"), L("k"), L("v2"));
+	assert_get(r, NULL, L("p"), L("k"), "=v2");
+	if (engine_now->whole_snapshot) {
+		/* v2 was read after s1 was taken: not s1's. */
+		assert_get(r, s1, L("p"), L("k"), "=v1");
+		put(r, L("p"), L("k"), L("v3"));
+		/* s1's row, read after a later commit, is no one else's. */
+		assert_get(r, s1, L("p"), L("k"), "=v1");
+		assert_get(r, NULL, L("p"), L("k"), "=v3");
+		s3 = snap_take(r);
+		assert_get(r, s3, L("p"), L("k"), "=v3");
+		del(r, L("p"), L("k"));
+		assert_get(r, s3, L("p"), L("k"), "=v3");
+		assert_get(r, s1, L("p"), L("k"), "=v1");
+		r->ops->snapshot_free(r, s3);
+	} else {
+		del(r, L("p"), L("k"));
+	}
+	assert_get(r, NULL, L("p"), L("k"), "(absent)");
+	put(r, L("p"), L("k"), L("v4"));
+	assert_get(r, NULL, L("p"), L("k"), "=v4");
+	r->ops->snapshot_free(r, s1);
+}
+
+/* One writer commits rows a and b together, each commit one more than the
+ * last; readers of the latest state read one and then the other.  The
+ * second read comes later, so it must show the commit the first showed,
+ * or a later one: never a row a commit that was already seen replaced. */
+typedef struct pair_run {
+	kt__rows *r;
+	atomic_int done;
+	atomic_int bad;
+	char why[160];
+} pair_run;
+
+static long pair_read(kt__rows *r, kt__slice sort)
+{
+	kt__buf v = {0};
+	char num[32];
+	long n = -1;
+
+	if (r->ops->get(r, NULL, L("p"), sort, &v) == 0 && v.len < sizeof(num)) {
+		memcpy(num, v.p, v.len);
+		num[v.len] = '\0';
+		n = strtol(num, NULL, 10);
+	}
+	kt__buf_free(&v);
+	return n;
+}
+
+static void *pair_reader(void *arg)
+{
+	pair_run *pr = arg;
+	int flip = 0;
+
+	while (!atomic_load(&pr->done) && !atomic_load(&pr->bad)) {
+		kt__slice first = flip ? L("b") : L("a");
+		kt__slice second = flip ? L("a") : L("b");
+		long x = pair_read(pr->r, first), y = pair_read(pr->r, second);
+
+		if (x < 0 || y < 0 || y < x) {
+			snprintf(pr->why, sizeof(pr->why),
+				 "read %s=%ld, then %s=%ld", first.p, x,
+				 second.p, y);
+			atomic_store(&pr->bad, 1);
+		}
+		flip = !flip;
+	}
+	return NULL;
+}
+
+static void test_rows__commit_seen_whole_by_rereads(void **state)
+{
+	kt__rows *r = rows_of(state);
+	pair_run pr = {r, 0, 0, ""};
+	pthread_t t[2];
+	struct timespec t0, now;
+	char num[32];
+	long i;
+	int k;
+
+	put(r, L("p"), L("a"), L("0"));
+	put(r, L("p"), L("b"), L("0"));
+	for (k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&t[k], NULL, pair_reader, &pr),
+				 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 1; i <= 20000 && !atomic_load(&pr.bad); i++) {
+		batch b = {0};
+		int n = snprintf(num, sizeof(num), "%ld", i);
+
+		b_put(&b, L("p"), L("a"), kt__sl(num, (size_t)n));
+		b_put(&b, L("p"), L("b"), kt__sl(num, (size_t)n));
+		expect_rc(b_commit(r, &b, NULL), 0);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= 2)
+			break;
+	}
+	atomic_store(&pr.done, 1);
+	for (k = 0; k < 2; k++)
+		assert_int_equal(pthread_join(t[k], NULL), 0);
+	if (atomic_load(&pr.bad))
+		fail_msg("a commit of a and b seen in part: %s", pr.why);
 }
 
 /* validate(): on an engine without it the snapshot must be one moment;
@@ -2466,6 +2587,8 @@ int main(int argc, char **argv)
 		T(test_rows__scan_prefix_ff),
 		T(test_rows__binary_sort_keys),
 		T(test_rows__snapshot_isolation),
+		T(test_rows__reread_rows_follow_commits),
+		T(test_rows__commit_seen_whole_by_rereads),
 		T(test_rows__get_near),
 		T(test_rows__damaged_block),
 		T(test_rows__cursor_on_snapshot),

@@ -45,6 +45,42 @@ typedef struct ldb_fence {
 	kt__buf *pre;
 } ldb_fence;
 
+/*
+ * The row cache.  A lookup in LevelDB costs some 9,000 instructions even
+ * when its block is cached (the memtables, then every level's index,
+ * filter and block, each searched anew), and a mount reads the same few
+ * node rows over and over: a directory's for its OPENDIR, each READDIRPLUS
+ * and the listing itself, its parent's for "..".  So the small rows that
+ * get() reads with checksums are kept, by key, in a table of slots (one
+ * row each; a new row takes the slot of the one it hashes with).
+ *
+ * Entries must never answer what LevelDB would not.  rc_state is
+ * seq << 1, or'ed with 1 while a commit is being written; commits are
+ * written one at a time (cmu), and each drops the slots of every key it
+ * writes before rc_state says it is done.  Hence:
+ *  - a row read from LevelDB is kept only if rc_state was the same and
+ *    even both before the read and when it is kept: no commit ran in
+ *    between, and the entry is tagged with the commits it saw (seq);
+ *  - a read of the latest state takes an entry only while no commit is
+ *    being written: a commit in flight may have reached LevelDB, and a
+ *    reader that saw its other rows must not see this one's old value;
+ *  - a read through a snapshot takes an entry whose tag is at most the
+ *    snapshot's seq: the row was not written since it was read, so it is
+ *    what the snapshot holds; one through a snapshot taken before the
+ *    last commit keeps nothing (the row may have changed since).
+ * KEYTREE_ROW_CACHE=N sets the number of slots (0: none).
+ */
+#define RC_LOCKS 16
+#define RC_MAX_ROW 512 /* key and value bytes kept at most */
+#define RC_SLOTS_DEFAULT 16384
+
+typedef struct rc_slot {
+	uint32_t hash;
+	uint32_t klen, vlen;
+	uint64_t tag; /* commits applied when the row was read */
+	char *blob;   /* the key, then the value; NULL: empty */
+} rc_slot;
+
 typedef struct kt__ldb {
 	kt__rows base;
 	leveldb_t *db;
@@ -70,6 +106,12 @@ typedef struct kt__ldb {
 	uint64_t ftoken;
 	atomic_uint nactive;
 	atomic_uint_fast64_t fgen;
+	/* The row cache (see rc_get): slots, locks by slot, and the state
+	 * its entries are checked against. */
+	struct rc_slot *rc;
+	size_t rc_mask;
+	pthread_mutex_t rc_lock[RC_LOCKS];
+	atomic_uint_fast64_t rc_state;
 } kt__ldb;
 
 /* When an iterator's status was last asked: the asking thread's number
@@ -435,8 +477,148 @@ static int commit_fenced(kt__ldb *l, const kt__commit *cm)
 	return 0;
 }
 
+/* The slot of key @p key and its hash. */
+static rc_slot *rc_slot_of(kt__ldb *l, const char *key, size_t klen,
+			   uint32_t *hash)
+{
+	*hash = kt__crc32c(0, key, klen);
+	return &l->rc[*hash & l->rc_mask];
+}
+
+static pthread_mutex_t *rc_lock_of(kt__ldb *l, const rc_slot *slot)
+{
+	return &l->rc_lock[(size_t)(slot - l->rc) % RC_LOCKS];
+}
+
+/* Look key @p key up in the row cache for a read through @p snap (NULL:
+ * the latest state): 1 and the row in @p out, 0 if not there, or an
+ * error.  @p keep is set to the rc_state to keep the row under after
+ * reading it from LevelDB, or to UINT64_MAX if it must not be kept. */
+static int rc_get(kt__ldb *l, const kt__snap *snap, const char *key,
+		  size_t klen, kt__buf *out, uint64_t *keep)
+{
+	uint64_t state = atomic_load(&l->rc_state);
+	uint32_t hash;
+	rc_slot *slot;
+	int rc = 0;
+
+	*keep = UINT64_MAX;
+	if (snap == NULL && (state & 1))
+		return 0; /* a commit is being written */
+	slot = rc_slot_of(l, key, klen, &hash);
+	pthread_mutex_lock(rc_lock_of(l, slot));
+	if (slot->blob != NULL && slot->hash == hash && slot->klen == klen &&
+	    (snap == NULL || slot->tag <= snap->seq) &&
+	    memcmp(slot->blob, key, klen) == 0) {
+		out->len = 0;
+		rc = kt__buf_set(out, slot->blob + klen, slot->vlen);
+		rc = rc == 0 ? 1 : rc;
+	}
+	pthread_mutex_unlock(rc_lock_of(l, slot));
+	if (rc == 0 && !(state & 1) &&
+	    (snap == NULL || state == snap->seq << 1))
+		*keep = state;
+	return rc;
+}
+
+/* Keep row (@p key, @p val) read from LevelDB, if rc_state is still
+ * @p keep (rc_get). */
+static void rc_put(kt__ldb *l, uint64_t keep, const char *key, size_t klen,
+		   const char *val, size_t vlen)
+{
+	char *blob, *old = NULL;
+	uint32_t hash;
+	rc_slot *slot;
+
+	if (keep == UINT64_MAX || klen + vlen > RC_MAX_ROW ||
+	    (blob = malloc(klen + vlen + 1)) == NULL)
+		return;
+	memcpy(blob, key, klen);
+	if (vlen)
+		memcpy(blob + klen, val, vlen);
+	slot = rc_slot_of(l, key, klen, &hash);
+	pthread_mutex_lock(rc_lock_of(l, slot));
+	if (atomic_load(&l->rc_state) == keep) {
+		old = slot->blob;
+		slot->blob = blob;
+		slot->hash = hash;
+		slot->klen = (uint32_t)klen;
+		slot->vlen = (uint32_t)vlen;
+		slot->tag = keep >> 1;
+		blob = NULL;
+	}
+	pthread_mutex_unlock(rc_lock_of(l, slot));
+	free(old);
+	free(blob);
+}
+
+/* Drop key @p key from the row cache: a commit writes it. */
+static void rc_forget(kt__ldb *l, const char *key, size_t klen)
+{
+	uint32_t hash;
+	rc_slot *slot = rc_slot_of(l, key, klen, &hash);
+	char *old = NULL;
+
+	pthread_mutex_lock(rc_lock_of(l, slot));
+	if (slot->blob != NULL && slot->hash == hash) {
+		old = slot->blob;
+		slot->blob = NULL;
+	}
+	pthread_mutex_unlock(rc_lock_of(l, slot));
+	free(old);
+}
+
+/* Drop every row from the row cache. */
+static void rc_clear(kt__ldb *l)
+{
+	size_t i;
+
+	for (i = 0; i <= l->rc_mask; i++) {
+		pthread_mutex_lock(rc_lock_of(l, &l->rc[i]));
+		free(l->rc[i].blob);
+		l->rc[i].blob = NULL;
+		pthread_mutex_unlock(rc_lock_of(l, &l->rc[i]));
+	}
+}
+
+/* Make the row cache: KEYTREE_ROW_CACHE slots (rounded down to a power
+ * of two; 0: none), else RC_SLOTS_DEFAULT. */
+static void rc_init(kt__ldb *l)
+{
+	const char *v = getenv("KEYTREE_ROW_CACHE");
+	size_t n = RC_SLOTS_DEFAULT, p = 1;
+	int i;
+
+	if (v != NULL && *v != '\0')
+		n = (size_t)strtoull(v, NULL, 10);
+	for (i = 0; i < RC_LOCKS; i++)
+		pthread_mutex_init(&l->rc_lock[i], NULL);
+	if (n == 0)
+		return;
+	while (p * 2 <= n && p < ((size_t)1 << 24))
+		p *= 2;
+	if ((l->rc = calloc(p, sizeof(*l->rc))) != NULL)
+		l->rc_mask = p - 1;
+}
+
+static void rc_free(kt__ldb *l)
+{
+	int i;
+
+	if (l->rc != NULL) {
+		rc_clear(l);
+		free(l->rc);
+		l->rc = NULL;
+	}
+	for (i = 0; i < RC_LOCKS; i++)
+		pthread_mutex_destroy(&l->rc_lock[i]);
+}
+
+/* Read row (@p part, @p sort) with @p ro; through the row cache if
+ * @p cache, for a read through @p snap (NULL: the latest state). */
 static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
-		    kt__slice part, kt__slice sort, kt__buf *out)
+		    kt__slice part, kt__slice sort, kt__buf *out, int cache,
+		    const kt__snap *snap)
 {
 	char keybuf[512];
 	kt__buf kb = {0};
@@ -444,6 +626,7 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 	size_t klen = part.len + 1 + sort.len;
 	char *err = NULL, *val;
 	size_t vlen = 0;
+	uint64_t keep = UINT64_MAX;
 	int rc;
 
 	/* Most keys fit on the stack; the hot read path stays malloc-free. */
@@ -458,7 +641,16 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 			return rc;
 		key = kb.p;
 	}
+	if (cache && l->rc != NULL && klen <= RC_MAX_ROW) {
+		rc = rc_get(l, snap, key, klen, out, &keep);
+		if (rc != 0) {
+			kt__buf_free(&kb);
+			return rc < 0 ? rc : 0;
+		}
+	}
 	val = leveldb_get(l->db, ro, key, klen, &vlen, &err);
+	if (err == NULL && val != NULL)
+		rc_put(l, keep, key, klen, val, vlen);
 	kt__buf_free(&kb);
 	if (err != NULL)
 		return ldb_error(err, "reading the store failed");
@@ -481,7 +673,7 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
  * state, after any fence over the row is lifted. */
 static int fenced_get(kt__ldb *l, const kt__snap *snap,
 		      const leveldb_readoptions_t *ro, kt__slice part,
-		      kt__slice sort, kt__buf *out)
+		      kt__slice sort, kt__buf *out, int cache)
 {
 	uint64_t gen;
 	int rc;
@@ -489,12 +681,12 @@ static int fenced_get(kt__ldb *l, const kt__snap *snap,
 	if (snap != NULL) {
 		if ((rc = snap_check(l, snap, part, 0)) != 0)
 			return rc;
-		return get_with(l, ro, part, sort, out);
+		return get_with(l, ro, part, sort, out, cache, snap);
 	}
 	for (;;) {
 		if ((rc = read_begin(l, part, 0, &gen)) != 0)
 			return rc;
-		rc = get_with(l, ro, part, sort, out);
+		rc = get_with(l, ro, part, sort, out, cache, NULL);
 		if (!read_again(l, gen))
 			return rc;
 		out->len = 0;
@@ -510,7 +702,7 @@ static int ldb_get(kt__rows *r, const kt__snap *snap, kt__slice part,
 	 * then are not near each other (ldb_get_near). */
 	if (snap != NULL && snap->near_at)
 		((kt__snap *)snap)->near_at = 0;
-	return fenced_get(l, snap, ropts_of(l, snap), part, sort, out);
+	return fenced_get(l, snap, ropts_of(l, snap), part, sort, out, 1);
 }
 
 /* A get whose caller checks the row itself: without LevelDB's checksums
@@ -521,7 +713,7 @@ static int ldb_get_unchecked(kt__rows *r, const kt__snap *snap,
 	kt__ldb *l = (kt__ldb *)r;
 
 	return fenced_get(l, snap, scan_ropts(l, snap, KT__SCAN_NOVERIFY),
-			  part, sort, out);
+			  part, sort, out, 0);
 }
 
 /* Byte order of two strings, a proper prefix first. */
@@ -610,7 +802,7 @@ static int ldb_get_near(kt__rows *r, const kt__snap *snap, kt__slice part,
 		if (s != NULL)
 			s->near_at = 0;
 		return fenced_get(l, snap, ropts_of(l, snap), part, sort,
-				  out);
+				  out, 1);
 	}
 	if ((rc = snap_check(l, s, part, 0)) != 0)
 		return rc;
@@ -629,7 +821,8 @@ static int ldb_get_near(kt__rows *r, const kt__snap *snap, kt__slice part,
 		for (i = 0; c < 0 && i < NEAR_STEPS; i++) {
 			leveldb_iter_next(s->near);
 			if (near_failed(l, s))
-				return get_with(l, s->ropts, part, sort, out);
+				return get_with(l, s->ropts, part, sort, out, 0,
+					NULL);
 			if (!leveldb_iter_valid(s->near)) {
 				s->near_at = 0; /* past the last row */
 				return KT_ENOTFOUND;
@@ -643,7 +836,8 @@ static int ldb_get_near(kt__rows *r, const kt__snap *snap, kt__slice part,
 	if (c != 0) {
 		leveldb_iter_seek(s->near, key, klen);
 		if (near_failed(l, s))
-			return get_with(l, s->ropts, part, sort, out);
+			return get_with(l, s->ropts, part, sort, out, 0,
+					NULL);
 		if (!(s->near_at = leveldb_iter_valid(s->near) != 0))
 			return KT_ENOTFOUND;
 		k = leveldb_iter_key(s->near, &kl);
@@ -930,9 +1124,9 @@ static int row_same(kt__ldb *l, const kt__snap *s, kt__slice part,
 	kt__buf a = {0}, b = {0};
 	int ra, rb, same;
 
-	ra = get_with(l, ropts_of(l, s), part, sort, &a);
+	ra = get_with(l, ropts_of(l, s), part, sort, &a, 0, NULL);
 	rb = ra == 0 || ra == KT_ENOTFOUND
-		     ? get_with(l, l->ropts, part, sort, &b)
+		     ? get_with(l, l->ropts, part, sort, &b, 0, NULL)
 		     : ra;
 	if (ra != 0 && ra != KT_ENOTFOUND)
 		same = ra;
@@ -1032,6 +1226,7 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 		if (rc == 0)
 			rc = conds_hold(l, cm);
 		if (rc == 1) {
+			atomic_store(&l->rc_state, l->seq << 1 | 1);
 			leveldb_write(l->db,
 				      cm->sync ? l->wopts_sync : l->wopts, wb,
 				      &err);
@@ -1041,8 +1236,16 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 			else
 				rc = 0;
 			/* A failed write may still have reached the log:
-			 * count it, so later snapshots check again. */
+			 * count it, so later snapshots check again, and
+			 * forget its rows. */
+			for (i = 0; i < cm->nw && l->rc != NULL; i++)
+				if (key_make(&k, cm->w[i].part,
+					     cm->w[i].sort) != 0)
+					rc_clear(l);
+				else
+					rc_forget(l, k.p, k.len);
 			l->seq++;
+			atomic_store(&l->rc_state, l->seq << 1);
 			if (rc == 0 && cm->applied != NULL)
 				*cm->applied = l->seq;
 		} else if (rc == 0) {
@@ -1106,6 +1309,7 @@ static void ldb_close(kt__rows *r)
 	leveldb_writeoptions_destroy(l->wopts_sync);
 	while (l->fences != NULL)
 		fence_drop(l, l->fences);
+	rc_free(l);
 	pthread_cond_destroy(&l->fcv);
 	pthread_mutex_destroy(&l->cmu);
 	free(l);
@@ -1150,6 +1354,7 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	l->base.ops = &ldb_ops;
 	pthread_mutex_init(&l->cmu, NULL);
 	pthread_cond_init(&l->fcv, NULL);
+	rc_init(l);
 	l->opts = leveldb_options_create();
 	leveldb_options_set_create_if_missing(l->opts, o->create);
 	leveldb_options_set_paranoid_checks(l->opts, 1);
