@@ -1238,6 +1238,99 @@ static void test_rows__commit_seen_whole_by_rereads(void **state)
 		fail_msg("a commit of a and b seen in part: %s", pr.why);
 }
 
+/* A commit's own thread reads its row back right after it, while two
+ * readers keep reading it (so a read that straddles the commit would keep
+ * the old value, were that allowed), and each, now and then, reads it
+ * through a snapshot, then the latest, then the snapshot again: the
+ * snapshot's row stays the same and the latest is no older. */
+typedef struct own_run {
+	kt__rows *r;
+	atomic_int done, bad;
+	char why[200];
+} own_run;
+
+static long own_read(kt__rows *r, const kt__snap *s)
+{
+	kt__buf v = {0};
+	char num[32];
+	long n = -1;
+
+	if (r->ops->get(r, s, L("p"), L("a"), &v) == 0 && v.len < sizeof(num)) {
+		memcpy(num, v.p, v.len);
+		num[v.len] = '\0';
+		n = strtol(num, NULL, 10);
+	}
+	kt__buf_free(&v);
+	return n;
+}
+
+static void *own_reader(void *arg)
+{
+	own_run *o = arg;
+	unsigned n = 0;
+
+	while (!atomic_load(&o->done) && !atomic_load(&o->bad)) {
+		if (own_read(o->r, NULL) < 0) {
+			snprintf(o->why, sizeof(o->why), "a latest read failed");
+			atomic_store(&o->bad, 1);
+		}
+		if ((++n & 7) == 0 && engine_now->whole_snapshot) {
+			kt__snap *s = NULL;
+			long a, b, c;
+
+			if (o->r->ops->snapshot(&s, o->r) != 0)
+				continue;
+			a = own_read(o->r, s);
+			b = own_read(o->r, NULL);
+			c = own_read(o->r, s);
+			if (a < 0 || c != a || b < a) {
+				snprintf(o->why, sizeof(o->why),
+					 "snapshot %ld, latest %ld, snapshot "
+					 "again %ld",
+					 a, b, c);
+				atomic_store(&o->bad, 1);
+			}
+			o->r->ops->snapshot_free(o->r, s);
+		}
+	}
+	return NULL;
+}
+
+static void test_rows__own_commit_read_back(void **state)
+{
+	kt__rows *r = rows_of(state);
+	own_run o = {r, 0, 0, ""};
+	struct timespec t0, now;
+	pthread_t t[2];
+	char num[32];
+	long i, got;
+	int k;
+
+	put(r, L("p"), L("a"), L("0"));
+	for (k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&t[k], NULL, own_reader, &o),
+				 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 1; i <= 30000 && !atomic_load(&o.bad); i++) {
+		int n = snprintf(num, sizeof(num), "%ld", i);
+
+		put(r, L("p"), L("a"), kt__sl(num, (size_t)n));
+		if ((got = own_read(r, NULL)) != i) {
+			snprintf(o.why, sizeof(o.why),
+				 "committed %ld, then read %ld", i, got);
+			atomic_store(&o.bad, 1);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= 2)
+			break;
+	}
+	atomic_store(&o.done, 1);
+	for (k = 0; k < 2; k++)
+		assert_int_equal(pthread_join(t[k], NULL), 0);
+	if (atomic_load(&o.bad))
+		fail_msg("%s", o.why);
+}
+
 /* validate(): on an engine without it the snapshot must be one moment;
  * on one with it (RADOS), reads through a snapshot pass while nothing
  * they read has changed, and fail once anything did: a row nobody read
@@ -2589,6 +2682,7 @@ int main(int argc, char **argv)
 		T(test_rows__snapshot_isolation),
 		T(test_rows__reread_rows_follow_commits),
 		T(test_rows__commit_seen_whole_by_rereads),
+		T(test_rows__own_commit_read_back),
 		T(test_rows__get_near),
 		T(test_rows__damaged_block),
 		T(test_rows__cursor_on_snapshot),

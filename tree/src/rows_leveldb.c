@@ -12,7 +12,8 @@
  * LevelDB reports errors as malloc'd strings; they are turned into codes
  * here, once: "Corruption" -> KT_ECORRUPT, a held lock -> KT_EBUSY, absent
  * database -> KT_ENOTFOUND, everything else -> KT_EIO.  Reads verify
- * checksums, so damaged files surface as KT_ECORRUPT, never as wrong data;
+ * checksums (a row a get keeps in the row cache was verified when read),
+ * so damaged files surface as KT_ECORRUPT, never as wrong data;
  * only a scan marked KT__SCAN_NOVERIFY, whose caller checks every row it
  * takes (value blocks with their own CRC-32C), skips them.
  */
@@ -68,11 +69,16 @@ typedef struct ldb_fence {
  *    snapshot's seq: the row was not written since it was read, so it is
  *    what the snapshot holds; one through a snapshot taken before the
  *    last commit keeps nothing (the row may have changed since).
- * KEYTREE_ROW_CACHE=N sets the number of slots (0: none).
+ * KEYTREE_ROW_CACHE=N sets the number of slots (0: none; at most 2^20,
+ * rounded down to a power of two).  At the default, the rows kept take at
+ * most 8.4 MiB (16384 slots of up to RC_MAX_ROW bytes), the slots 512 KiB.
+ * A row kept passed LevelDB's checksum when it was read; damage to the
+ * file after that is found by scans (kt_check), as with the block cache.
  */
 #define RC_LOCKS 16
 #define RC_MAX_ROW 512 /* key and value bytes kept at most */
 #define RC_SLOTS_DEFAULT 16384
+#define RC_SLOTS_MAX (1u << 20)
 
 typedef struct rc_slot {
 	uint32_t hash;
@@ -587,15 +593,28 @@ static void rc_init(kt__ldb *l)
 {
 	const char *v = getenv("KEYTREE_ROW_CACHE");
 	size_t n = RC_SLOTS_DEFAULT, p = 1;
+	char *end = NULL;
 	int i;
 
-	if (v != NULL && *v != '\0')
-		n = (size_t)strtoull(v, NULL, 10);
 	for (i = 0; i < RC_LOCKS; i++)
 		pthread_mutex_init(&l->rc_lock[i], NULL);
+	if (v != NULL && *v != '\0') {
+		unsigned long long want;
+
+		errno = 0;
+		want = strtoull(v, &end, 10);
+		if (*v == '-' || *end != '\0' || errno != 0 ||
+		    want > RC_SLOTS_MAX) {
+			fprintf(stderr, "keytree: KEYTREE_ROW_CACHE='%s' is not "
+				"a number of slots from 0 to %u; using %u\n",
+				v, RC_SLOTS_MAX, RC_SLOTS_DEFAULT);
+		} else {
+			n = (size_t)want;
+		}
+	}
 	if (n == 0)
 		return;
-	while (p * 2 <= n && p < ((size_t)1 << 24))
+	while (p * 2 <= n)
 		p *= 2;
 	if ((l->rc = calloc(p, sizeof(*l->rc))) != NULL)
 		l->rc_mask = p - 1;
