@@ -357,6 +357,52 @@ static void test_store__cache_size_option(void **state)
 	free(big);
 }
 
+/* $KEYTREE_ROW_CACHE sets how many rows the row cache keeps: any number
+ * from 0 (none) to 2^20 opens the store, which reads and writes alike
+ * (a row written after it was read, through a small cache and with
+ * none); anything else is refused at open, naming the variable and the
+ * value. */
+static void test_store__row_cache_variable(void **state)
+{
+	kt_test_fixture *f = *state;
+	kt_store *other = NULL;
+	const char *bad[] = {"lots", "-1", "5x", "1048577", " 8"};
+	const char *good[] = {"0", "1", "3", "1048576"};
+	char want[16];
+	size_t i;
+
+	kt_close(f->store);
+	f->store = NULL;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("KEYTREE_ROW_CACHE", bad[i], 1);
+		assert_int_equal(kt_open(&other, f->path, NULL), KT_EINVAL);
+		assert_null(other);
+		assert_non_null(strstr(kt_errmsg(), "KEYTREE_ROW_CACHE"));
+		assert_non_null(strstr(kt_errmsg(), bad[i]));
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		void *v = NULL;
+		size_t len = 0;
+
+		setenv("KEYTREE_ROW_CACHE", good[i], 1);
+		assert_int_equal(kt_open(&other, f->path, NULL), 0);
+		snprintf(want, sizeof(want), "%zu", i);
+		assert_int_equal(kt_put(other, "/r", want, strlen(want), NULL),
+				 0);
+		assert_int_equal(kt_get(&v, &len, other, "/r"), 0);
+		kt_free(v);
+		assert_int_equal(kt_put(other, "/r", "x", 1, NULL), 0);
+		assert_int_equal(kt_get(&v, &len, other, "/r"), 0);
+		assert_int_equal(len, 1);
+		assert_memory_equal(v, "x", 1);
+		kt_free(v);
+		kt_close(other);
+		other = NULL;
+	}
+	unsetenv("KEYTREE_ROW_CACHE");
+	assert_int_equal(kt_open(&f->store, f->path, NULL), 0);
+}
+
 /* Files of the store at @p dir whose names end in .ldb: LevelDB's sorted
  * tables, which it writes when a write buffer fills. */
 static int count_tables(const char *dir)
@@ -1005,6 +1051,7 @@ int main(void)
 		T(test_store__read_only_refuses_writes),
 		T(test_store__sync_option),
 		T(test_store__cache_size_option),
+		T(test_store__row_cache_variable),
 		T(test_store__write_buffer_option),
 		T(test_store__default_delimiter),
 		T(test_store__custom_delimiters),

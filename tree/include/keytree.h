@@ -309,7 +309,10 @@ typedef struct kt_options {
 	 * cache is what a handle keeps of them in its resident memory (the
 	 * kernel's page cache keeps the rest, outside the process);
 	 * $KEYTREE_MMAP_TABLES=1 lets LevelDB map them instead, each page
-	 * read then counting in the process's RSS while its table is open. */
+	 * read then counting in the process's RSS while its table is open.
+	 * Besides, a handle keeps up to 16384 small rows it has read (a row
+	 * cache of at most about 9 MiB, which every commit keeps current);
+	 * $KEYTREE_ROW_CACHE=N sets how many, 0 none (docs/FUSE.md). */
 	size_t cache_size;
 	/** (version 2) A RADOS store: the Ceph configuration file to read
 	 * (ceph.conf: where the monitors are, how to authenticate).  NULL:

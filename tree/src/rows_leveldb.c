@@ -483,12 +483,18 @@ static int commit_fenced(kt__ldb *l, const kt__commit *cm)
 	return 0;
 }
 
-/* The slot of key @p key and its hash. */
-static rc_slot *rc_slot_of(kt__ldb *l, const char *key, size_t klen,
-			   uint32_t *hash)
+/* The hash of row (@p part, @p sort), from the two parts (a commit's
+ * writes hold them apart; a key splits into them one way only). */
+static uint32_t rc_hash(kt__slice part, kt__slice sort)
 {
-	*hash = kt__crc32c(0, key, klen);
-	return &l->rc[*hash & l->rc_mask];
+	uint32_t h = kt__crc32c(0, part.p, part.len);
+
+	return sort.len ? kt__crc32c(h ^ 0x9e3779b9u, sort.p, sort.len) : h;
+}
+
+static rc_slot *rc_slot_of(kt__ldb *l, uint32_t hash)
+{
+	return &l->rc[hash & l->rc_mask];
 }
 
 static pthread_mutex_t *rc_lock_of(kt__ldb *l, const rc_slot *slot)
@@ -500,18 +506,17 @@ static pthread_mutex_t *rc_lock_of(kt__ldb *l, const rc_slot *slot)
  * the latest state): 1 and the row in @p out, 0 if not there, or an
  * error.  @p keep is set to the rc_state to keep the row under after
  * reading it from LevelDB, or to UINT64_MAX if it must not be kept. */
-static int rc_get(kt__ldb *l, const kt__snap *snap, const char *key,
-		  size_t klen, kt__buf *out, uint64_t *keep)
+static int rc_get(kt__ldb *l, const kt__snap *snap, uint32_t hash,
+		  const char *key, size_t klen, kt__buf *out, uint64_t *keep)
 {
 	uint64_t state = atomic_load(&l->rc_state);
-	uint32_t hash;
 	rc_slot *slot;
 	int rc = 0;
 
 	*keep = UINT64_MAX;
 	if (snap == NULL && (state & 1))
 		return 0; /* a commit is being written */
-	slot = rc_slot_of(l, key, klen, &hash);
+	slot = rc_slot_of(l, hash);
 	pthread_mutex_lock(rc_lock_of(l, slot));
 	if (slot->blob != NULL && slot->hash == hash && slot->klen == klen &&
 	    (snap == NULL || slot->tag <= snap->seq) &&
@@ -527,13 +532,12 @@ static int rc_get(kt__ldb *l, const kt__snap *snap, const char *key,
 	return rc;
 }
 
-/* Keep row (@p key, @p val) read from LevelDB, if rc_state is still
- * @p keep (rc_get). */
-static void rc_put(kt__ldb *l, uint64_t keep, const char *key, size_t klen,
-		   const char *val, size_t vlen)
+/* Keep row (@p key, @p val) of hash @p hash, read from LevelDB, if
+ * rc_state is still @p keep (rc_get). */
+static void rc_put(kt__ldb *l, uint64_t keep, uint32_t hash, const char *key,
+		   size_t klen, const char *val, size_t vlen)
 {
 	char *blob, *old = NULL;
-	uint32_t hash;
 	rc_slot *slot;
 
 	if (keep == UINT64_MAX || klen + vlen > RC_MAX_ROW ||
@@ -542,7 +546,7 @@ static void rc_put(kt__ldb *l, uint64_t keep, const char *key, size_t klen,
 	memcpy(blob, key, klen);
 	if (vlen)
 		memcpy(blob + klen, val, vlen);
-	slot = rc_slot_of(l, key, klen, &hash);
+	slot = rc_slot_of(l, hash);
 	pthread_mutex_lock(rc_lock_of(l, slot));
 	if (atomic_load(&l->rc_state) == keep) {
 		old = slot->blob;
@@ -558,11 +562,11 @@ static void rc_put(kt__ldb *l, uint64_t keep, const char *key, size_t klen,
 	free(blob);
 }
 
-/* Drop key @p key from the row cache: a commit writes it. */
-static void rc_forget(kt__ldb *l, const char *key, size_t klen)
+/* Drop the row of hash @p hash from the row cache, if there: a commit
+ * writes a row of that hash (any row that has it goes). */
+static void rc_forget(kt__ldb *l, uint32_t hash)
 {
-	uint32_t hash;
-	rc_slot *slot = rc_slot_of(l, key, klen, &hash);
+	rc_slot *slot = rc_slot_of(l, hash);
 	char *old = NULL;
 
 	pthread_mutex_lock(rc_lock_of(l, slot));
@@ -587,9 +591,10 @@ static void rc_clear(kt__ldb *l)
 	}
 }
 
-/* Make the row cache: KEYTREE_ROW_CACHE slots (rounded down to a power
- * of two; 0: none), else RC_SLOTS_DEFAULT. */
-static void rc_init(kt__ldb *l)
+/* Make the row cache of store @p dir: KEYTREE_ROW_CACHE slots (rounded
+ * down to a power of two; 0: none), else RC_SLOTS_DEFAULT.  0, or
+ * KT_EINVAL for a value that is not such a number. */
+static int rc_init(kt__ldb *l, const char *dir)
 {
 	const char *v = getenv("KEYTREE_ROW_CACHE");
 	size_t n = RC_SLOTS_DEFAULT, p = 1;
@@ -603,21 +608,23 @@ static void rc_init(kt__ldb *l)
 
 		errno = 0;
 		want = strtoull(v, &end, 10);
-		if (*v == '-' || *end != '\0' || errno != 0 ||
-		    want > RC_SLOTS_MAX) {
-			fprintf(stderr, "keytree: KEYTREE_ROW_CACHE='%s' is not "
-				"a number of slots from 0 to %u; using %u\n",
-				v, RC_SLOTS_MAX, RC_SLOTS_DEFAULT);
-		} else {
-			n = (size_t)want;
-		}
+		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 ||
+		    want > RC_SLOTS_MAX)
+			return kt__err(KT_EINVAL,
+				       "open '%s': KEYTREE_ROW_CACHE='%s' is "
+				       "not a number of cached rows from 0 "
+				       "(none) to %u",
+				       dir, v, RC_SLOTS_MAX);
+		n = (size_t)want;
 	}
 	if (n == 0)
-		return;
+		return 0;
 	while (p * 2 <= n)
 		p *= 2;
-	if ((l->rc = calloc(p, sizeof(*l->rc))) != NULL)
-		l->rc_mask = p - 1;
+	if ((l->rc = calloc(p, sizeof(*l->rc))) == NULL)
+		return kt__err(KT_ENOMEM, "out of memory");
+	l->rc_mask = p - 1;
+	return 0;
 }
 
 static void rc_free(kt__ldb *l)
@@ -646,6 +653,7 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 	char *err = NULL, *val;
 	size_t vlen = 0;
 	uint64_t keep = UINT64_MAX;
+	uint32_t hash = 0;
 	int rc;
 
 	/* Most keys fit on the stack; the hot read path stays malloc-free. */
@@ -661,7 +669,8 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 		key = kb.p;
 	}
 	if (cache && l->rc != NULL && klen <= RC_MAX_ROW) {
-		rc = rc_get(l, snap, key, klen, out, &keep);
+		hash = rc_hash(part, sort);
+		rc = rc_get(l, snap, hash, key, klen, out, &keep);
 		if (rc != 0) {
 			kt__buf_free(&kb);
 			return rc < 0 ? rc : 0;
@@ -669,7 +678,7 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 	}
 	val = leveldb_get(l->db, ro, key, klen, &vlen, &err);
 	if (err == NULL && val != NULL)
-		rc_put(l, keep, key, klen, val, vlen);
+		rc_put(l, keep, hash, key, klen, val, vlen);
 	kt__buf_free(&kb);
 	if (err != NULL)
 		return ldb_error(err, "reading the store failed");
@@ -1258,11 +1267,8 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 			 * count it, so later snapshots check again, and
 			 * forget its rows. */
 			for (i = 0; i < cm->nw && l->rc != NULL; i++)
-				if (key_make(&k, cm->w[i].part,
-					     cm->w[i].sort) != 0)
-					rc_clear(l);
-				else
-					rc_forget(l, k.p, k.len);
+				rc_forget(l, rc_hash(cm->w[i].part,
+						     cm->w[i].sort));
 			l->seq++;
 			atomic_store(&l->rc_state, l->seq << 1);
 			if (rc == 0 && cm->applied != NULL)
@@ -1365,6 +1371,7 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 {
 	kt__ldb *l;
 	char *err = NULL;
+	int rc;
 
 	*out = NULL;
 	l = calloc(1, sizeof(*l));
@@ -1373,7 +1380,10 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	l->base.ops = &ldb_ops;
 	pthread_mutex_init(&l->cmu, NULL);
 	pthread_cond_init(&l->fcv, NULL);
-	rc_init(l);
+	if ((rc = rc_init(l, dir)) != 0) {
+		ldb_close(&l->base);
+		return rc;
+	}
 	l->opts = leveldb_options_create();
 	leveldb_options_set_create_if_missing(l->opts, o->create);
 	leveldb_options_set_paranoid_checks(l->opts, 1);
@@ -1404,7 +1414,7 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 	l->db = leveldb_open(l->opts, dir, &err);
 	if (err != NULL) {
 		char what[4200];
-		int rc;
+
 		snprintf(what, sizeof(what), "open '%s'", dir);
 		rc = ldb_error(err, what);
 		if (rc == KT_EBUSY) {
