@@ -371,6 +371,7 @@ static void test_store__row_cache_variable(void **state)
 	char want[16];
 	size_t i;
 
+	KT_TEST_LEVELDB_ONLY("the row cache is the LevelDB engine's");
 	kt_close(f->store);
 	f->store = NULL;
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
