@@ -1168,19 +1168,26 @@ typedef struct pair_run {
 	char why[160];
 } pair_run;
 
-static long pair_read(kt__rows *r, kt__slice sort)
+/* The number row (p, @p sort) holds, read through @p s (NULL: the
+ * latest state); -1 if it cannot be read. */
+static long num_read(kt__rows *r, const kt__snap *s, kt__slice sort)
 {
 	kt__buf v = {0};
 	char num[32];
 	long n = -1;
 
-	if (r->ops->get(r, NULL, L("p"), sort, &v) == 0 && v.len < sizeof(num)) {
+	if (r->ops->get(r, s, L("p"), sort, &v) == 0 && v.len < sizeof(num)) {
 		memcpy(num, v.p, v.len);
 		num[v.len] = '\0';
 		n = strtol(num, NULL, 10);
 	}
 	kt__buf_free(&v);
 	return n;
+}
+
+static long pair_read(kt__rows *r, kt__slice sort)
+{
+	return num_read(r, NULL, sort);
 }
 
 static void *pair_reader(void *arg)
@@ -1251,17 +1258,7 @@ typedef struct own_run {
 
 static long own_read(kt__rows *r, const kt__snap *s)
 {
-	kt__buf v = {0};
-	char num[32];
-	long n = -1;
-
-	if (r->ops->get(r, s, L("p"), L("a"), &v) == 0 && v.len < sizeof(num)) {
-		memcpy(num, v.p, v.len);
-		num[v.len] = '\0';
-		n = strtol(num, NULL, 10);
-	}
-	kt__buf_free(&v);
-	return n;
+	return num_read(r, s, L("a"));
 }
 
 static void *own_reader(void *arg)
