@@ -464,6 +464,8 @@ int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
 		 size_t len)
 {
 	const char *end = part + len, *hit;
+	size_t dl;
+	char c0;
 	int rc;
 
 	if (len == 0)
@@ -480,12 +482,25 @@ int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
 		if ((rc = kt__buf_reserve(out, len)) != 0)
 			return rc;
 		o = out->p + out->len;
+		/* The delimiter in locals: stores through o may alias d,
+		 * and reloading it for every byte doubles the loop. */
+		c0 = d->s[0];
+		dl = d->len;
 		while (part < end) {
-			if (*part == d->s[0] &&
-			    (size_t)(end - part) >= d->len &&
-			    memcmp(part, d->s, d->len) == 0) {
+			size_t k = 1;
+
+			if (*part != c0) {
+				*o++ = *part++;
+				continue;
+			}
+			/* The delimiter's other bytes, compared in line: a
+			 * library call per component costs more than the
+			 * few bytes it compares. */
+			while (k < dl && part + k < end && part[k] == d->s[k])
+				k++;
+			if (k == dl) {
 				*o++ = '/';
-				part += d->len;
+				part += k;
 			} else {
 				*o++ = *part++;
 			}

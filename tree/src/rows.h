@@ -283,6 +283,12 @@ struct leveldb_env_t *kt__ldb_pread_env(void);
 void kt__ldb_table_calls(unsigned long long *thread,
 			 unsigned long long *calls);
 
+/* Whether blocks this thread reads through that environment go
+ * unchecked: the environment checks each block's CRC-32C as it reads it
+ * (so LevelDB's own check stays off), except while a read whose caller
+ * checks every row itself (KT__SCAN_NOVERIFY) has it set. */
+void kt__ldb_skip_checks(int skip);
+
 /* Remove the LevelDB database in @p dir (its files; LevelDB takes its
  * lock first, so KT_EBUSY while another process has it open). */
 int kt__leveldb_destroy(const char *dir);

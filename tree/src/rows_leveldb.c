@@ -15,7 +15,10 @@
  * checksums (a row a get keeps in the row cache was verified when read),
  * so damaged files surface as KT_ECORRUPT, never as wrong data;
  * only a scan marked KT__SCAN_NOVERIFY, whose caller checks every row it
- * takes (value blocks with their own CRC-32C), skips them.
+ * takes (value blocks with their own CRC-32C), skips them.  Table files
+ * read through our environment (ldb_env.cc) are checked there, block by
+ * block, with the CPU's CRC instruction; LevelDB's own check, in
+ * software, is left on only for mapped tables (KEYTREE_MMAP_TABLES=1).
  */
 #include <errno.h>
 #include <limits.h>
@@ -151,6 +154,7 @@ struct kt__cursor {
 	int started;
 	int done;
 	int watch;   /* table files read through our environment */
+	int nv;      /* ...and the caller checks the rows (NOVERIFY) */
 	ldb_watch w;
 };
 
@@ -740,8 +744,16 @@ static int ldb_get_unchecked(kt__rows *r, const kt__snap *snap,
 {
 	kt__ldb *l = (kt__ldb *)r;
 
-	return fenced_get(l, snap, scan_ropts(l, snap, KT__SCAN_NOVERIFY),
-			  part, sort, out, 0);
+	int rc;
+
+	/* Our environment's check too (kt__ldb_skip_checks). */
+	if (l->env != NULL)
+		kt__ldb_skip_checks(1);
+	rc = fenced_get(l, snap, scan_ropts(l, snap, KT__SCAN_NOVERIFY), part,
+			sort, out, 0);
+	if (l->env != NULL)
+		kt__ldb_skip_checks(0);
+	return rc;
 }
 
 /* Byte order of two strings, a proper prefix first. */
@@ -888,6 +900,7 @@ static int scan_plain(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	if (c == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	c->watch = l->env != NULL;
+	c->nv = c->watch && (how->flags & KT__SCAN_NOVERIFY);
 	c->reverse = (how->flags & KT__SCAN_REVERSE) != 0;
 	if (how->flags & KT__SCAN_PREFIX) {
 		/* [prefix, prefix+1): the prefix never ends in 0xff for
@@ -990,20 +1003,21 @@ static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	}
 }
 
+/* Is key k still inside the cursor's range?  Only the bound it moves
+ * towards needs a look: a forward cursor starts at a seek to lo and only
+ * climbs from there, a reverse one starts below hi and only falls. */
 static int in_range(const kt__cursor *c, const char *k, size_t klen)
 {
-	size_t n;
+	const kt__buf *b = c->reverse ? &c->lo : &c->hi;
+	size_t n = klen < b->len ? klen : b->len;
 	int cmp;
 
-	n = klen < c->lo.len ? klen : c->lo.len;
-	cmp = memcmp(k, c->lo.p, n);
-	if (cmp < 0 || (cmp == 0 && klen < c->lo.len))
-		return 0;
-	if (c->hi.len == 0)
+	if (!c->reverse && b->len == 0)
 		return 1; /* no upper bound */
-	n = klen < c->hi.len ? klen : c->hi.len;
-	cmp = memcmp(k, c->hi.p, n);
-	return cmp < 0 || (cmp == 0 && klen < c->hi.len);
+	cmp = memcmp(k, b->p, n);
+	if (c->reverse)
+		return cmp > 0 || (cmp == 0 && klen >= b->len);
+	return cmp < 0 || (cmp == 0 && klen < b->len);
 }
 
 static int ldb_next(kt__cursor *c, kt__row *row)
@@ -1014,6 +1028,8 @@ static int ldb_next(kt__cursor *c, kt__row *row)
 
 	if (c->done)
 		return KT_ITEROVER;
+	if (c->nv)
+		kt__ldb_skip_checks(1);
 	if (!c->started) {
 		c->started = 1;
 		if (!c->reverse) {
@@ -1032,6 +1048,8 @@ static int ldb_next(kt__cursor *c, kt__row *row)
 	} else {
 		leveldb_iter_prev(c->it);
 	}
+	if (c->nv)
+		kt__ldb_skip_checks(0);
 	/* LevelDB's iterator steps over a block that fails its checksum and
 	 * only records the failure in its status: ask after every move that
 	 * read a table file (must_ask), and at the end, or a damaged block
@@ -1112,7 +1130,7 @@ static int ldb_snapshot(kt__snap **out, kt__rows *r)
 		return kt__err(KT_ENOMEM, "out of memory");
 	}
 	s->ropts = leveldb_readoptions_create();
-	leveldb_readoptions_set_verify_checksums(s->ropts, 1);
+	leveldb_readoptions_set_verify_checksums(s->ropts, l->env == NULL);
 	leveldb_readoptions_set_snapshot(s->ropts, s->snap);
 	*out = s;
 	return 0;
@@ -1403,7 +1421,10 @@ int kt__leveldb_open(kt__rows **out, const char *dir,
 						      ? o->write_buffer_size
 						      : KT__WBUF_DEFAULT);
 	l->ropts = leveldb_readoptions_create();
-	leveldb_readoptions_set_verify_checksums(l->ropts, 1);
+	/* Read through our environment, every block is checked as it is
+	 * read (ldb_env.cc), in hardware where the CPU can; LevelDB's own
+	 * check, in software, is then only needed for mapped tables. */
+	leveldb_readoptions_set_verify_checksums(l->ropts, l->env == NULL);
 	l->ropts_nv = leveldb_readoptions_create();
 	leveldb_readoptions_set_verify_checksums(l->ropts_nv, 0);
 	leveldb_readoptions_set_fill_cache(l->ropts_nv, 0);
