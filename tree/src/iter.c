@@ -246,7 +246,9 @@ static int find_new_once(kt_iter **out, kt_store *st, const char *prefix,
 	it->flags = flags;
 	len = strlen(prefix);
 	memset(&how, 0, sizeof(how));
-	how.flags = KT__SCAN_PREFIX;
+	/* A find keeps node rows only: an engine may step over the index
+	 * rows between them without handing each one up. */
+	how.flags = KT__SCAN_PREFIX | KT__SCAN_NODES;
 	if (len == 1) {
 		/* Everything but the root. */
 		rc = kt__buf_add(&it->pre, st->delim.s, st->delim.len);

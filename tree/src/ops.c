@@ -67,20 +67,21 @@ static void rowvec_free(rowvec *rv)
 	memset(rv, 0, sizeof(*rv));
 }
 
-/* Append @p len bytes and a NUL to the arena; *@p off receives where. */
-static int arena_add(kt__buf *b, const char *p, size_t len, size_t *off)
+/* Copy @p x and a NUL to @p at, inside b's bytes, setting *@p off to
+ * where they start; returns the byte after them. */
+static char *arena_put(char *at, const kt__buf *b, kt__slice x, size_t *off)
 {
-	int rc;
-
-	*off = b->len;
-	if ((rc = kt__buf_add(b, p, len)) != 0)
-		return rc;
-	return kt__buf_addc(b, '\0');
+	*off = (size_t)(at - b->p);
+	if (x.len != 0)
+		memcpy(at, x.p, x.len);
+	at[x.len] = '\0';
+	return at + x.len + 1;
 }
 
 static int rowvec_add(rowvec *rv, const kt__row *row)
 {
 	rowcopy *c;
+	char *at;
 	int rc;
 
 	if (rv->n == rv->cap) {
@@ -92,13 +93,16 @@ static int rowvec_add(rowvec *rv, const kt__row *row)
 		rv->cap = ncap;
 	}
 	c = &rv->v[rv->n];
-	if ((rc = arena_add(&rv->bytes, row->part.p, row->part.len,
-			    &c->poff)) != 0 ||
-	    (rc = arena_add(&rv->bytes, row->sort.p, row->sort.len,
-			    &c->soff)) != 0 ||
-	    (rc = arena_add(&rv->bytes, row->value.p, row->value.len,
-			    &c->voff)) != 0)
+	/* One reservation for the three slices and their NULs: a row is
+	 * copied for every node of a subtree a rename or delete moves. */
+	if ((rc = kt__buf_reserve(&rv->bytes, row->part.len + row->sort.len +
+						      row->value.len + 3)) != 0)
 		return rc;
+	at = rv->bytes.p + rv->bytes.len;
+	at = arena_put(at, &rv->bytes, row->part, &c->poff);
+	at = arena_put(at, &rv->bytes, row->sort, &c->soff);
+	at = arena_put(at, &rv->bytes, row->value, &c->voff);
+	rv->bytes.len = (size_t)(at - rv->bytes.p);
 	c->plen = row->part.len;
 	c->slen = row->sort.len;
 	c->vlen = row->value.len;

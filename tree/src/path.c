@@ -482,8 +482,7 @@ int kt__dec_node(kt__buf *out, const kt__delim *d, const char *part,
 		if ((rc = kt__buf_reserve(out, len)) != 0)
 			return rc;
 		o = out->p + out->len;
-		/* The delimiter in locals: stores through o may alias d,
-		 * and reloading it for every byte doubles the loop. */
+		/* The delimiter in locals: stores through o may alias d. */
 		c0 = d->s[0];
 		dl = d->len;
 		while (part < end) {

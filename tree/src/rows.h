@@ -127,6 +127,10 @@ typedef struct kt__commit {
 #define KT__SCAN_NOVERIFY 0x10u /* a hint: the caller checks what it reads
 				 * (block checksums, value.c), so an engine
 				 * may skip its own checksums of the rows */
+#define KT__SCAN_NODES 0x40u   /* a hint: the caller keeps only rows with
+				 * an empty sort key (node rows: a find),
+				 * so an engine may leave the others out;
+				 * the same scan always gives the same rows */
 
 typedef struct kt__rows_ops {
 	/* Read one row into out.  0, KT_ENOTFOUND, or an error. */

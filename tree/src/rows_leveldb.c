@@ -155,6 +155,7 @@ struct kt__cursor {
 	int done;
 	int watch;   /* table files read through our environment */
 	int nv;      /* ...and the caller checks the rows (NOVERIFY) */
+	int nodes;   /* node rows only (KT__SCAN_NODES) */
 	ldb_watch w;
 };
 
@@ -229,9 +230,16 @@ static int key_make(kt__buf *k, kt__slice part, kt__slice sort)
 	k->len = 0;
 	if ((rc = kt__buf_reserve(k, part.len + 1 + sort.len)) != 0)
 		return rc;
-	kt__buf_add(k, part.p, part.len);
-	kt__buf_addc(k, '\0');
-	return kt__buf_add(k, sort.p, sort.len);
+	/* Copied in line: every row a commit writes or a get reads makes
+	 * its key here. */
+	if (part.len != 0)
+		memcpy(k->p, part.p, part.len);
+	k->p[part.len] = '\0';
+	if (sort.len != 0)
+		memcpy(k->p + part.len + 1, sort.p, sort.len);
+	k->len = part.len + 1 + sort.len;
+	k->p[k->len] = '\0';
+	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -901,6 +909,7 @@ static int scan_plain(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		return kt__err(KT_ENOMEM, "out of memory");
 	c->watch = l->env != NULL;
 	c->nv = c->watch && (how->flags & KT__SCAN_NOVERIFY);
+	c->nodes = (how->flags & KT__SCAN_NODES) != 0;
 	c->reverse = (how->flags & KT__SCAN_REVERSE) != 0;
 	if (how->flags & KT__SCAN_PREFIX) {
 		/* [prefix, prefix+1): the prefix never ends in 0xff for
@@ -1020,16 +1029,15 @@ static int in_range(const kt__cursor *c, const char *k, size_t klen)
 	return cmp < 0 || (cmp == 0 && klen < b->len);
 }
 
-static int ldb_next(kt__cursor *c, kt__row *row)
+/* One move of the cursor: 0 with the row, KT_ITEROVER, an error, or 1
+ * for a row the scan leaves out (KT__SCAN_NODES). */
+static int ldb_step(kt__cursor *c, kt__row *row)
 {
 	const char *k, *nul;
 	size_t klen, vlen;
 	char *err = NULL;
+	unsigned char valid;
 
-	if (c->done)
-		return KT_ITEROVER;
-	if (c->nv)
-		kt__ldb_skip_checks(1);
 	if (!c->started) {
 		c->started = 1;
 		if (!c->reverse) {
@@ -1048,20 +1056,19 @@ static int ldb_next(kt__cursor *c, kt__row *row)
 	} else {
 		leveldb_iter_prev(c->it);
 	}
-	if (c->nv)
-		kt__ldb_skip_checks(0);
 	/* LevelDB's iterator steps over a block that fails its checksum and
 	 * only records the failure in its status: ask after every move that
 	 * read a table file (must_ask), and at the end, or a damaged block
 	 * would read as rows that are simply not there. */
-	if (must_ask(c->watch, &c->w) || !leveldb_iter_valid(c->it)) {
+	valid = leveldb_iter_valid(c->it);
+	if (must_ask(c->watch, &c->w) || !valid) {
 		leveldb_iter_get_error(c->it, &err);
 		if (err != NULL) {
 			c->done = 1;
 			return ldb_error(err, "reading the store failed");
 		}
 	}
-	if (!leveldb_iter_valid(c->it)) {
+	if (!valid) {
 		c->done = 1;
 		return KT_ITEROVER;
 	}
@@ -1079,11 +1086,30 @@ static int ldb_next(kt__cursor *c, kt__row *row)
 		return kt__err(KT_ECORRUPT, "row key without partition "
 			       "separator (%zu bytes)", klen);
 	}
+	if (c->nodes && nul + 1 != k + klen)
+		return 1;
 	row->part = kt__sl(k, (size_t)(nul - k));
 	row->sort = kt__sl(nul + 1, klen - (size_t)(nul - k) - 1);
 	row->value.p = leveldb_iter_value(c->it, &vlen);
 	row->value.len = vlen;
 	return 0;
+}
+
+static int ldb_next(kt__cursor *c, kt__row *row)
+{
+	int rc;
+
+	if (c->done)
+		return KT_ITEROVER;
+	/* Reads for a caller that checks the rows itself skip our
+	 * environment's check too (kt__ldb_skip_checks). */
+	if (c->nv)
+		kt__ldb_skip_checks(1);
+	while ((rc = ldb_step(c, row)) == 1)
+		;
+	if (c->nv)
+		kt__ldb_skip_checks(0);
+	return rc;
 }
 
 static void ldb_cursor_free(kt__cursor *c)
