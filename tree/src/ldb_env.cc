@@ -35,8 +35,9 @@
  * way LevelDB's check would fail it.  LevelDB reads a table file in two
  * shapes only (table/format.cc, table/table.cc): a block with its 5-byte
  * trailer (a type byte, then the masked CRC of the block and the type),
- * and the 48-byte footer that ends the file, which has no CRC of its own.
- * This is the only C++ in the library.
+ * and the 48-byte footer that ends the file, which has no CRC of its own
+ * and is told by the magic number it ends with.  This is the only C++ in
+ * the library.
  */
 #include <atomic>
 #include <cerrno>
@@ -48,7 +49,6 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <leveldb/c.h>
@@ -62,9 +62,12 @@ namespace {
 
 std::atomic<long> fds_left{-1};
 
-/* LevelDB's table format (table/format.h): the footer's length, and a
- * block's trailer, a type byte and a masked CRC-32C of block and type. */
+/* LevelDB's table format (table/format.h): the footer's length and the
+ * magic number that ends it, and a block's trailer, a type byte and a
+ * masked CRC-32C of block and type. */
 const size_t footer_len = 48;
+const unsigned char footer_magic[8] = {0x57, 0xfb, 0x80, 0x8b,
+				       0x24, 0x75, 0x47, 0xdb};
 const size_t trailer_len = 5;
 const uint32_t mask_delta = 0xa282ead8u;
 
@@ -74,6 +77,17 @@ uint32_t get32le(const char *p)
 
 	return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
 	       (uint32_t)u[3] << 24;
+}
+
+/* Is the read p[0..n) the footer?  It is read at the size the MANIFEST
+ * gives the table, which a file longer on disk (damaged, or padded by a
+ * copy) does not match, so it is told by its magic number; a block whose
+ * trailer ended in those 8 bytes has a chance of 2^-64. */
+bool is_footer(const char *p, size_t n)
+{
+	return n == footer_len &&
+	       std::memcmp(p + n - sizeof(footer_magic), footer_magic,
+			   sizeof(footer_magic)) == 0;
 }
 
 /* Does the block read at p[0..n), trailer included, match its CRC? */
@@ -134,8 +148,7 @@ bool fd_take()
 
 class PreadFile : public leveldb::RandomAccessFile {
 public:
-	PreadFile(std::string name, int fd, uint64_t size)
-	    : name_(std::move(name)), fd_(fd), size_(size)
+	PreadFile(std::string name, int fd) : name_(std::move(name)), fd_(fd)
 	{
 	}
 
@@ -174,7 +187,7 @@ public:
 		/* A short read is LevelDB's to report ("truncated block
 		 * read"); the footer has no CRC. */
 		if (!skip_checks && (size_t)got == n && n >= trailer_len &&
-		    !(n == footer_len && offset + n == size_) &&
+		    !is_footer(scratch, n) &&
 		    !block_ok(scratch, n))
 			return leveldb::Status::Corruption(
 				name_, "block checksum mismatch");
@@ -183,8 +196,7 @@ public:
 
 private:
 	const std::string name_;
-	const int fd_;        /* -1: opened for each read */
-	const uint64_t size_; /* at open: a table file never changes */
+	const int fd_; /* -1: opened for each read */
 };
 
 class PreadEnv : public leveldb::EnvWrapper {
@@ -197,7 +209,6 @@ public:
 	NewRandomAccessFile(const std::string &name,
 			    leveldb::RandomAccessFile **out) override
 	{
-		struct stat sb;
 		int fd;
 
 		table_call();
@@ -205,17 +216,11 @@ public:
 		*out = nullptr;
 		if (fd < 0)
 			return io_error(name, errno);
-		if (::fstat(fd, &sb) != 0) {
-			int err = errno;
-			::close(fd);
-			return io_error(name, err);
-		}
 		if (!fd_take()) {
 			::close(fd);
 			fd = -1;
 		}
-		*out = new (std::nothrow)
-		    PreadFile(name, fd, (uint64_t)sb.st_size);
+		*out = new (std::nothrow) PreadFile(name, fd);
 		if (*out == nullptr) {
 			if (fd >= 0) {
 				::close(fd);

@@ -156,6 +156,7 @@ struct kt__cursor {
 	int watch;   /* table files read through our environment */
 	int nv;      /* ...and the caller checks the rows (NOVERIFY) */
 	int nodes;   /* node rows only (KT__SCAN_NODES) */
+	int unchecked; /* KT__SCAN_NOVERIFY: blocks read without checks */
 	ldb_watch w;
 };
 
@@ -908,7 +909,8 @@ static int scan_plain(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	if (c == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
 	c->watch = l->env != NULL;
-	c->nv = c->watch && (how->flags & KT__SCAN_NOVERIFY);
+	c->unchecked = (how->flags & KT__SCAN_NOVERIFY) != 0;
+	c->nv = c->watch && c->unchecked;
 	c->nodes = (how->flags & KT__SCAN_NODES) != 0;
 	c->reverse = (how->flags & KT__SCAN_REVERSE) != 0;
 	if (how->flags & KT__SCAN_PREFIX) {
@@ -1012,21 +1014,34 @@ static int ldb_scan(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 	}
 }
 
+/* Is key k at or above the cursor's lo? */
+static int above_lo(const kt__cursor *c, const char *k, size_t klen)
+{
+	size_t n = klen < c->lo.len ? klen : c->lo.len;
+	int cmp = memcmp(k, c->lo.p, n);
+
+	return cmp > 0 || (cmp == 0 && klen >= c->lo.len);
+}
+
 /* Is key k still inside the cursor's range?  Only the bound it moves
  * towards needs a look: a forward cursor starts at a seek to lo and only
- * climbs from there, a reverse one starts below hi and only falls. */
+ * climbs from there, a reverse one starts below hi and only falls.
+ * Unless its blocks go unchecked (NOVERIFY): a damaged block could hold
+ * keys out of order, so such a cursor looks at both. */
 static int in_range(const kt__cursor *c, const char *k, size_t klen)
 {
-	const kt__buf *b = c->reverse ? &c->lo : &c->hi;
-	size_t n = klen < b->len ? klen : b->len;
+	size_t n;
 	int cmp;
 
-	if (!c->reverse && b->len == 0)
-		return 1; /* no upper bound */
-	cmp = memcmp(k, b->p, n);
 	if (c->reverse)
-		return cmp > 0 || (cmp == 0 && klen >= b->len);
-	return cmp < 0 || (cmp == 0 && klen < b->len);
+		return above_lo(c, k, klen);
+	if (c->unchecked && !above_lo(c, k, klen))
+		return 0;
+	if (c->hi.len == 0)
+		return 1; /* no upper bound */
+	n = klen < c->hi.len ? klen : c->hi.len;
+	cmp = memcmp(k, c->hi.p, n);
+	return cmp < 0 || (cmp == 0 && klen < c->hi.len);
 }
 
 /* One move of the cursor: 0 with the row, KT_ITEROVER, an error, or 1
