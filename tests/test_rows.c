@@ -904,6 +904,58 @@ static void test_rows__get_near(void **state)
 	r->ops->snapshot_free(r, s);
 }
 
+/* Call @p fn on the path of each LevelDB table file of @p store; the
+ * count of them. */
+static int each_table(const char *store, void (*fn)(const char *, void *),
+		      void *arg)
+{
+	char path[600];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	assert_non_null(d = opendir(store));
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+		if (l < 4 || strcmp(de->d_name + l - 4, ".ldb") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", store, de->d_name);
+		fn(path, arg);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* each_table: keep the largest table in *(biggest *). */
+typedef struct biggest {
+	off_t size;
+	char path[600];
+} biggest;
+
+static void keep_biggest(const char *path, void *arg)
+{
+	biggest *b = arg;
+	struct stat st;
+
+	if (stat(path, &st) == 0 && st.st_size > b->size) {
+		b->size = st.st_size;
+		snprintf(b->path, sizeof(b->path), "%s", path);
+	}
+}
+
+/* each_table: append 100 zero bytes to the table. */
+static void pad_table(const char *path, void *arg)
+{
+	static const char pad[100];
+	FILE *fp;
+
+	(void)arg;
+	assert_non_null(fp = fopen(path, "ab"));
+	assert_int_equal(fwrite(pad, 1, sizeof(pad), fp), sizeof(pad));
+	assert_int_equal(fclose(fp), 0);
+}
+
 /* One step of a cursor on a thread of its own (test_rows__damaged_block). */
 typedef struct step_arg {
 	kt__rows *r;
@@ -949,17 +1001,15 @@ static void step_on_new_thread(step_arg *a)
 static void test_rows__damaged_block(void **state)
 {
 	fixture *f = *state;
-	char part[16], val[300], path[600], best[600];
+	char part[16], val[300];
 	unsigned char b;
 	kt__scan how;
 	kt__cursor *c = NULL;
 	kt__row row;
 	kt__snap *sn;
 	kt__buf v = {0};
-	struct dirent *de;
-	struct stat st;
-	off_t size = 0;
-	DIR *d;
+	biggest big = {0, ""};
+	off_t size;
 	FILE *fp;
 	int i, j, n, rc, got, failed = 0;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -982,20 +1032,10 @@ static void test_rows__damaged_block(void **state)
 	engine_close(f);
 	assert_int_equal(engine_open(f), 0);
 	engine_close(f);
-	assert_non_null(d = opendir(f->store));
-	while ((de = readdir(d)) != NULL) {
-		size_t l = strlen(de->d_name);
-		if (l < 4 || strcmp(de->d_name + l - 4, ".ldb") != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", f->store, de->d_name);
-		if (stat(path, &st) == 0 && st.st_size > size) {
-			size = st.st_size;
-			strcpy(best, path);
-		}
-	}
-	closedir(d);
+	each_table(f->store, keep_biggest, &big);
+	size = big.size;
 	assert_true(size > 500000);
-	assert_non_null(fp = fopen(best, "r+b"));
+	assert_non_null(fp = fopen(big.path, "r+b"));
 	assert_int_equal(fseeko(fp, size / 2, SEEK_SET), 0);
 	assert_int_equal(fread(&b, 1, 1, fp), 1);
 	b ^= 0x5a;
@@ -1078,16 +1118,12 @@ static void test_rows__damaged_block(void **state)
 static void test_rows__padded_table_reads(void **state)
 {
 	fixture *f = *state;
-	char part[16], val[100], path[600];
-	static const char pad[100];
+	char part[16], val[100];
 	kt__scan how;
 	kt__cursor *c = NULL;
 	kt__row row;
 	kt__buf v = {0};
-	struct dirent *de;
-	DIR *d;
-	FILE *fp;
-	int i, n, rc, tables = 0;
+	int i, n, rc;
 
 	if (engine_now->whole_snapshot == 0) {
 		fprintf(stderr, "skipped on %s: it pads LevelDB table "
@@ -1104,19 +1140,7 @@ static void test_rows__padded_table_reads(void **state)
 	engine_close(f);
 	assert_int_equal(engine_open(f), 0);
 	engine_close(f);
-	assert_non_null(d = opendir(f->store));
-	while ((de = readdir(d)) != NULL) {
-		size_t l = strlen(de->d_name);
-		if (l < 4 || strcmp(de->d_name + l - 4, ".ldb") != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", f->store, de->d_name);
-		assert_non_null(fp = fopen(path, "ab"));
-		assert_int_equal(fwrite(pad, 1, sizeof(pad), fp), sizeof(pad));
-		assert_int_equal(fclose(fp), 0);
-		tables++;
-	}
-	closedir(d);
-	assert_true(tables > 0);
+	assert_true(each_table(f->store, pad_table, NULL) > 0);
 	assert_int_equal(engine_open(f), 0);
 
 	how = scan_of(L("p"), KT__SCAN_PREFIX);
