@@ -27,7 +27,9 @@
  * Environment: KT_CRASH_KILLS (rounds, default 200), KT_CRASH_SEED (default
  * from the clock; printed), KT_CRASH_DIR (where to keep the stores; kept on
  * failure), KT_CRASH_VERBOSE=1 (one line per round), KT_CRASH_BREAK=1
- * (the child runs batches as separate calls: the test must then fail).
+ * (the child runs batches as separate calls: the test must then fail),
+ * KT_CRASH_ROUND_S (the watchdog: seconds a stage of a round may take
+ * before the run is failed as stuck, with stacks; default 180, 0 off).
  * Exit status 0 when every round passed.
  *
  * On RADOS.  KT_CRASH_RADOS=POOL[/NAMESPACE] makes the killed store a new
@@ -747,6 +749,91 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The watchdog */
+
+/*
+ * A round takes seconds.  One that takes KT_CRASH_ROUND_S (default 180) is
+ * stuck: rather than leave ctest to kill a silent test at its timeout, the
+ * alarm says what the parent was doing, prints the stacks of the parent
+ * and of the child (with gdb, when it is installed), kills the child and
+ * fails the run.  Only async-signal-safe calls in the handler, apart from
+ * what runs in the forked gdb.
+ */
+static const char *volatile wd_stage = "starting";
+static volatile pid_t wd_child;
+static unsigned wd_secs;
+
+static void wd_say(const char *s)
+{
+	ssize_t n = write(2, s, strlen(s));
+
+	(void)n;
+}
+
+static void wd_itoa(char *buf, long v)
+{
+	char t[24];
+	int i = 0, j = 0;
+
+	do
+		t[i++] = (char)('0' + v % 10);
+	while ((v /= 10) > 0 && i < (int)sizeof(t));
+	while (i > 0)
+		buf[j++] = t[--i];
+	buf[j] = '\0';
+}
+
+/* gdb's stacks of @p pid, on stderr: its main thread's first, then every
+ * thread's. */
+static void wd_stacks(pid_t pid)
+{
+	char spid[24];
+	pid_t g;
+	int st;
+
+	wd_itoa(spid, (long)pid);
+	if ((g = fork()) == 0) {
+		dup2(2, 1);
+		execlp("gdb", "gdb", "-nx", "-batch", "-iex",
+		       "set print thread-events off", "-p", spid, "-ex",
+		       "bt 40", "-ex", "thread apply all bt 20", (char *)NULL);
+		wd_say("crash: watchdog: no gdb to print the stacks\n");
+		_exit(127);
+	}
+	if (g > 0)
+		waitpid(g, &st, 0);
+}
+
+static void wd_fire(int sig)
+{
+	char secs[24];
+	pid_t child = wd_child;
+
+	(void)sig;
+	wd_itoa(secs, (long)wd_secs);
+	wd_say("crash: watchdog: no progress for ");
+	wd_say(secs);
+	wd_say(" s (KT_CRASH_ROUND_S) while ");
+	wd_say(wd_stage);
+	wd_say("; stacks of the parent");
+	wd_say(child > 0 ? " and of the child follow\n" : " follow\n");
+	wd_stacks(getpid());
+	if (child > 0) {
+		wd_stacks(child);
+		kill(child, SIGKILL);
+	}
+	wd_say("crash: FAILED (stuck)\n");
+	_exit(1);
+}
+
+/* Give the stage @p what (a string literal) a fresh allowance. */
+static void wd_arm(const char *what)
+{
+	wd_stage = what;
+	alarm(wd_secs);
+}
+
 /* Start a child on @p dir from operation @p first; *rfd reads its pipe. */
 static pid_t spawn(const char *self, const char *dir, uint64_t seed,
 		   uint64_t first, int *rfd)
@@ -770,6 +857,7 @@ static pid_t spawn(const char *self, const char *dir, uint64_t seed,
 	}
 	close(p[1]);
 	*rfd = p[0];
+	wd_child = pid;
 	return pid;
 }
 
@@ -838,6 +926,7 @@ static int one_round(const char *self, const char *dir, const where *w,
 	msg m;
 	uint64_t i;
 
+	wd_arm("running a child until its kill");
 	pid = spawn(self, dir, seed, *next, &fd);
 	if (pid < 0) {
 		perror("crash: fork");
@@ -874,10 +963,12 @@ static int one_round(const char *self, const char *dir, const where *w,
 		usleep(rn(r, span < 200000 ? span : 200000));
 	}
 	kill(pid, SIGKILL);
+	wd_arm("reading the killed child's pipe to its end");
 	while (recv_msg(fd, &m))
 		log_msg(&lg, &m);
 	close(fd);
 	waitpid(pid, &status, 0);
+	wd_child = 0;
 	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
 		fprintf(stderr,
 			"crash: the child ended by itself (status "
@@ -890,12 +981,14 @@ static int one_round(const char *self, const char *dir, const where *w,
 #ifdef KT_HAVE_RADOS
 	if (w != NULL) {
 		t_check = now_s();
+		wd_arm("listing the commit records the kill left");
 		records_left(&recs, rec, w, sx);
 		sx->records_s += now_s() - t_check;
 	}
 #endif
 
 	/* 1. The reference store catches up with what was acknowledged. */
+	wd_arm("bringing the reference store up to date");
 	for (i = lg.first; i <= lg.done && i >= lg.first; i++) {
 		rc = op_run(ref, seed, i, desc, sizeof(desc));
 		sx->ops++;
@@ -910,6 +1003,7 @@ static int one_round(const char *self, const char *dir, const where *w,
 	}
 
 	/* 2. The killed store opens and is consistent. */
+	wd_arm("reopening the killed store");
 	t_check = now_s();
 	if ((rc = kt_open(&st, dir, NULL)) != 0) {
 		fprintf(stderr, "crash: reopen after the kill: %d %s\n", rc,
@@ -918,6 +1012,7 @@ static int one_round(const char *self, const char *dir, const where *w,
 	}
 	sx->open_s += now_s() - t_check;
 	t_open = now_s();
+	wd_arm("checking the killed store");
 	rc = kt_check(&bad, st, NULL);
 	sx->check_s += now_s() - t_open;
 	if (rc != 0 || bad != 0) {
@@ -931,6 +1026,7 @@ static int one_round(const char *self, const char *dir, const where *w,
 
 	/* 3. Its contents are the acknowledged operations, plus all or
 	 * nothing of the one in flight. */
+	wd_arm("reading the killed store and the reference (digests)");
 	if ((rc = ktc_digest(&dc, st)) != 0 ||
 	    (rc = ktc_digest(&d0, ref)) != 0) {
 		fprintf(stderr, "crash: digest: %d %s\n", rc, kt_errmsg());
@@ -1031,7 +1127,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: %s (environment: KT_CRASH_KILLS, "
 			"KT_CRASH_SEED, KT_CRASH_DIR, KT_CRASH_VERBOSE, "
-			"KT_CRASH_RADOS)\n",
+			"KT_CRASH_RADOS, KT_CRASH_ROUND_S)\n",
 			argv[0]);
 		return 2;
 	}
@@ -1050,6 +1146,9 @@ int main(int argc, char **argv)
 	}
 #endif
 	signal(SIGPIPE, SIG_IGN);
+	wd_secs = (unsigned)env_u64("KT_CRASH_ROUND_S", 180);
+	if (wd_secs > 0)
+		signal(SIGALRM, wd_fire);
 	sx.op_us = 1000;
 	kills = env_u64("KT_CRASH_KILLS", 200);
 	seed = env_u64("KT_CRASH_SEED",
@@ -1088,6 +1187,7 @@ int main(int argc, char **argv)
 		rados ? dir : "");
 
 	o.create_if_missing = 1;
+	wd_arm("creating the stores");
 	if (kt_open(&ref, refdir, &o) != 0) {
 		fprintf(stderr, "crash: create %s: %s\n", refdir, kt_errmsg());
 		return 1;
@@ -1108,6 +1208,7 @@ int main(int argc, char **argv)
 		}
 	}
 	kt_close(ref);
+	alarm(0);
 	fprintf(stderr,
 		"crash: %u rounds in %.1f s, %" PRIu64 " operations "
 		"(%u acknowledged, %u of them failed as expected); in flight "
@@ -1151,7 +1252,9 @@ int main(int argc, char **argv)
 		nftw(base, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 #ifdef KT_HAVE_RADOS
 	if (rados != NULL) {
+		wd_arm("removing the tree");
 		fail = tree_drop(&w, dir) != 0;
+		alarm(0);
 		rl_close();
 	}
 #endif
