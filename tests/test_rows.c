@@ -1824,6 +1824,77 @@ static void test_rows__parallel_no_primary(void **state)
 #endif
 }
 
+/* RADOS, layout 4: as above, but the first reader to settle the commit
+ * stops (as if killed) right after it fenced the primary, leaving the
+ * fence on the primary and the commit's lock on the other object.  The
+ * next reader of that object finds the primary not free: it must see
+ * that the fence is for this very commit and finish the job (unlock,
+ * take the fence away), where it used to wait for a free primary without
+ * end (crash_rados hung in CI on such a state).  A stale fence is also
+ * settled by a reader of the primary itself, after twice the budget. */
+static void test_rows__parallel_fence_left(void **state)
+{
+#ifdef KT_HAVE_RADOS
+	kt__rows *r = rows_of(state);
+	kt__snap *s;
+	batch b = {0};
+	size_t swept = 0;
+	int notes = 0, stopped = 0, second = -1, i;
+	char *d;
+
+	if (strcmp(engine_now->name, "rados") != 0)
+		skip();
+	put(r, L("p"), L("a"), L("1"));
+	put(r, L("q"), L("x"), L("9"));
+	s = snap_take(r);
+	read_both(r, s, &b);
+	b_put(&b, L("p"), L("a"), L("2"));
+	b_put(&b, L("q"), L("x"), L("10"));
+	kt__rados_test_drop_prim = 1;
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	kt__rados_test_drop_prim = 0;
+	r->ops->snapshot_free(r, s);
+	/* Reads without a snapshot wait for every lock: the one of the
+	 * object that is not the primary stops after its fence. */
+	kt__rados_test_fence_stop = 1;
+	for (i = 0; i < 2; i++) {
+		kt__buf v = {0};
+		int rc = r->ops->get(r, NULL, i ? L("q") : L("p"),
+				     i ? L("x") : L("a"), &v);
+		kt__buf_free(&v);
+		if (rc == KT_EIO &&
+		    strstr(kt_errmsg(), "stopped after") != NULL) {
+			stopped++;
+			second = i;
+		} else {
+			expect_rc(rc, 0);
+		}
+	}
+	kt__rados_test_fence_stop = 0;
+	assert_int_equal(stopped, 1);
+	/* The object that is not the primary first: its reader meets the
+	 * fence (a reader of the primary first would clear the fence as a
+	 * lock without a record, after twice the budget). */
+	if (second == 0) {
+		assert_get(r, NULL, L("p"), L("a"), "=1");
+		assert_get(r, NULL, L("q"), L("x"), "=9");
+	} else {
+		assert_get(r, NULL, L("q"), L("x"), "=9");
+		assert_get(r, NULL, L("p"), L("a"), "=1");
+	}
+	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
+	assert_int_equal((int)swept, 0);
+	assert_int_equal(notes, 0);
+	put_two(r);
+	d = dump(r);
+	assert_string_equal(d, "p/a=2 q/x=10");
+	free(d);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
 /* RADOS: in a tree of layout 4 (parallel commits) or 3 a commit over a
  * few objects keeps its record on one of them; in a tree of layout 2 it
  * writes a record object as before, and readers still read past it
@@ -2780,6 +2851,7 @@ int main(int argc, char **argv)
 		T(test_rows__read_past_pending),
 		T(test_rows__read_past_parallel),
 		T(test_rows__parallel_no_primary),
+		T(test_rows__parallel_fence_left),
 		T(test_rows__record_kinds),
 		T(test_rows__record_on_object_left),
 		T(test_rows__catalog_past_pending),

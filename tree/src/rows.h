@@ -354,6 +354,10 @@ extern void (*kt__rados_test_prim_locked)(void);
  * primary's, and returns KT__ERETRY at once, as if its client were
  * killed with the primary's lock lost on its way. */
 extern int kt__rados_test_drop_prim;
+/* For tests: when set, a reader that has fenced the primary of such a
+ * commit fails right there (KT_EIO), leaving the fence and the other
+ * lock, as if its client were killed between the two. */
+extern int kt__rados_test_fence_stop;
 /* For tests: called when a staged commit (rad_fence) has just committed,
  * before it is applied. */
 extern void (*kt__rados_test_staged)(void);

@@ -2619,6 +2619,49 @@ static int par_fence(rad *e, const char *pri, const char *txid, int on)
 		      : 0;
 }
 
+static int wait_free(rad *e, const char *oid);
+
+/* For tests: when set, a reader that has fenced the primary of a parallel
+ * commit stops there (KT_EIO), as if its client were killed before it
+ * unlocked the other object and took the fence away. */
+int kt__rados_test_fence_stop;
+
+/*
+ * par_fence found primary @p pri of parallel commit @p txid not free.  If
+ * it holds this commit's own fence ("TXID!": a reader stopped between
+ * fencing it and unlocking the rest), the fence stands: 0, go on as
+ * fenced.  Anything else holds it: settle that (its writer may be gone,
+ * and no other reader need ever look at @p pri), then 1, read again.  A
+ * reader settling a primary may meet another parallel commit's primary in
+ * turn: past a depth of three it only waits, so that two dead commits that
+ * each hold the other's primary cannot recurse without end (they then wait
+ * for a reader of the primaries themselves, or kt_repair).
+ */
+static _Thread_local int par_depth;
+
+static int par_pri_busy(rad *e, const char *pri, const char *txid)
+{
+	char fid[128];
+	pxa x;
+	int rc, own;
+
+	if ((rc = pxa_read(e, pri, txid, &x)) != 0)
+		return rc;
+	snprintf(fid, sizeof(fid), "%s!", txid);
+	own = x.exists && strcmp(x.lock, fid) == 0;
+	pxa_free(&x);
+	if (own)
+		return 0;
+	if (par_depth >= 3) {
+		sleep_ms(10);
+		return 1;
+	}
+	par_depth++;
+	rc = wait_free(e, pri);
+	par_depth--;
+	return rc < 0 ? rc : 1;
+}
+
 /* lock_settle for a commit whose record is on its primary. */
 static int prim_settle(rad *e, const char *oid, const char *txid,
 		       uint64_t *pending_since, int *pending)
@@ -2697,11 +2740,17 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 			 * that then found every lock in (this one among them,
 			 * its unlock still on the way) would commit it: fence
 			 * the primary until the unlock is in. */
-			if ((rc = par_fence(e, pri.p, txid, 1)) != 0) {
-				if (rc > 0) {
+			rc = par_fence(e, pri.p, txid, 1);
+			if (rc > 0)
+				rc = par_pri_busy(e, pri.p, txid);
+			if (rc != 0) {
+				if (rc > 0)
 					rc = 0; /* not free: read again */
-					sleep_ms(10);
-				}
+				goto out;
+			}
+			if (kt__rados_test_fence_stop) {
+				rc = kt__err(KT_EIO, "test: stopped after "
+					     "fencing '%s'", pri.p);
 				goto out;
 			}
 			rc = unlock_one(e, oid, txid);
