@@ -795,10 +795,11 @@ static void wd_stacks(pid_t pid)
 	wd_itoa(spid, (long)pid);
 	if ((g = fork()) == 0) {
 		dup2(2, 1);
-		execlp("gdb", "gdb", "-nx", "-batch", "-iex",
-		       "set print thread-events off", "-p", spid, "-ex",
-		       "bt 40", "-ex", "thread apply all bt 20", (char *)NULL);
-		wd_say("crash: watchdog: no gdb to print the stacks\n");
+		execlp("timeout", "timeout", "60", "gdb", "-nx", "-batch",
+		       "-iex", "set print thread-events off", "-p", spid,
+		       "-ex", "bt 40", "-ex", "thread apply all bt 20",
+		       (char *)NULL);
+		wd_say("crash: watchdog: no timeout(1) to run gdb with\n");
 		_exit(127);
 	}
 	if (g > 0)
