@@ -32,6 +32,7 @@ extern size_t kt__big_rows;
 extern void (*kt__test_big_step)(int step);
 #ifdef KT_HAVE_RADOS
 extern void (*kt__rados_test_staged)(void);
+extern int kt__rados_test_apply_fail;
 #endif
 
 static pid_t holder_pid;  /* the holder child of holder_start */
@@ -1015,6 +1016,67 @@ static void stage_committed_case(void **state, int rename)
 	free(before);
 }
 
+/* RADOS: one object's apply of a staged commit fails after its commit
+ * point (an OSD error, say).  The operation has taken effect and says so;
+ * the object stays locked, and the header and the parts stay with it, so
+ * that the next reader rolls it forward; an object of several parts gets
+ * none of its later parts meanwhile, and stays locked.  (The writer used
+ * to remove them all the same, and a reader then undid that object's lock
+ * as one whose header is gone, losing its part of an acknowledged rename;
+ * and a later part applied fenced out the failed one.) */
+static void apply_lost_case(void **state, int rename)
+{
+#ifdef KT_HAVE_RADOS
+	/* The first object of the first part; one of an object of several
+	 * parts (whose later parts must then wait); a later one. */
+	static const int fail_at[] = {1, 4, 6};
+	kt_test_fixture *f = *state;
+	size_t bad = 99, fixed = 0, i;
+	char *before;
+
+	KT_TEST_RADOS_ONLY("a staged commit is RADOS's fence");
+	for (i = 0; i < sizeof(fail_at) / sizeof(fail_at[0]); i++) {
+		build(f->store, "/a");
+		before = shape(f->store, "/a");
+		steps = 0;
+		kt__rados_test_apply_fail = fail_at[i];
+		if (rename)
+			ok(kt_rename(f->store, "/a", "/z", 0));
+		else
+			ok(kt_delete(f->store, "/a", KT_DELETE_RECURSIVE));
+		/* It did fail one. */
+		assert_int_equal(kt__rados_test_apply_fail, 0);
+		assert_true(steps > 10);
+		assert_done(f->store, before, rename);
+		ok(kt_check(&bad, f->store, NULL));
+		assert_int_equal(bad, 0);
+		/* The header and its parts, left for the readers: one
+		 * repair. */
+		ok(kt_repair(&fixed, f->store, NULL));
+		assert_int_equal(fixed, 1);
+		ok(kt_repair(&fixed, f->store, NULL));
+		assert_int_equal(fixed, 0);
+		assert_done(f->store, before, rename);
+		if (rename)
+			ok(kt_delete(f->store, "/z", KT_DELETE_RECURSIVE));
+		free(before);
+	}
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+static void test_apply_lost_rename(void **state)
+{
+	apply_lost_case(state, 1);
+}
+
+static void test_apply_lost_delete(void **state)
+{
+	apply_lost_case(state, 0);
+}
+
 /* RADOS: watchers hear a staged rename, once it has taken effect, names
  * from every part of it included (the top's in the first part, the
  * deepest in the last). */
@@ -1143,6 +1205,10 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watchers_hear_stage,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_lost_rename, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_apply_lost_delete, setup,
+						teardown),
 	};
 
 	if (argc == 5 && strcmp(argv[1], "--child") == 0)

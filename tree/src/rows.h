@@ -358,6 +358,9 @@ extern int kt__rados_test_drop_prim;
  * commit fails right there (KT_EIO), leaving the fence and the other
  * lock, as if its client were killed between the two. */
 extern int kt__rados_test_fence_stop;
+/* For tests: when it counts down to 0, that object's apply of a staged
+ * commit is not sent, as if it failed. */
+extern int kt__rados_test_apply_fail;
 /* For tests: called when a staged commit (rad_fence) has just committed,
  * before it is applied. */
 extern void (*kt__rados_test_staged)(void);

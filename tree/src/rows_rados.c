@@ -5384,15 +5384,28 @@ static void stage_publish(rad *e, const rec *r)
 	free(w);
 }
 
+/* For tests: when it counts down to 0, that object's apply of a staged
+ * commit is not sent, as if it failed (KT_EIO from the OSD). */
+int kt__rados_test_apply_fail;
+
 /* Settle every object of every part of @p g: with @p apply, each part's
  * writes in order, unlocking an object with its last part; else only
  * unlock.  Objects of several parts are unlocked at the end.  Errors are
- * left for the readers who meet the locks (and kt_repair). */
-static void stage_settle_all(rad *e, stage *g, int apply)
+ * left for the readers who meet the locks (and kt_repair), which settle
+ * them from the header and the parts: 1 when every part was read and
+ * every apply went in (or had been made by a reader), so that the header
+ * and the parts may go; 0 when they must stay.  An object whose apply
+ * failed gets none of its later parts (a later part applied would fence
+ * the earlier one out: the object's apply note says which part it is
+ * at) and is not unlocked; after a part that cannot be read, applying
+ * stops.  The readers then apply each such object's parts in order. */
+static int stage_settle_all(rad *e, stage *g, int apply)
 {
 	uint32_t k;
 	size_t i, b0, b1;
 	wbatch wb;
+	kt__snap *failed = NULL; /* objects of several parts left locked */
+	int clean = 1, halt = 0;
 
 	wb.n = 0;
 
@@ -5401,6 +5414,9 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 		char xn[24];
 		if (stage_part_read(e, g->id, k, &r) != 0) {
 			rec_free(&r);
+			clean = 0;
+			if (apply)
+				break;
 			continue;
 		}
 		snprintf(xn, sizeof(xn), STG_PART "%08" PRIx32, k);
@@ -5436,21 +5452,51 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 								       xj);
 					}
 				}
+				o->c = NULL;
+				if (apply && multi && failed != NULL &&
+				    seen_find(failed, o->oid) != NULL) {
+					o->rc = 1; /* not sent */
+					continue;
+				}
+				if (apply && kt__rados_test_apply_fail > 0 &&
+				    --kt__rados_test_apply_fail == 0) {
+					o->rc = -EIO;
+					continue;
+				}
 				objw_send(e, o);
 			}
-			for (i = b0; i < b1; i++)
-				objw_reap(&r.o[i]);
+			for (i = b0; i < b1; i++) {
+				objw *o = &r.o[i];
+				objw_reap(o);
+				if (o->rc == 0 || o->rc == -ECANCELED ||
+				    o->rc == 1)
+					continue;
+				clean = 0;
+				if (!apply ||
+				    seen_find(g->multi, o->oid) == NULL)
+					continue;
+				if ((failed == NULL &&
+				     rad_snapshot(&failed, &e->base) != 0) ||
+				    seen_note(failed, o->oid, 1, 0, NULL) != 0)
+					halt = 1; /* cannot remember it */
+			}
 		}
 		if (apply)
 			stage_publish(e, &r);
 		rec_free(&r);
+		if (halt)
+			break;
 	}
-	if (!apply)
-		return;
+	if (!apply || k < g->nparts) {
+		if (failed != NULL)
+			rad_snapshot_free(&e->base, failed);
+		return clean;
+	}
 	for (i = 0; i < g->multi->capv; i++) {
 		const char *oid = g->multi->v[i].oid;
 		rados_write_op_t op;
-		if (oid == NULL)
+		if (oid == NULL ||
+		    (failed != NULL && seen_find(failed, oid) != NULL))
 			continue;
 		op = rados_create_write_op();
 		rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ, g->id,
@@ -5460,6 +5506,9 @@ static void stage_settle_all(rad *e, stage *g, int apply)
 		wb_send(e, &wb, op, oid);
 	}
 	wb_wait(&wb);
+	if (failed != NULL)
+		rad_snapshot_free(&e->base, failed);
+	return clean;
 }
 
 /* Remove the parts of @p txid (the first @p n, or while they are there
@@ -5525,8 +5574,13 @@ static int rad_unfence(kt__rows *r, uint64_t token, int broken)
 		if (st == 0 && kt__rados_test_staged != NULL)
 			kt__rados_test_staged();
 		if (st == 0) {
-			stage_settle_all(e, g, 1);
-			stage_remove(e, g->id, g->nparts);
+			/* An apply that did not go in leaves its object
+			 * locked: the header (C) and the parts stay for
+			 * whoever meets it, else the lock, its header gone,
+			 * would be undone and the commit lose that object's
+			 * writes. */
+			if (stage_settle_all(e, g, 1))
+				stage_remove(e, g->id, g->nparts);
 			goto out;
 		}
 		if (st < 0) {
@@ -5540,7 +5594,9 @@ static int rad_unfence(kt__rows *r, uint64_t token, int broken)
 		rc = st;
 		goto out;
 	}
-	stage_settle_all(e, g, 0);
+	/* Rolled back: a lock left behind is undone all the same once its
+	 * header is gone. */
+	(void)stage_settle_all(e, g, 0);
 	stage_remove(e, g->id, g->nparts);
 	busy = g->busy;
 	g->busy = NULL;
