@@ -33,6 +33,7 @@ extern void (*kt__test_big_step)(int step);
 #ifdef KT_HAVE_RADOS
 extern void (*kt__rados_test_staged)(void);
 extern int kt__rados_test_apply_fail;
+extern unsigned long kt__rados_test_parts_held;
 #endif
 
 static pid_t holder_pid;  /* the holder child of holder_start */
@@ -1032,6 +1033,7 @@ static void apply_lost_case(void **state, int rename)
 	static const int fail_at[] = {1, 4, 6};
 	kt_test_fixture *f = *state;
 	size_t bad = 99, fixed = 0, i;
+	unsigned long held = kt__rados_test_parts_held;
 	char *before;
 
 	KT_TEST_RADOS_ONLY("a staged commit is RADOS's fence");
@@ -1061,6 +1063,8 @@ static void apply_lost_case(void **state, int rename)
 			ok(kt_delete(f->store, "/z", KT_DELETE_RECURSIVE));
 		free(before);
 	}
+	/* One of them was an object of several parts. */
+	assert_true(kt__rados_test_parts_held > held);
 #else
 	(void)state;
 	skip();

@@ -1840,6 +1840,7 @@ static void test_rows__parallel_fence_left(void **state)
 	batch b = {0};
 	size_t swept = 0;
 	int notes = 0, stopped = 0, second = -1, i;
+	unsigned long own;
 	char *d;
 
 	if (strcmp(engine_now->name, "rados") != 0)
@@ -1874,7 +1875,8 @@ static void test_rows__parallel_fence_left(void **state)
 	assert_int_equal(stopped, 1);
 	/* The object that is not the primary first: its reader meets the
 	 * fence (a reader of the primary first would clear the fence as a
-	 * lock without a record, after twice the budget). */
+	 * lock without a record, after twice the budget) and goes on. */
+	own = kt__rados_test_par_busy[0];
 	if (second == 0) {
 		assert_get(r, NULL, L("p"), L("a"), "=1");
 		assert_get(r, NULL, L("q"), L("x"), "=9");
@@ -1882,9 +1884,62 @@ static void test_rows__parallel_fence_left(void **state)
 		assert_get(r, NULL, L("q"), L("x"), "=9");
 		assert_get(r, NULL, L("p"), L("a"), "=1");
 	}
+	assert_true(kt__rados_test_par_busy[0] == own + 1);
 	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
 	assert_int_equal((int)swept, 0);
 	assert_int_equal(notes, 0);
+	put_two(r);
+	d = dump(r);
+	assert_string_equal(d, "p/a=2 q/x=10");
+	free(d);
+#else
+	(void)state;
+	skip();
+#endif
+}
+
+/* RADOS, layout 4: two parallel commits, both lost with their primary's
+ * lock, each holding the primary of the other: X locked q with primary p,
+ * Y locked p with primary q (each chose as primary the object it had read
+ * and found).  A reader of q must undo X, which needs p fenced, which
+ * needs Y undone, which needs q fenced: it hands q over from X to Y's
+ * fence in one guarded operation, undoes Y, then X is gone with it.  It
+ * used to wait for a free primary without end. */
+static void test_rows__parallel_ring(void **state)
+{
+#ifdef KT_HAVE_RADOS
+	kt__rows *r = rows_of(state);
+	kt__snap *sx, *sy;
+	batch bx = {0}, by = {0};
+	kt__buf v = {0};
+	unsigned long handed = kt__rados_test_par_busy[1];
+	char *d;
+
+	if (strcmp(engine_now->name, "rados") != 0)
+		skip();
+	put(r, L("p"), L("a"), L("1"));
+	put(r, L("q"), L("x"), L("9"));
+	/* Y reads q before X locks it. */
+	sy = snap_take(r);
+	expect_rc(r->ops->get(r, sy, L("q"), L("x"), &v), 0);
+	b_row(&by, L("q"), L("x"));
+	sx = snap_take(r);
+	expect_rc(r->ops->get(r, sx, L("p"), L("a"), &v), 0);
+	kt__buf_free(&v);
+	b_row(&bx, L("p"), L("a"));
+	b_put(&bx, L("p"), L("a"), L("2"));
+	b_put(&bx, L("q"), L("x"), L("10"));
+	b_put(&by, L("p"), L("a"), L("3"));
+	b_put(&by, L("q"), L("x"), L("30"));
+	kt__rados_test_drop_prim = 1;
+	expect_rc(b_commit(r, &bx, sx), KT__ERETRY);
+	expect_rc(b_commit(r, &by, sy), KT__ERETRY);
+	kt__rados_test_drop_prim = 0;
+	r->ops->snapshot_free(r, sx);
+	r->ops->snapshot_free(r, sy);
+	assert_get(r, NULL, L("q"), L("x"), "=9");
+	assert_get(r, NULL, L("p"), L("a"), "=1");
+	assert_true(kt__rados_test_par_busy[1] == handed + 1);
 	put_two(r);
 	d = dump(r);
 	assert_string_equal(d, "p/a=2 q/x=10");
@@ -2852,6 +2907,7 @@ int main(int argc, char **argv)
 		T(test_rows__read_past_parallel),
 		T(test_rows__parallel_no_primary),
 		T(test_rows__parallel_fence_left),
+		T(test_rows__parallel_ring),
 		T(test_rows__record_kinds),
 		T(test_rows__record_on_object_left),
 		T(test_rows__catalog_past_pending),

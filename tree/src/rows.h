@@ -358,9 +358,16 @@ extern int kt__rados_test_drop_prim;
  * commit fails right there (KT_EIO), leaving the fence and the other
  * lock, as if its client were killed between the two. */
 extern int kt__rados_test_fence_stop;
+/* For tests: how many times a reader about to fence the primary of such
+ * a commit found there [0] that commit's own fence, left, and went on;
+ * [1] a lock it was undoing further up, and handed it over. */
+extern unsigned long kt__rados_test_par_busy[2];
 /* For tests: when it counts down to 0, that object's apply of a staged
  * commit is not sent, as if it failed. */
 extern int kt__rados_test_apply_fail;
+/* For tests: how many later parts of an object whose apply failed the
+ * writer held back. */
+extern unsigned long kt__rados_test_parts_held;
 /* For tests: called when a staged commit (rad_fence) has just committed,
  * before it is applied. */
 extern void (*kt__rados_test_staged)(void);

@@ -2627,36 +2627,72 @@ static int wait_free(rad *e, const char *oid);
 int kt__rados_test_fence_stop;
 
 /*
- * par_fence found primary @p pri of parallel commit @p txid not free.  If
- * it holds this commit's own fence ("TXID!": a reader stopped between
- * fencing it and unlocking the rest), the fence stands: 0, go on as
- * fenced.  Anything else holds it: settle that (its writer may be gone,
- * and no other reader need ever look at @p pri), then 1, read again.  A
- * reader settling a primary may meet another parallel commit's primary in
- * turn: past a depth of three it only waits, so that two dead commits that
- * each hold the other's primary cannot recurse without end (they then wait
- * for a reader of the primaries themselves, or kt_repair).
+ * par_fence found primary @p pri of parallel commit @p txid not free (a
+ * reader is about to undo a lock of @p txid, which has no record).  0: go
+ * on as fenced; 1: read again; <0 an error.
+ *
+ * - This commit's own fence ("TXID!": a reader stopped between fencing
+ *   and unlocking) stands: go on.
+ * - A lock of a commit X that an outer call of this thread is undoing
+ *   (commits that each hold the primary of another, with no record):
+ *   hand @p pri over from X to this commit's fence in one guarded
+ *   operation, and go on.  That undoes X's lock there; X's own primary
+ *   is held by a commit this thread is undoing, so X's lock cannot land
+ *   there before this one's unlock is in, and once it can, X is missing
+ *   @p pri: neither can be found whole.
+ * - Anything else: settle it (its writer may be gone, and no other
+ *   reader need ever look at @p pri), then read again.
  */
+#define PAR_RING 8
+static _Thread_local const char *par_ring[PAR_RING];
 static _Thread_local int par_depth;
+unsigned long kt__rados_test_par_busy[2]; /* own fences, hand-overs */
 
 static int par_pri_busy(rad *e, const char *pri, const char *txid)
 {
 	char fid[128];
+	rados_write_op_t op;
 	pxa x;
-	int rc, own;
+	int rc, i, ring = 0;
 
 	if ((rc = pxa_read(e, pri, txid, &x)) != 0)
 		return rc;
-	snprintf(fid, sizeof(fid), "%s!", txid);
-	own = x.exists && strcmp(x.lock, fid) == 0;
 	pxa_free(&x);
-	if (own)
+	if (!x.exists || x.lock[0] == '\0' || strcmp(x.lock, FREE) == 0)
+		return 1; /* free now */
+	snprintf(fid, sizeof(fid), "%s!", txid);
+	if (strcmp(x.lock, fid) == 0) {
+		__atomic_add_fetch(&kt__rados_test_par_busy[0], 1,
+				   __ATOMIC_RELAXED);
 		return 0;
-	if (par_depth >= 3) {
-		sleep_ms(10);
-		return 1;
 	}
-	par_depth++;
+	for (i = 0; i < par_depth && !ring; i++)
+		ring = strcmp(x.lock, par_ring[i]) == 0;
+	if (ring) {
+		if ((op = rados_create_write_op()) == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		rados_write_op_cmpxattr(op, LK, LIBRADOS_CMPXATTR_OP_EQ,
+					x.lock, strlen(x.lock));
+		rados_write_op_setxattr(op, LK, fid, strlen(fid));
+		if (is_onobj(x.lock))
+			rados_write_op_rmxattr(op, PRIX);
+		rc = wop_run(e, op, pri);
+		rados_release_write_op(op);
+		if (rc == -ECANCELED || rc == -ENOENT)
+			return 1; /* it changed: read again */
+		if (rc < 0)
+			return rerr(rc, "fencing the primary of a commit at",
+				    pri);
+		__atomic_add_fetch(&kt__rados_test_par_busy[1], 1,
+				   __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (par_depth == PAR_RING)
+		return kt__err(KT_EIO, "ceph: more than %d commits without a "
+			       "record, each holding the primary of the "
+			       "next, stand in the way at object '%s'",
+			       PAR_RING, pri);
+	par_ring[par_depth++] = txid;
 	rc = wait_free(e, pri);
 	par_depth--;
 	return rc < 0 ? rc : 1;
@@ -2669,7 +2705,7 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 	rec r = {0};
 	kt__buf pri = {0};
 	char state;
-	int rc, rc2;
+	int rc;
 
 	rc = prim_read(e, oid, txid, &state, &r, &pri);
 	if (rc != 0 || state == 'G')
@@ -2753,10 +2789,12 @@ static int prim_settle(rad *e, const char *oid, const char *txid,
 					     "fencing '%s'", pri.p);
 				goto out;
 			}
+			/* The fence goes only once the unlock is known to be
+			 * in (a reader that finds it left goes on as
+			 * fenced). */
 			rc = unlock_one(e, oid, txid);
-			rc2 = par_fence(e, pri.p, txid, 0);
-			if (rc == 0 && rc2 < 0)
-				rc = rc2;
+			if (rc == 0)
+				rc = par_fence(e, pri.p, txid, 0);
 		} else {
 			rc = unlock_one(e, oid, txid);
 		}
@@ -5387,6 +5425,7 @@ static void stage_publish(rad *e, const rec *r)
 /* For tests: when it counts down to 0, that object's apply of a staged
  * commit is not sent, as if it failed (KT_EIO from the OSD). */
 int kt__rados_test_apply_fail;
+unsigned long kt__rados_test_parts_held; /* later parts not sent */
 
 /* Settle every object of every part of @p g: with @p apply, each part's
  * writes in order, unlocking an object with its last part; else only
@@ -5456,6 +5495,7 @@ static int stage_settle_all(rad *e, stage *g, int apply)
 				if (apply && multi && failed != NULL &&
 				    seen_find(failed, o->oid) != NULL) {
 					o->rc = 1; /* not sent */
+					kt__rados_test_parts_held++;
 					continue;
 				}
 				if (apply && kt__rados_test_apply_fail > 0 &&
@@ -7356,6 +7396,30 @@ static int remove_all(rados_ioctx_t io, const char *names, size_t n)
  */
 /* Finish staged commit @p txid, whose writer is gone: every object of
  * every part rolled forward (@p apply) or back, then the records. */
+static int lock_of(rad *e, const char *oid, char *lock, size_t cap);
+
+/* Finish object @p oid of staged commit @p txid for the sweep: until its
+ * lock is no longer the commit's.  stage_obj_finish also returns 0 for
+ * "read again" (a reader applied a part meanwhile), and the parts must
+ * not go while any object still needs them. */
+static int stage_sweep_obj(rad *e, const char *oid, const char *txid,
+			   int apply)
+{
+	char lock[128];
+	int rc, tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		if ((rc = stage_obj_finish(e, oid, txid, apply)) != 0 ||
+		    (rc = lock_of(e, oid, lock, sizeof(lock))) != 0)
+			return rc;
+		if (strcmp(lock, txid) != 0)
+			return 0;
+		sleep_ms(10);
+	}
+	return kt__err(KT_EIO, "ceph: object '%s' stays locked by staged "
+		       "commit %s", oid, txid);
+}
+
 static int stage_sweep_one(rad *e, const char *txid, int apply)
 {
 	uint32_t k;
@@ -7366,7 +7430,7 @@ static int stage_sweep_one(rad *e, const char *txid, int apply)
 		rec r = {0};
 		rc = stage_part_read(e, txid, k, &r);
 		for (i = 0; rc == 0 && i < r.n; i++)
-			rc = stage_obj_finish(e, r.o[i].oid, txid, apply);
+			rc = stage_sweep_obj(e, r.o[i].oid, txid, apply);
 		rec_free(&r);
 	}
 	if (rc < 0)
