@@ -1913,6 +1913,8 @@ static void test_rows__parallel_ring(void **state)
 	batch bx = {0}, by = {0};
 	kt__buf v = {0};
 	unsigned long handed = kt__rados_test_par_busy[1];
+	size_t swept = 0;
+	int notes = 0;
 	char *d;
 
 	if (strcmp(engine_now->name, "rados") != 0)
@@ -1940,6 +1942,10 @@ static void test_rows__parallel_ring(void **state)
 	assert_get(r, NULL, L("q"), L("x"), "=9");
 	assert_get(r, NULL, L("p"), L("a"), "=1");
 	assert_true(kt__rados_test_par_busy[1] == handed + 1);
+	/* Nothing left: no lock, no fence. */
+	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
+	assert_int_equal((int)swept, 0);
+	assert_int_equal(notes, 0);
 	put_two(r);
 	d = dump(r);
 	assert_string_equal(d, "p/a=2 q/x=10");
