@@ -993,6 +993,20 @@ static void stage_killed_case(void **state, int rename)
 	free(before);
 }
 
+/* The store checks clean, and what a staged commit left (its header and
+ * parts) takes one repair, after which there is nothing to repair. */
+static void assert_one_repair(kt_store *s)
+{
+	size_t bad = 99, fixed = 0;
+
+	ok(kt_check(&bad, s, NULL));
+	assert_int_equal(bad, 0);
+	ok(kt_repair(&fixed, s, NULL));
+	assert_int_equal(fixed, 1);
+	ok(kt_repair(&fixed, s, NULL));
+	assert_int_equal(fixed, 0);
+}
+
 /* Killed just after the stage took effect, before applying it: all of
  * it took effect.  Every reader rolls forward what it meets, and
  * kt_repair removes the records left behind. */
@@ -1000,20 +1014,13 @@ static void stage_committed_case(void **state, int rename)
 {
 	kt_test_fixture *f = *state;
 	char *before;
-	size_t bad = 99, fixed = 0;
 
 	KT_TEST_RADOS_ONLY("a staged commit is RADOS's fence");
 	build(f->store, "/a");
 	before = shape(f->store, "/a");
 	run_child(f, -3, rename, 1, 7);
 	assert_done(f->store, before, rename);
-	ok(kt_check(&bad, f->store, NULL));
-	assert_int_equal(bad, 0);
-	/* The header and its parts are what is left: one repair. */
-	ok(kt_repair(&fixed, f->store, NULL));
-	assert_int_equal(fixed, 1);
-	ok(kt_repair(&fixed, f->store, NULL));
-	assert_int_equal(fixed, 0);
+	assert_one_repair(f->store);
 	free(before);
 }
 
@@ -1032,7 +1039,7 @@ static void apply_lost_case(void **state, int rename)
 	 * parts (whose later parts must then wait); a later one. */
 	static const int fail_at[] = {1, 4, 6};
 	kt_test_fixture *f = *state;
-	size_t bad = 99, fixed = 0, i;
+	size_t i;
 	unsigned long held = kt__rados_test_parts_held;
 	char *before;
 
@@ -1050,14 +1057,8 @@ static void apply_lost_case(void **state, int rename)
 		assert_int_equal(kt__rados_test_apply_fail, 0);
 		assert_true(steps > 10);
 		assert_done(f->store, before, rename);
-		ok(kt_check(&bad, f->store, NULL));
-		assert_int_equal(bad, 0);
-		/* The header and its parts, left for the readers: one
-		 * repair. */
-		ok(kt_repair(&fixed, f->store, NULL));
-		assert_int_equal(fixed, 1);
-		ok(kt_repair(&fixed, f->store, NULL));
-		assert_int_equal(fixed, 0);
+		/* The header and its parts, left for the readers. */
+		assert_one_repair(f->store);
 		assert_done(f->store, before, rename);
 		if (rename)
 			ok(kt_delete(f->store, "/z", KT_DELETE_RECURSIVE));

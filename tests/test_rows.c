@@ -1778,6 +1778,42 @@ static void put_two(kt__rows *r)
 	expect_rc(b_commit(r, &b, s), 0);
 	r->ops->snapshot_free(r, s);
 }
+/* p/a=1 and q/x=9, then a parallel commit of both (layout 4) whose
+ * primary's lock is lost on its way, as if its client were killed: the
+ * other object stays locked, pointing to a primary that has none. */
+static void lose_primary(kt__rows *r)
+{
+	kt__snap *s;
+	batch b = {0};
+
+	put(r, L("p"), L("a"), L("1"));
+	put(r, L("q"), L("x"), L("9"));
+	s = snap_take(r);
+	read_both(r, s, &b);
+	b_put(&b, L("p"), L("a"), L("2"));
+	b_put(&b, L("q"), L("x"), L("10"));
+	kt__rados_test_drop_prim = 1;
+	expect_rc(b_commit(r, &b, s), KT__ERETRY);
+	kt__rados_test_drop_prim = 0;
+	r->ops->snapshot_free(r, s);
+}
+
+/* No lock, fence or record left for kt_repair's sweep, and a commit of
+ * both objects goes through. */
+static void assert_nothing_left(kt__rows *r)
+{
+	size_t swept = 0;
+	int notes = 0;
+	char *d;
+
+	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
+	assert_int_equal((int)swept, 0);
+	assert_int_equal(notes, 0);
+	put_two(r);
+	d = dump(r);
+	assert_string_equal(d, "p/a=2 q/x=10");
+	free(d);
+}
 #endif
 
 /* RADOS, layout 4: a parallel commit whose client died with its
@@ -1790,34 +1826,13 @@ static void test_rows__parallel_no_primary(void **state)
 {
 #ifdef KT_HAVE_RADOS
 	kt__rows *r = rows_of(state);
-	kt__snap *s;
-	batch b = {0};
-	size_t swept = 0;
-	int notes = 0;
-	char *d;
 
 	if (strcmp(engine_now->name, "rados") != 0)
 		skip();
-	put(r, L("p"), L("a"), L("1"));
-	put(r, L("q"), L("x"), L("9"));
-	s = snap_take(r);
-	read_both(r, s, &b);
-	b_put(&b, L("p"), L("a"), L("2"));
-	b_put(&b, L("q"), L("x"), L("10"));
-	kt__rados_test_drop_prim = 1;
-	expect_rc(b_commit(r, &b, s), KT__ERETRY);
-	kt__rados_test_drop_prim = 0;
-	r->ops->snapshot_free(r, s);
+	lose_primary(r);
 	assert_get(r, NULL, L("p"), L("a"), "=1");
 	assert_get(r, NULL, L("q"), L("x"), "=9");
-	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
-	assert_int_equal((int)swept, 0);
-	assert_int_equal(notes, 0);
-	/* Nothing left locked: a commit of both goes through. */
-	put_two(r);
-	d = dump(r);
-	assert_string_equal(d, "p/a=2 q/x=10");
-	free(d);
+	assert_nothing_left(r);
 #else
 	(void)state;
 	skip();
@@ -1836,25 +1851,12 @@ static void test_rows__parallel_fence_left(void **state)
 {
 #ifdef KT_HAVE_RADOS
 	kt__rows *r = rows_of(state);
-	kt__snap *s;
-	batch b = {0};
-	size_t swept = 0;
-	int notes = 0, stopped = 0, second = -1, i;
+	int stopped = 0, second = -1, i;
 	unsigned long own;
-	char *d;
 
 	if (strcmp(engine_now->name, "rados") != 0)
 		skip();
-	put(r, L("p"), L("a"), L("1"));
-	put(r, L("q"), L("x"), L("9"));
-	s = snap_take(r);
-	read_both(r, s, &b);
-	b_put(&b, L("p"), L("a"), L("2"));
-	b_put(&b, L("q"), L("x"), L("10"));
-	kt__rados_test_drop_prim = 1;
-	expect_rc(b_commit(r, &b, s), KT__ERETRY);
-	kt__rados_test_drop_prim = 0;
-	r->ops->snapshot_free(r, s);
+	lose_primary(r);
 	/* Reads without a snapshot wait for every lock: the one of the
 	 * object that is not the primary stops after its fence. */
 	kt__rados_test_fence_stop = 1;
@@ -1885,13 +1887,7 @@ static void test_rows__parallel_fence_left(void **state)
 		assert_get(r, NULL, L("p"), L("a"), "=1");
 	}
 	assert_true(kt__rados_test_par_busy[0] == own + 1);
-	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
-	assert_int_equal((int)swept, 0);
-	assert_int_equal(notes, 0);
-	put_two(r);
-	d = dump(r);
-	assert_string_equal(d, "p/a=2 q/x=10");
-	free(d);
+	assert_nothing_left(r);
 #else
 	(void)state;
 	skip();
@@ -1913,9 +1909,6 @@ static void test_rows__parallel_ring(void **state)
 	batch bx = {0}, by = {0};
 	kt__buf v = {0};
 	unsigned long handed = kt__rados_test_par_busy[1];
-	size_t swept = 0;
-	int notes = 0;
-	char *d;
 
 	if (strcmp(engine_now->name, "rados") != 0)
 		skip();
@@ -1942,14 +1935,7 @@ static void test_rows__parallel_ring(void **state)
 	assert_get(r, NULL, L("q"), L("x"), "=9");
 	assert_get(r, NULL, L("p"), L("a"), "=1");
 	assert_true(kt__rados_test_par_busy[1] == handed + 1);
-	/* Nothing left: no lock, no fence. */
-	expect_rc(kt__rados_sweep(r, sweep_note, &notes, &swept), 0);
-	assert_int_equal((int)swept, 0);
-	assert_int_equal(notes, 0);
-	put_two(r);
-	d = dump(r);
-	assert_string_equal(d, "p/a=2 q/x=10");
-	free(d);
+	assert_nothing_left(r);
 #else
 	(void)state;
 	skip();
