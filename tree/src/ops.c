@@ -67,6 +67,29 @@ static void rowvec_free(rowvec *rv)
 	memset(rv, 0, sizeof(*rv));
 }
 
+/* Empty the vector for the next step's rows, keeping its allocations:
+ * the steps of a large operation are alike in size. */
+static void rowvec_reset(rowvec *rv)
+{
+	rv->n = 0;
+	rv->bytes.len = 0;
+}
+
+/* Make room in @p rv for @p n rows of @p bytes in all, at once: a large
+ * operation's steps know their size, which growing by doubling would
+ * copy over and over. */
+static int rowvec_room(rowvec *rv, size_t n, size_t bytes)
+{
+	if (n > rv->cap) {
+		rowcopy *nv = realloc(rv->v, n * sizeof(*nv));
+		if (nv == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		rv->v = nv;
+		rv->cap = n;
+	}
+	return kt__buf_reserve(&rv->bytes, bytes);
+}
+
 /* Copy @p x and a NUL to @p at, inside b's bytes, setting *@p off to
  * where they start; returns the byte after them. */
 static char *arena_put(char *at, const kt__buf *b, kt__slice x, size_t *off)
@@ -132,19 +155,33 @@ typedef struct big_step {
 	/* The step's plain writes (tx->extra), and the bytes of the keys
 	 * and values they make: new partitions, id rows. */
 	kt__write *w;
-	size_t nw;
+	size_t nw, wcap;
 	kt__buf bytes;
-	size_t *off; /* per write: where its made key (part) starts */
 } big_step;
 
 static void step_free(big_step *bs)
 {
 	free(bs->w);
-	free(bs->off);
 	kt__buf_free(&bs->bytes);
 	bs->w = NULL;
-	bs->off = NULL;
+	bs->nw = bs->wcap = 0;
+}
+
+/* Empty the step, keeping room for @p n writes: the writes are set one
+ * by one (step_add), so the array need not be zeroed, and a step of the
+ * same size as the last one allocates nothing. */
+static int step_reset(big_step *bs, size_t n)
+{
 	bs->nw = 0;
+	bs->bytes.len = 0;
+	if (n > bs->wcap) {
+		free(bs->w);
+		bs->wcap = 0;
+		if ((bs->w = malloc(n * sizeof(*bs->w))) == NULL)
+			return kt__err(KT_ENOMEM, "out of memory");
+		bs->wcap = n;
+	}
+	return 0;
 }
 
 /* Add a write to the step; @p made: its partition (and, for an id row,
@@ -198,6 +235,16 @@ static void big_state_free(big_state *b)
 static size_t big_bytes(const kt_store *st)
 {
 	return st->rows->ops->staged ? BIG_BYTES / 4 : BIG_BYTES;
+}
+
+/* The bytes to reserve for a step's rows before reading them: room for
+ * rows of a typical size (a node row with a small value inline); bigger
+ * ones grow the arena as they come. */
+static size_t big_room(const kt_store *st)
+{
+	size_t want = kt__big_rows * (size_t)160;
+
+	return want < big_bytes(st) ? want : big_bytes(st);
 }
 
 /* Copy every row below directory p (its index partition and all partitions
@@ -442,8 +489,10 @@ static int big_rows(kt__tx *tx, int kind, const char *src, size_t slen,
 	}
 	if ((b = big_state_of(tx)) == NULL)
 		return kt__err(KT_ENOMEM, "out of memory");
-	rowvec_free(&b->rv);
+	rowvec_reset(&b->rv);
 	*rvp = &b->rv;
+	if ((rc = rowvec_room(&b->rv, kt__big_rows + 1, big_room(tx->st))) != 0)
+		return rc;
 	return subtree_rows(tx, src, slen, &b->rv, kt__big_rows);
 }
 
@@ -1789,11 +1838,12 @@ static int step_move(kt__tx *tx, big_step *bs)
 	kt__buf now = {0};
 	int rc = 0;
 
-	bs->w = calloc(n * 3 + 1, sizeof(*bs->w));
-	npos = calloc(n + 1, sizeof(*npos));
-	kpos = calloc(n + 1, sizeof(*kpos));
+	if ((rc = step_reset(bs, n * 3 + 1)) != 0)
+		return rc;
+	npos = malloc((n + 1) * sizeof(*npos));
+	kpos = malloc((n + 1) * sizeof(*kpos));
 	paths = calloc(n + 1, 1);
-	if (bs->w == NULL || npos == NULL || kpos == NULL || paths == NULL) {
+	if (npos == NULL || kpos == NULL || paths == NULL) {
 		rc = kt__err(KT_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -1865,11 +1915,9 @@ static int step_drop(kt__tx *tx, big_step *bs)
 	size_t i, n = rv->n;
 	int rc = 0;
 
-	bs->w = calloc(n * 2 + 1, sizeof(*bs->w));
-	if (bs->w == NULL ||
-	    (rc = kt__buf_reserve(&bs->bytes, n * 8 + 1)) != 0) {
-		return rc != 0 ? rc : kt__err(KT_ENOMEM, "out of memory");
-	}
+	if ((rc = step_reset(bs, n * 2 + 1)) != 0 ||
+	    (rc = kt__buf_reserve(&bs->bytes, n * 8 + 1)) != 0)
+		return rc;
 	for (i = 0; i < n && rc == 0; i++) {
 		const rowcopy *c = &rv->v[i];
 		kt__slice part = kt__sl(c->part, c->plen);
@@ -2034,7 +2082,6 @@ static int step_fn(kt__tx *tx, void *arg)
 	big_step *bs = arg;
 	int rc;
 
-	step_free(bs);
 	rc = bs->kind == 'R' ? step_move(tx, bs) : step_drop(tx, bs);
 	if (rc == 0 && bs->last && !tx->st->rows->ops->staged &&
 	    (rc = kt__tx_del(tx, meta(), journal_key())) == 0)
@@ -2059,6 +2106,7 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
 	big_step bs;
 	int rc, step = 0, over = 0;
 
+	memset(&bs, 0, sizeof(bs));
 	if ((rc = kt__buf_set(&pre, sp.p, sp.len)) != 0 ||
 	    (rc = kt__buf_add(&pre, st->delim.s, st->delim.len)) != 0)
 		goto out;
@@ -2074,10 +2122,11 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
 	/* The cursor reads the subtree as it was after the commit point:
 	 * the fence keeps everyone else out, and the steps only take
 	 * away. */
-	if ((rc = r->ops->scan(&cur, r, NULL, &how)) != 0)
+	if ((rc = r->ops->scan(&cur, r, NULL, &how)) != 0 ||
+	    (rc = rowvec_room(&rv, kt__big_rows, big_room(st))) != 0)
 		goto out;
 	while (rc == 0 && !over) {
-		rowvec_free(&rv);
+		rowvec_reset(&rv);
 		while (rv.n < kt__big_rows && rv.bytes.len < big_bytes(st) &&
 		       (rc = r->ops->next(cur, &row)) == 0)
 			if ((rc = rowvec_add(&rv, &row)) != 0)
@@ -2089,14 +2138,12 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
 		if (rc != 0)
 			break;
 		rowvec_seal(&rv);
-		memset(&bs, 0, sizeof(bs));
 		bs.kind = kind;
 		bs.sp = sp;
 		bs.dp = dp;
 		bs.rv = &rv;
 		bs.last = over;
 		rc = kt__tx_run_held(st, step_fn, &bs);
-		step_free(&bs);
 		if (rc == 0 && kt__test_big_step != NULL)
 			kt__test_big_step(++step);
 	}
@@ -2104,6 +2151,7 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
 		st->journal = 0;
 out:
 	r->ops->cursor_free(cur);
+	step_free(&bs);
 	rowvec_free(&rv);
 	kt__buf_free(&pre);
 	return rc;
