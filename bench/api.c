@@ -12,7 +12,9 @@
  * at DIR-ENGINE2): the inserts and random gets in alternating blocks of
  * 1000 of the same items, finds and renames of /t0 (away and back) in
  * alternating turns, and the recursive deletes one right after the other
- * (which engine goes first alternating), each timed apart:
+ * (which engine goes first alternating; repeated on both stores made
+ * anew and filled again until each has deleted for -m seconds), each
+ * timed apart:
  *
  *   api  insert_pair|get_pair|find_pair|rename_pair|delete_pair  LABEL
  *        N  OPS  SECONDS                                  (and LABEL2)
@@ -198,6 +200,35 @@ typedef struct run {
 	double min_time;
 	long gets;
 } run;
+
+static int rm_one(const char *path, const struct stat *sb, int flag,
+		  struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	if (ftw->level == 0)
+		return 0; /* the directory itself stays */
+	if (remove(path) != 0) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Close @p r's store, remove it and make it again, empty but for the
+ * directory skeleton (untimed). */
+static int store_anew(run *r)
+{
+	r->e->close(r->ctx);
+	r->ctx = NULL;
+	if (strncmp(r->p->dir, "rados:", 6) == 0) {
+		if (kt_destroy(r->p->dir, NULL) != 0)
+			return bench_fail("kt_destroy", kt_errmsg());
+	} else if (nftw(r->p->dir, rm_one, 64, FTW_DEPTH | FTW_PHYS) != 0) {
+		return -1;
+	}
+	return r->e->open(&r->ctx, r->p);
+}
 
 /* With libktradoscount.so preloaded (radoscount.c): the RADOS operations
  * and rounds so far, read at the start of each workload. */
@@ -657,11 +688,10 @@ static int do_pair_gets(run *a, run *b)
 
 /* The N items inserted into both engines in the same random order, in
  * alternating blocks of 1000 (which engine goes first alternating),
- * timed apart. */
-static int do_pair_inserts(run *a, run *b)
+ * timed apart into @p t. */
+static int pair_fill(run *a, run *b, double t[2])
 {
 	long n = a->p->n, i, end, blk, *perm = shuffled(n);
-	double t[2] = {0, 0};
 
 	if (perm == NULL)
 		return bench_fail("pair", "out of memory");
@@ -684,19 +714,38 @@ static int do_pair_inserts(run *a, run *b)
 		}
 	}
 	free(perm);
-	report(a, "insert_pair", (double)n, t[0]);
-	report(b, "insert_pair", (double)n, t[1]);
 	return 0;
 }
 
+static int do_pair_inserts(run *a, run *b)
+{
+	double t[2] = {0, 0};
+
+	if (pair_fill(a, b, t) != 0)
+		return -1;
+	report(a, "insert_pair", (double)a->p->n, t[0]);
+	report(b, "insert_pair", (double)a->p->n, t[1]);
+	return 0;
+}
+
+/* The fewest rounds of renames of the pair, however fast: one rename of
+ * a 10^4-item subtree takes some 50 ms, and which of the two stores
+ * LevelDB makes wait for a compaction (the first renames land on the
+ * stores the inserts left) decides a ratio of a few rounds. */
+#define PAIR_RENAME_ROUNDS 8
+
 /* Finds of everything under /t, and renames of /t0 away and back, each
  * engine in turn (which goes first alternating) until both have run for
- * the minimum time, timed apart; then each engine's recursive delete of
- * everything, one right after the other (which first, by the seed). */
+ * the minimum time (the renames at least PAIR_RENAME_ROUNDS rounds),
+ * timed apart; then each engine's recursive delete of everything, one
+ * right after the other (which first, by the seed, then alternating),
+ * repeated on both stores made anew and filled again (untimed, the N
+ * items, closed and opened) until both have deleted for the minimum
+ * time: one delete of 10^4 items takes some 30 ms. */
 static int do_pair_rest(run *a, run *b)
 {
-	double t[2], tr[2] = {0, 0};
-	long got[2] = {0, 0}, done = 0, round;
+	double t[2], tr[2] = {0, 0}, td[2] = {0, 0}, fill[2];
+	long got[2] = {0, 0}, done = 0, dels = 0, round;
 	run *both[2];
 	int which, first;
 
@@ -717,7 +766,9 @@ static int do_pair_rest(run *a, run *b)
 		}
 	report(a, "find_pair", (double)got[0], t[0]);
 	report(b, "find_pair", (double)got[1], t[1]);
-	for (round = 0; tr[0] < a->min_time || tr[1] < a->min_time; round++) {
+	for (round = 0; tr[0] < a->min_time || tr[1] < a->min_time ||
+			round < PAIR_RENAME_ROUNDS;
+	     round++) {
 		for (which = (int)(round & 1);; which ^= 1) {
 			run *r = both[which];
 			double t0 = now();
@@ -734,16 +785,24 @@ static int do_pair_rest(run *a, run *b)
 	report(a, "rename_pair", (double)done, tr[0]);
 	report(b, "rename_pair", (double)done, tr[1]);
 	first = (int)(rnd() & 1); /* the seed (-s) decides */
-	for (which = 0; which < 2; which++) {
-		run *r = both[which ^ first];
-		double t0 = now();
-
-		if (r->e->delete_all(r->ctx) < 0)
+	for (round = 0; td[0] < a->min_time || td[1] < a->min_time; round++) {
+		if (round > 0 &&
+		    (store_anew(a) != 0 || store_anew(b) != 0 ||
+		     pair_fill(a, b, fill) != 0 || a->e->reopen(a->ctx) != 0 ||
+		     b->e->reopen(b->ctx) != 0))
 			return -1;
-		report(r, "delete_pair",
-		       (double)(r->p->n + r->p->nbig + r->p->nlinks),
-		       now() - t0);
+		for (which = 0; which < 2; which++) {
+			int x = which ^ first ^ (int)(round & 1);
+			double t0 = now();
+
+			if (both[x]->e->delete_all(both[x]->ctx) < 0)
+				return -1;
+			td[x] += now() - t0;
+		}
+		dels += a->p->n + a->p->nbig + a->p->nlinks;
 	}
+	report(a, "delete_pair", (double)dels, td[0]);
+	report(b, "delete_pair", (double)dels, td[1]);
 	return 0;
 }
 
