@@ -496,13 +496,10 @@ static int commit_fenced(kt__ldb *l, const kt__commit *cm)
 	return 0;
 }
 
-/* The hash of row (@p part, @p sort), from the two parts (a commit's
- * writes hold them apart; a key splits into them one way only). */
-static uint32_t rc_hash(kt__slice part, kt__slice sort)
+/* The hash of the row of LevelDB key @p key (key_make's form). */
+static uint32_t rc_hash(const char *key, size_t klen)
 {
-	uint32_t h = kt__crc32c(0, part.p, part.len);
-
-	return sort.len ? kt__crc32c(h ^ 0x9e3779b9u, sort.p, sort.len) : h;
+	return kt__crc32c(0, key, klen);
 }
 
 static rc_slot *rc_slot_of(kt__ldb *l, uint32_t hash)
@@ -682,7 +679,7 @@ static int get_with(kt__ldb *l, const leveldb_readoptions_t *ro,
 		key = kb.p;
 	}
 	if (cache && l->rc != NULL && klen <= RC_MAX_ROW) {
-		hash = rc_hash(part, sort);
+		hash = rc_hash(key, klen);
 		rc = rc_get(l, snap, hash, key, klen, out, &keep);
 		if (rc != 0) {
 			kt__buf_free(&kb);
@@ -1293,14 +1290,23 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 	leveldb_writebatch_t *wb = leveldb_writebatch_create();
 	kt__buf k = {0};
 	char *err = NULL;
+	uint32_t few[16], *hash = NULL; /* per write: its row's hash in the
+					   row cache */
 	size_t i;
 	int rc = 0;
 
+	if (l->rc != NULL && cm->nw > 0) {
+		hash = cm->nw <= 16 ? few : malloc(cm->nw * sizeof(*hash));
+		if (hash == NULL)
+			rc = kt__err(KT_ENOMEM, "out of memory");
+	}
 	for (i = 0; i < cm->nw && rc == 0; i++) {
 		const kt__write *w = &cm->w[i];
 		rc = key_make(&k, w->part, w->sort);
 		if (rc != 0)
 			break;
+		if (hash != NULL)
+			hash[i] = rc_hash(k.p, k.len);
 		if (w->del)
 			leveldb_writebatch_delete(wb, k.p, k.len);
 		else
@@ -1325,9 +1331,8 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 			/* A failed write may still have reached the log:
 			 * count it, so later snapshots check again, and
 			 * forget its rows. */
-			for (i = 0; i < cm->nw && l->rc != NULL; i++)
-				rc_forget(l, rc_hash(cm->w[i].part,
-						     cm->w[i].sort));
+			for (i = 0; i < cm->nw && hash != NULL; i++)
+				rc_forget(l, hash[i]);
 			l->seq++;
 			atomic_store(&l->rc_state, l->seq << 1);
 			if (rc == 0 && cm->applied != NULL)
@@ -1338,6 +1343,8 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 		pthread_mutex_unlock(&l->cmu);
 	}
 	kt__buf_free(&k);
+	if (hash != few)
+		free(hash);
 	leveldb_writebatch_destroy(wb);
 	return rc;
 }
