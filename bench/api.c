@@ -744,7 +744,7 @@ static int do_pair_inserts(run *a, run *b)
  * time: one delete of 10^4 items takes some 30 ms. */
 static int do_pair_rest(run *a, run *b)
 {
-	double t[2], tr[2] = {0, 0}, td[2] = {0, 0}, fill[2];
+	double t[2], tr[2] = {0, 0}, td[2] = {0, 0}, fill[2] = {0, 0};
 	long got[2] = {0, 0}, done = 0, dels = 0, round;
 	run *both[2];
 	int which, first;

@@ -184,9 +184,9 @@ static int step_reset(big_step *bs, size_t n)
 	return 0;
 }
 
-/* Add a write to the step; @p made: its partition (and, for an id row,
- * its sort key and value) are bytes of bs->bytes from offset *@p at, set
- * once they stop moving (step_seal). */
+/* Add a write to the step.  Its slices must stay valid until the step's
+ * commit: they point into the step's rows or into bs->bytes, which the
+ * caller reserves before the first write so that it does not move. */
 static void step_add(big_step *bs, kt__slice part, kt__slice sort,
 		     kt__slice val, int del)
 {
@@ -2093,9 +2093,12 @@ static int step_fn(kt__tx *tx, void *arg)
 
 /* The steps after the commit point: every row below source partition
  * @p sp, read from one cursor and moved under @p dp or deleted, a step
- * at a time; then the journal.  The caller holds the writer lock. */
+ * at a time; then the journal.  The steps take over the memory of the
+ * commit point's rows and writes in @p from (committed by now), so that
+ * one step's worth is held at a time.  The caller holds the writer
+ * lock. */
 static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
-		     const big_state *from)
+		     big_state *from)
 {
 	kt__rows *r = st->rows;
 	kt__buf pre = {0};
@@ -2118,6 +2121,13 @@ static int big_drain(kt_store *st, int kind, kt__slice sp, kt__slice dp,
 		how.flags |= KT__SCAN_PAST;
 		how.after = kt__slb(&from->last_part);
 		how.from = kt__slb(&from->last_sort);
+	}
+	if (from != NULL) {
+		rv = from->rv;
+		bs = from->bs;
+		memset(&from->rv, 0, sizeof(from->rv));
+		memset(&from->bs, 0, sizeof(from->bs));
+		rowvec_reset(&rv);
 	}
 	/* The cursor reads the subtree as it was after the commit point:
 	 * the fence keeps everyone else out, and the steps only take
