@@ -110,6 +110,7 @@ struct ktfs {
 
 	pthread_mutex_t lock;      /**< protects the fields below */
 	struct ktfs_open *open[KTFS_OPEN_BUCKETS]; /**< open inodes, by ino */
+	size_t nhooked;            /**< entries in open[] */
 	struct ktfs_file *files;   /**< every handle the kernel has */
 	/** Close-to-open (file.c): the version of a file that this
 	 * kernel's cache is known to hold, by inode, direct-mapped (a
@@ -298,6 +299,12 @@ int ktfs_unlink_file(struct ktfs *fs, uint64_t dir, const char *name,
 /** ktfs_unlink_file() with the open table held by the caller. */
 int ktfs_unlink_file_held(struct ktfs *fs, uint64_t dir, const char *name,
 			  uint64_t ino, uint32_t nlink, int or_delete);
+
+/** Unlink the file (@p dir, @p name) at once if the open table is empty:
+ * then no handle can keep whatever file has the name, and the table held
+ * keeps one from being opened meanwhile.  0 or a negative errno when it
+ * did; 1 when something is open (use ktfs_unlink_file()). */
+int ktfs_unlink_unopened(struct ktfs *fs, uint64_t dir, const char *name);
 /**@}*/
 
 /** @name Handlers (file.c, ns.c, dir.c, attr.c) */

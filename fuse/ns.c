@@ -310,6 +310,13 @@ void ktfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	kt_statbuf ks;
 	int rc, tries;
 
+	/* With nothing open (rm -rf, as a rule) the file goes in one step,
+	 * without first reading its id to look it up in the open table. */
+	if (plain_child(fs, parent, name) &&
+	    (rc = ktfs_unlink_unopened(fs, parent, name)) <= 0) {
+		ktfs_reply_err(req, rc);
+		return;
+	}
 	for (tries = 0; tries < 64; tries++) {
 		if ((rc = child_lstat(&c, &ks, fs, parent, name)) < 0)
 			;

@@ -64,6 +64,8 @@ static void unhook(struct ktfs *fs, struct ktfs_open *o)
 		*op = o->next;
 		o->next = NULL;
 	}
+	if (o->hooked)
+		fs->nhooked--;
 	o->hooked = 0;
 }
 
@@ -88,6 +90,7 @@ struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
 	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
 		(*op)->ino = ino;
 		(*op)->hooked = 1;
+		fs->nhooked++;
 	}
 	if ((o = *op) != NULL)
 		o->count++;
@@ -105,6 +108,7 @@ struct ktfs_open *ktfs_open_tmpfile(struct ktfs *fs, uint64_t id)
 	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
 		(*op)->ino = id;
 		(*op)->hooked = 1;
+		fs->nhooked++;
 		(*op)->orphaned = 1;
 		(*op)->orphan = id;
 	}
@@ -328,6 +332,18 @@ int ktfs_unlink_file(struct ktfs *fs, uint64_t dir, const char *name,
 
 	ktfs_open_lock(fs);
 	rc = ktfs_unlink_file_held(fs, dir, name, ino, nlink, or_delete);
+	ktfs_open_unlock(fs);
+	return rc;
+}
+
+int ktfs_unlink_unopened(struct ktfs *fs, uint64_t dir, const char *name)
+{
+	int rc = 1;
+
+	ktfs_open_lock(fs);
+	if (fs->nhooked == 0)
+		rc = ktfs_errno(kt_delete_at(fs->store, dir, name,
+					     KT_DELETE_NOTDIR));
 	ktfs_open_unlock(fs);
 	return rc;
 }

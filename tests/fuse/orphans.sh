@@ -37,6 +37,22 @@ exec 8>&-
 expect_eq "nothing hidden left" "$(ls -A | grep -c fuse_hidden || true)" 0
 ok "rm -r of a directory holding an open unlinked file"
 
+# An unlink while another file is open looks its file up in the open
+# table first; with nothing open it removes the file in one step.
+printf a >keep
+printf b >gone1
+printf c >gone2
+exec 5<keep
+rm gone1
+[ ! -e gone1 ] || fail "unlink with another file open left the file"
+exec 5<&-
+rm gone2
+[ ! -e gone2 ] || fail "unlink with nothing open left the file"
+expect_eq "the file that was open" "$(cat keep)" a
+rm keep
+expect_eq "the directory after the unlinks" "$(ls -A | tr '\n' ' ')" ""
+ok "unlink with another file open, and with nothing open"
+
 printf 'old content' >dst
 printf 'new' >src
 ino=$(stat -c %i src)
