@@ -689,6 +689,17 @@ static int session_watches(kt__server *srv, uint64_t sid)
 	return 0;
 }
 
+/* Is anyone but session @p sid listening?  Caller holds srv->mu. */
+static int others_listen(kt__server *srv, uint64_t sid)
+{
+	kt__listener *l;
+
+	for (l = srv->listeners; l != NULL; l = l->next)
+		if (l->session != sid && !l->dead)
+			return 1;
+	return 0;
+}
+
 /* Queue @p cm, committed by session @p sid, for every other listener;
  * unless that session watches, wait until they have heard it. */
 static void publish(kt__server *srv, const kt__commit *cm, uint64_t sid)
@@ -697,14 +708,22 @@ static void publish(kt__server *srv, const kt__commit *cm, uint64_t sid)
 		kt__listener *l;
 		uint64_t seq;
 	} *t = NULL;
-	size_t nt = 0, i;
+	size_t nt = 0, nq = 0, i;
 	kt__buf body = {0};
 	kt__listener *l;
 	struct timespec dl;
-	int wait, late = 0;
+	int wait, late = 0, others;
 
 	if (__atomic_load_n(&srv->nlisteners, __ATOMIC_ACQUIRE) == 0 ||
 	    cm->nw == 0)
+		return;
+	/* A mount watches the store it holds, and hears nothing of its
+	 * own commits: with no one else listening there is nothing to
+	 * encode, and no thread to wake. */
+	pthread_mutex_lock(&srv->mu);
+	others = others_listen(srv, sid);
+	pthread_mutex_unlock(&srv->mu);
+	if (!others)
 		return;
 	if (kt__note_encode(&body, cm) != 0) {
 		kt__buf_free(&body);
@@ -737,6 +756,7 @@ static void publish(kt__server *srv, const kt__commit *cm, uint64_t sid)
 			l->head = n;
 		l->tail = n;
 		l->queued += n->len;
+		nq++;
 		if (t != NULL) {
 			l->refs++;
 			t[nt].l = l;
@@ -744,7 +764,8 @@ static void publish(kt__server *srv, const kt__commit *cm, uint64_t sid)
 			nt++;
 		}
 	}
-	pthread_cond_broadcast(&srv->cv);
+	if (nq > 0)
+		pthread_cond_broadcast(&srv->cv);
 	for (i = 0; i < nt; i++) {
 		l = t[i].l;
 		while (!late && !l->dead && !srv->stopping &&
