@@ -72,6 +72,10 @@ typedef struct ldb_fence {
  *    snapshot's seq: the row was not written since it was read, so it is
  *    what the snapshot holds; one through a snapshot taken before the
  *    last commit keeps nothing (the row may have changed since).
+ * A commit of more rows than a quarter of the slots (a step of a large
+ * rename or delete) drops them all at once instead: it raises rc_floor to
+ * its own seq, and an entry tagged below rc_floor is no entry.  That
+ * spares it a hash, a lock and a cache miss for each of its rows.
  * KEYTREE_ROW_CACHE=N sets the number of slots (0: none; at most 2^20,
  * rounded down to a power of two).  At the default, the rows kept take at
  * most 8.4 MiB (16384 slots of up to RC_MAX_ROW bytes), the slots 512 KiB.
@@ -121,6 +125,7 @@ typedef struct kt__ldb {
 	size_t rc_mask;
 	pthread_mutex_t rc_lock[RC_LOCKS];
 	atomic_uint_fast64_t rc_state;
+	atomic_uint_fast64_t rc_floor; /* entries tagged below: gone */
 } kt__ldb;
 
 /* When an iterator's status was last asked: the asking thread's number
@@ -529,6 +534,7 @@ static int rc_get(kt__ldb *l, const kt__snap *snap, uint32_t hash,
 	slot = rc_slot_of(l, hash);
 	pthread_mutex_lock(rc_lock_of(l, slot));
 	if (slot->blob != NULL && slot->hash == hash && slot->klen == klen &&
+	    slot->tag >= atomic_load(&l->rc_floor) &&
 	    (snap == NULL || slot->tag <= snap->seq) &&
 	    memcmp(slot->blob, key, klen) == 0) {
 		out->len = 0;
@@ -1293,9 +1299,11 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 	uint32_t few[16], *hash = NULL; /* per write: its row's hash in the
 					   row cache */
 	size_t i;
-	int rc = 0;
+	int rc = 0, wipe;
 
-	if (l->rc != NULL && cm->nw > 0) {
+	/* Many rows: drop the whole row cache rather than row by row. */
+	wipe = l->rc != NULL && cm->nw > (l->rc_mask + 1) / 4;
+	if (l->rc != NULL && cm->nw > 0 && !wipe) {
 		hash = cm->nw <= 16 ? few : malloc(cm->nw * sizeof(*hash));
 		if (hash == NULL)
 			rc = kt__err(KT_ENOMEM, "out of memory");
@@ -1333,6 +1341,8 @@ static int ldb_commit(kt__rows *r, const kt__commit *cm)
 			 * forget its rows. */
 			for (i = 0; i < cm->nw && hash != NULL; i++)
 				rc_forget(l, hash[i]);
+			if (wipe)
+				atomic_store(&l->rc_floor, l->seq + 1);
 			l->seq++;
 			atomic_store(&l->rc_state, l->seq << 1);
 			if (rc == 0 && cm->applied != NULL)
