@@ -51,10 +51,11 @@
 #define DIR_OFF_BASE 16
 #define DIR_OFF_NAMED ((off_t)1 << 62)
 
-/* An entry of the last reply: its offset and name. */
+/* An entry of the last reply: its offset, and where its name starts in
+ * the handle's names. */
 struct recent {
 	off_t off;
-	char *name;
+	size_t at;
 };
 
 /* An open directory (fi->fh). */
@@ -62,6 +63,8 @@ struct ktfs_dir {
 	pthread_mutex_t lock;  /* the kernel may overlap requests on one fh */
 	struct recent *recent; /* the last reply's children, in order */
 	size_t nrecent, caprecent;
+	char *names; /* their names, each ended by a NUL, one after another */
+	size_t nnames, capnames;
 	/* The last reply reached the end of the directory, end_off is its
 	 * last entry's offset and end_ver the directory's version read
 	 * before it: a request for what follows, while the directory is
@@ -124,15 +127,19 @@ static int named_start(char **after, struct ktfs *fs,
 
 static void recent_clear(struct ktfs_dir *d)
 {
-	size_t i;
-
-	for (i = 0; i < d->nrecent; i++)
-		free(d->recent[i].name);
 	d->nrecent = 0;
+	d->nnames = 0;
+}
+
+static const char *recent_name(const struct ktfs_dir *d, size_t i)
+{
+	return d->names + d->recent[i].at;
 }
 
 static int recent_add(struct ktfs_dir *d, off_t off, const char *name)
 {
+	size_t len = strlen(name) + 1;
+
 	if (d->nrecent == d->caprecent) {
 		size_t cap = d->caprecent ? 2 * d->caprecent : 64;
 		struct recent *r = realloc(d->recent, cap * sizeof(*r));
@@ -142,9 +149,21 @@ static int recent_add(struct ktfs_dir *d, off_t off, const char *name)
 		d->recent = r;
 		d->caprecent = cap;
 	}
-	if (!(d->recent[d->nrecent].name = strdup(name)))
-		return -ENOMEM;
-	d->recent[d->nrecent++].off = off;
+	if (d->capnames - d->nnames < len) {
+		size_t cap = d->capnames ? 2 * d->capnames : 1024;
+		char *n;
+
+		while (cap - d->nnames < len)
+			cap *= 2;
+		if (!(n = realloc(d->names, cap)))
+			return -ENOMEM;
+		d->names = n;
+		d->capnames = cap;
+	}
+	memcpy(d->names + d->nnames, name, len);
+	d->recent[d->nrecent].off = off;
+	d->recent[d->nrecent++].at = d->nnames;
+	d->nnames += len;
 	return 0;
 }
 
@@ -167,8 +186,8 @@ static int dir_start(struct start *s, struct ktfs *fs, struct ktfs_dir *d,
 	s->stage = 3;
 	for (i = d->nrecent; i-- > 0;)
 		if (d->recent[i].off == off)
-			return (s->after = strdup(d->recent[i].name)) ? 0
-								   : -ENOMEM;
+			return (s->after = strdup(recent_name(d, i))) ? 0
+								      : -ENOMEM;
 	if (off >= DIR_OFF_NAMED)
 		return named_start(&s->after, fs, dir, off);
 	rc = kt_id_path(&path, &len, fs->store, (uint64_t)off - DIR_OFF_BASE);
@@ -370,9 +389,10 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			 0, 0, 0};
 	struct start s = {0, NULL};
 	struct ktfs_node dir;
+	char *own;
 	int rc;
 
-	if (!(f.buf = malloc(size ? size : 1))) {
+	if (!(f.buf = ktfs_reply_buf(size, &own))) {
 		ktfs_reply_err(req, -ENOMEM);
 		return;
 	}
@@ -413,7 +433,7 @@ out:
 	else
 		fuse_reply_buf(req, f.buf, f.used);
 	free(s.after);
-	free(f.buf);
+	free(own);
 }
 
 void ktfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -434,8 +454,8 @@ void ktfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct ktfs_dir *d = dir_of(fi);
 
 	(void)ino;
-	recent_clear(d);
 	free(d->recent);
+	free(d->names);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	fuse_reply_err(req, 0);

@@ -407,7 +407,8 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	       struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_of(req);
-	char *buf = malloc(size ? size : 1);
+	char *own;
+	char *buf = ktfs_reply_buf(size, &own);
 	size_t got = 0;
 	uint64_t oid = 0;
 	int rc = 0, tries;
@@ -437,7 +438,7 @@ void ktfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		ktfs_reply_err(req, rc);
 	else
 		fuse_reply_buf(req, buf, got);
-	free(buf);
+	free(own);
 }
 
 /* An O_APPEND write goes to the end of the value as the store has it,

@@ -204,6 +204,20 @@ void ktfs_entry_param(struct fuse_entry_param *e, struct ktfs *fs,
 /** Reply with the negative errno @p rc (or success with nothing). */
 void ktfs_reply_err(fuse_req_t req, int rc);
 
+/**
+ * A buffer of at least @p size bytes for a reply (READ, READDIRPLUS),
+ * good until the calling thread's next call.  Up to KTFS_REPLY_KEEP bytes
+ * it is the thread's own, kept from request to request; a larger one is
+ * made for this reply alone.  The caller frees *@p to_free (NULL for the
+ * thread's own) once the reply is sent.  NULL when out of memory.
+ */
+char *ktfs_reply_buf(size_t size, char **to_free);
+#define KTFS_REPLY_KEEP ((size_t)256 << 10)
+
+/** Free the calling thread's reply buffer (the main thread's, after the
+ * loop: workers' go when they end). */
+void ktfs_reply_buf_release(void);
+
 /** Nanoseconds <-> timespec; ktfs_ns_of() gives -EINVAL out of range. */
 struct timespec ktfs_ts_of(int64_t ns);
 int ktfs_ns_of(int64_t *ns, const struct timespec *t);

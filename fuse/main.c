@@ -700,6 +700,7 @@ static int serve(struct ktfs *fs, struct fuse_args *args,
 		ready = -1;
 	}
 	rc = run_loop(se, co);
+	ktfs_reply_buf_release(); /* the loop's, when single-threaded */
 	/* The loop ends at an unmount or a signal; anything else is a
 	 * failure worth a line (a test that saw a daemon end early had
 	 * nothing to go on). */

@@ -8,6 +8,8 @@
  * kernel's lookups and FORGET has nothing to drop.
  */
 
+#include <stdlib.h>
+
 #include "keytreefs.h"
 
 static void ktfs_init(void *userdata, struct fuse_conn_info *conn)
@@ -47,6 +49,79 @@ static void ktfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * HANDLE_KILLPRIV (which libfuse asks for by default) it would
 	 * leave that to the daemon. */
 	conn->want &= ~(unsigned int)FUSE_CAP_HANDLE_KILLPRIV;
+}
+
+/* Reply buffers, one per thread (ktfs_reply_buf).  A READ or a
+ * READDIRPLUS is answered from a buffer as large as the kernel asks for,
+ * 128 KiB for a reader's usual request; a fresh one each time cost the
+ * daemon a malloc and a free of that size, and malloc's consolidation of
+ * its free lists.  The key's destructor frees a worker's when the worker
+ * ends.  A thread keeps at most KTFS_REPLY_KEEP bytes; larger requests,
+ * and every request if the key could not be made, get a buffer of their
+ * own. */
+struct reply_buf {
+	char *p;
+	size_t cap;
+};
+
+static pthread_key_t reply_key;
+static pthread_once_t reply_once = PTHREAD_ONCE_INIT;
+static int reply_key_ok;
+
+static void reply_buf_free(void *v)
+{
+	struct reply_buf *b = v;
+
+	if (b) {
+		free(b->p);
+		free(b);
+	}
+}
+
+static void reply_key_make(void)
+{
+	reply_key_ok = pthread_key_create(&reply_key, reply_buf_free) == 0;
+}
+
+static char *reply_buf_own(size_t size, char **to_free)
+{
+	return *to_free = malloc(size);
+}
+
+char *ktfs_reply_buf(size_t size, char **to_free)
+{
+	struct reply_buf *b;
+
+	*to_free = NULL;
+	if (size == 0)
+		size = 1;
+	pthread_once(&reply_once, reply_key_make);
+	if (!reply_key_ok || size > KTFS_REPLY_KEEP)
+		return reply_buf_own(size, to_free);
+	if (!(b = pthread_getspecific(reply_key))) {
+		if (!(b = calloc(1, sizeof(*b))))
+			return reply_buf_own(size, to_free);
+		if (pthread_setspecific(reply_key, b) != 0) {
+			free(b);
+			return reply_buf_own(size, to_free);
+		}
+	}
+	if (b->cap < size) {
+		/* Nothing in it is kept from one reply to the next. */
+		free(b->p);
+		b->p = malloc(size);
+		b->cap = b->p ? size : 0;
+	}
+	return b->p;
+}
+
+void ktfs_reply_buf_release(void)
+{
+	pthread_once(&reply_once, reply_key_make);
+	if (!reply_key_ok)
+		return;
+	reply_buf_free(pthread_getspecific(reply_key));
+	(void)pthread_setspecific(reply_key, NULL);
 }
 
 static void ktfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

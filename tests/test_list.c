@@ -571,22 +571,22 @@ static void test_list__next_after_end_stays_over(void **state)
 	kt_iter_free(NULL);
 }
 
-/* Check every entry of a KT_LIST_STAT listing of /d against kt_lstat of
+/* Check every entry of a KT_LIST_STAT listing of @dir against kt_lstat of
  * the child; returns how many there were, and the last name. */
-static size_t stat_pass(kt_store *s, const kt_list_options *o, char *last,
-			size_t lastsz)
+static size_t stat_pass_of(kt_store *s, const char *dir,
+			   const kt_list_options *o, char *last, size_t lastsz)
 {
 	const kt_entry *e = NULL;
 	kt_iter *it = NULL;
 	size_t n = 0;
 	int rc;
 
-	expect_rc(kt_iter_new(&it, s, "/d", o), 0);
+	expect_rc(kt_iter_new(&it, s, dir, o), 0);
 	while ((rc = kt_iter_next(&e, it)) == 0) {
 		char path[300];
 		kt_statbuf want;
 		assert_non_null(e->stat);
-		snprintf(path, sizeof(path), "/d/%s", e->name);
+		snprintf(path, sizeof(path), "%s/%s", dir, e->name);
 		expect_rc(kt_lstat(&want, s, path), 0);
 		if (memcmp(&want, e->stat, sizeof(want)) != 0)
 			fail_msg("%s: the listing's stat differs from "
@@ -601,6 +601,12 @@ static size_t stat_pass(kt_store *s, const kt_list_options *o, char *last,
 	expect_rc(rc, KT_ITEROVER);
 	kt_iter_free(it);
 	return n;
+}
+
+static size_t stat_pass(kt_store *s, const kt_list_options *o, char *last,
+			size_t lastsz)
+{
+	return stat_pass_of(s, "/d", o, last, lastsz);
 }
 
 /* KT_LIST_STAT: each entry carries what kt_lstat says of the child, for
@@ -654,6 +660,118 @@ static void test_list__stat_entries(void **state)
 	kt_iter_free(it);
 }
 
+/* KT_LIST_STAT on directories small enough that the listing takes all
+ * their names at once, after which the LevelDB engine reads the
+ * children's node rows with the iterator that read the names (it stands
+ * just before them): sizes up to past one read-ahead (32), children of
+ * every kind in every position, and a last directory after whose rows
+ * the store has none. */
+static void test_list__stat_small_dirs(void **state)
+{
+	static const int sizes[] = {1, 2, 3, 8, 31, 32, 33};
+	static char big[40000];
+	kt_store *s = store_of(state);
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	char dir[32], path[64], last[64];
+	size_t k;
+	int i;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		snprintf(dir, sizeof(dir), "/s%02d", sizes[k]);
+		expect_rc(kt_mkdir(s, dir, NULL), 0);
+		for (i = 0; i < sizes[k]; i++) {
+			snprintf(path, sizeof(path), "%s/c%02d", dir, i);
+			switch ((i + (int)k) % 5) {
+			case 0: /* a directory, with a subtree in between */
+				expect_rc(kt_mkdir(s, path, NULL), 0);
+				strcat(path, "/x");
+				put_str(s, path, "x");
+				break;
+			case 1:
+				put_str(s, path, path);
+				break;
+			case 2: /* a value of several blocks */
+				expect_rc(kt_put(s, path, big, sizeof(big),
+						 NULL), 0);
+				break;
+			case 3:
+				expect_rc(kt_symlink(s, path, "/s01", NULL), 0);
+				break;
+			default:
+				expect_rc(kt_mknod(s, path, KT_TYPE_FIFO, 0,
+						   NULL), 0);
+				break;
+			}
+		}
+	}
+	put_str(s, "/zz/a", "a");
+	put_str(s, "/zz/b", "b");
+	o.flags = KT_LIST_STAT;
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		snprintf(dir, sizeof(dir), "/s%02d", sizes[k]);
+		assert_int_equal(stat_pass_of(s, dir, &o, last, sizeof(last)),
+				 (size_t)sizes[k]);
+	}
+	assert_int_equal(stat_pass_of(s, "/zz", &o, last, sizeof(last)), 2);
+	assert_string_equal(last, "b");
+}
+
+/* A KT_LIST_STAT listing of @n children c00... reads the snapshot of its
+ * making: each child's attributes as they were then, though the first,
+ * the second and the last were rewritten, the third removed and one
+ * added before its first entry was asked for.  With a few children the
+ * names are all read at once and their node rows through the iterator
+ * that read them; with more than one read-ahead (32), the node rows are
+ * read while names remain, through an iterator of their own. */
+static void stat_snapshot_of(kt_store *s, const char *dir, int n)
+{
+	kt_list_options o = KT_LIST_OPTIONS_INIT;
+	kt_statbuf then[40];
+	const kt_entry *e = NULL;
+	kt_iter *it = NULL;
+	char path[64], name[16];
+	int i, rc;
+
+	assert_true(n >= 4 && n <= 40);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/c%02d", dir, i);
+		put_str(s, path, path);
+		expect_rc(kt_lstat(&then[i], s, path), 0);
+	}
+	o.flags = KT_LIST_STAT;
+	expect_rc(kt_iter_new(&it, s, dir, &o), 0);
+	snprintf(path, sizeof(path), "%s/c00", dir);
+	put_str(s, path, "a longer value than before");
+	snprintf(path, sizeof(path), "%s/c01", dir);
+	put_str(s, path, "another longer value");
+	snprintf(path, sizeof(path), "%s/c%02d", dir, n - 1);
+	put_str(s, path, "and the last one");
+	snprintf(path, sizeof(path), "%s/c02", dir);
+	expect_rc(kt_delete(s, path, 0), 0);
+	snprintf(path, sizeof(path), "%s/c00a", dir);
+	put_str(s, path, "new");
+	for (i = 0; (rc = kt_iter_next(&e, it)) == 0; i++) {
+		assert_true(i < n);
+		snprintf(name, sizeof(name), "c%02d", i);
+		assert_string_equal(e->name, name);
+		assert_non_null(e->stat);
+		if (memcmp(e->stat, &then[i], sizeof(then[i])) != 0)
+			fail_msg("%s/%s: the listing's stat is not the one of "
+				 "its snapshot", dir, name);
+	}
+	expect_rc(rc, KT_ITEROVER);
+	assert_int_equal(i, n);
+	kt_iter_free(it);
+}
+
+static void test_list__stat_reads_a_snapshot(void **state)
+{
+	kt_store *s = store_of(state);
+
+	stat_snapshot_of(s, "/p", 4);
+	stat_snapshot_of(s, "/q", 40);
+}
+
 /* Options of version 1 (before flags) are still taken; flags the library
  * does not know are refused. */
 static void test_list__options_versions(void **state)
@@ -704,6 +822,8 @@ int main(void)
 		T(test_list__many_children),
 		T(test_list__next_after_end_stays_over),
 		T(test_list__stat_entries),
+		T(test_list__stat_small_dirs),
+		T(test_list__stat_reads_a_snapshot),
 		T(test_list__options_versions),
 #undef T
 	};

@@ -46,6 +46,8 @@ struct kt_iter {
 	int far;             /* KT_LIST_STAT: the last child read was a
 				directory, or has many rows of its own */
 	kt__buf npart;       /* a child's node partition */
+	kt__buf nrow;        /* ...its node row, and decoded: kept from */
+	kt__node node;       /* entry to entry, with their buffers */
 	kt_statbuf sb;
 };
 
@@ -80,6 +82,8 @@ void kt_iter_free(kt_iter *it)
 	kt__buf_free(&it->self);
 	kt__buf_free(&it->tok);
 	kt__buf_free(&it->npart);
+	kt__buf_free(&it->nrow);
+	kt__node_free(&it->node);
 	if (it->ah != NULL) {
 		size_t i;
 		for (i = 0; i < STAT_AHEAD; i++)
@@ -451,6 +455,10 @@ static int ahead_fill(kt_iter *it)
 		rc = kt__mcur_next(it->cur, &row);
 		if (rc == KT_ITEROVER) {
 			it->over = 1;
+			/* The node rows read next begin at the row
+			 * past the partition's end, where the cursor
+			 * stands. */
+			kt__mcur_done(it->cur, &rd);
 			rc = 0;
 			break;
 		}
@@ -476,8 +484,8 @@ static int ahead_fill(kt_iter *it)
 static int list_next_stat(const kt_entry **entry, kt_iter *it)
 {
 	kt__rd rd = {it->st, NULL, it->snap};
-	kt__buf v = {0};
-	kt__node n;
+	kt__buf *v = &it->nrow;
+	kt__node *n = &it->node;
 	int rc;
 
 	for (;;) {
@@ -489,33 +497,33 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 				      it->pre.len)) != 0 ||
 		    (rc = kt__buf_add(&it->npart, a->name.p, a->name.len)) != 0)
 			break;
-		v.len = 0;
+		v->len = 0;
 		/* In key order a child's node row follows the one before
 		 * it, past only that one's own rows (attributes, value
 		 * blocks), unless that one was a directory, whose subtree
 		 * lies in between: then a lookup of its own. */
 		if (it->far)
 			rc = kt__rd_get(&rd, kt__slb(&it->npart),
-					kt__sl("", 0), &v);
+					kt__sl("", 0), v);
 		else
 			rc = kt__rd_get_near(&rd, kt__slb(&it->npart),
-					     kt__sl("", 0), &v);
+					     kt__sl("", 0), v);
 		if (rc == KT_ENOTFOUND)
 			continue; /* gone since the directory was read */
 		if (rc != 0)
 			break;
-		memset(&n, 0, sizeof(n));
-		rc = kt__node_decode(&n, v.p, v.len);
+		/* Every field but the payload's buffer, which is
+		 * reused, is set by the decode. */
+		rc = kt__node_decode(n, v->p, v->len);
 		if (rc == 0) {
-			kt__node_fill_stat(&it->sb, it->st, &n);
+			kt__node_fill_stat(&it->sb, it->st, n);
 			/* A listing is often followed by lookups of its
 			 * children by id (a mount's opens and getattrs). */
-			if (n.nlink <= 1)
-				kt__idc_put(it->st, n.id, kt__slb(&it->npart));
-			it->far = (n.kind & KT_KIND_DIR) ||
-				  (uint64_t)n.nattrs + n.nblocks > 8;
+			if (n->nlink <= 1)
+				kt__idc_put(it->st, n->id, kt__slb(&it->npart));
+			it->far = (n->kind & KT_KIND_DIR) ||
+				  (uint64_t)n->nattrs + n->nblocks > 8;
 		}
-		kt__node_free(&n);
 		if (rc != 0)
 			break;
 		it->name.len = 0;
@@ -535,7 +543,6 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 		*entry = &it->e;
 		break;
 	}
-	kt__buf_free(&v);
 	return rc;
 }
 

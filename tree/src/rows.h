@@ -155,6 +155,14 @@ typedef struct kt__rows_ops {
 	/* 0 with row set, KT_ITEROVER, or an error. */
 	int (*next)(kt__cursor *c, kt__row *row);
 	void (*cursor_free)(kt__cursor *c);
+	/* Optional (NULL: the cursor is left to cursor_free).  Free cursor
+	 * @p c, made through @p snap, whose next said KT_ITEROVER at the end
+	 * of its range, when get_near reads through @p snap follow: the rows
+	 * just past a directory's index partition are its children's node
+	 * rows, which a listing reads next, and an engine may keep what the
+	 * cursor holds to step to them.  The reads answer as they would
+	 * have. */
+	void (*cursor_done)(kt__rows *r, kt__cursor *c, const kt__snap *snap);
 	/* A consistent view of the store, fixed no later than the first
 	 * read through it (a remote engine takes it with that read, saving
 	 * a round trip); one thread at a time reads through it. */

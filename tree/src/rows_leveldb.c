@@ -152,6 +152,7 @@ struct kt__snap {
 
 struct kt__cursor {
 	leveldb_iterator_t *it;
+	const kt__snap *snap;         /* the snapshot it reads, or NULL */
 	leveldb_readoptions_t *ropts; /* owned: iterators without snapshot */
 	kt__buf lo;                   /* first key of the range */
 	kt__buf hi;                   /* first key past the range */
@@ -162,6 +163,7 @@ struct kt__cursor {
 	int nv;      /* ...and the caller checks the rows (NOVERIFY) */
 	int nodes;   /* node rows only (KT__SCAN_NODES) */
 	int unchecked; /* KT__SCAN_NOVERIFY: blocks read without checks */
+	int whole;   /* a partition from its first row (no FROM, AFTER) */
 	ldb_watch w;
 };
 
@@ -984,6 +986,9 @@ static int scan_plain(kt__cursor **out, kt__rows *r, const kt__snap *snap,
 		return rc;
 	}
 	c->it = leveldb_create_iterator(l->db, scan_ropts(l, snap, how->flags));
+	c->snap = snap;
+	c->whole = !(how->flags & (KT__SCAN_PREFIX | KT__SCAN_FROM |
+				   KT__SCAN_AFTER));
 	*out = c;
 	return 0;
 }
@@ -1134,10 +1139,37 @@ static void ldb_cursor_free(kt__cursor *c)
 {
 	if (c == NULL)
 		return;
-	leveldb_iter_destroy(c->it);
+	if (c->it != NULL)
+		leveldb_iter_destroy(c->it);
 	kt__buf_free(&c->lo);
 	kt__buf_free(&c->hi);
 	free(c);
+}
+
+/* A forward cursor over a snapshot, at the end of its range, becomes the
+ * snapshot's near iterator when it has none, so that no second iterator
+ * is made.  It stands on the first row past the range: after a scan of
+ * a whole directory's index partition, that is its first child's node
+ * row, where a listing's get_near reads begin, so the first is found
+ * without a seek.  After a scan that began after a name (a listing's
+ * later page), the reads begin further on: near_at 0, and the first
+ * seeks.  It was made with the options get_near's iterator would have
+ * had (not a NOVERIFY scan's), and its last move asked its status, as
+ * get_near's moves do; near_w makes the next move ask again. */
+static void ldb_cursor_done(kt__rows *r, kt__cursor *c, const kt__snap *snap)
+{
+	kt__snap *s = (kt__snap *)snap; /* one thread reads through it */
+
+	(void)r;
+	if (s != NULL && c->snap == snap && s->near == NULL && !s->near_off &&
+	    c->it != NULL && c->started && c->done && !c->reverse &&
+	    !c->unchecked && c->ropts == NULL) {
+		s->near = c->it;
+		c->it = NULL;
+		s->near_at = c->whole && leveldb_iter_valid(s->near) != 0;
+		s->near_w.thread = 0;
+	}
+	ldb_cursor_free(c);
 }
 
 static int ldb_snapshot(kt__snap **out, kt__rows *r)
@@ -1431,6 +1463,7 @@ static const kt__rows_ops ldb_ops = {
 	.scan = ldb_scan,
 	.next = ldb_next,
 	.cursor_free = ldb_cursor_free,
+	.cursor_done = ldb_cursor_done,
 	.snapshot = ldb_snapshot,
 	.snapshot_free = ldb_snapshot_free,
 	.commit = ldb_commit,

@@ -318,6 +318,11 @@ int kt__rd_get_near(kt__rd *rd, kt__slice part, kt__slice sort,
 int kt__rd_scan(kt__mcur **out, kt__rd *rd, const kt__scan *how);
 int kt__mcur_next(kt__mcur *c, kt__row *row);
 void kt__mcur_free(kt__mcur *c);
+/* @p c, a forward scan through rd's snapshot that said KT_ITEROVER, is
+ * done with, and get_near reads through that snapshot follow: the
+ * engine may pass on its cursor to them (rows.h, cursor_done).  @p c
+ * says KT_ITEROVER from then on, and is still freed by the caller. */
+void kt__mcur_done(kt__mcur *c, kt__rd *rd);
 
 /* Id rows (format 2): id -> the node's partition key.  kt__id_put takes a
  * canonical path, kt__id_put_enc an already encoded partition key. */

@@ -899,6 +899,19 @@ int kt__mcur_next(kt__mcur *c, kt__row *row)
 	}
 }
 
+void kt__mcur_done(kt__mcur *c, kt__rd *rd)
+{
+	kt__rows *r = c->rows;
+
+	/* Only a plain read's cursor, at its end, with no overlay left. */
+	if (c->ec == NULL || c->ec_rc != KT_ITEROVER || c->reverse ||
+	    c->tx != NULL || rd->tx != NULL || rd->snap == NULL ||
+	    c->iov < c->nov || r->ops->cursor_done == NULL)
+		return;
+	r->ops->cursor_done(r, c->ec, rd->snap);
+	c->ec = NULL;
+}
+
 void kt__mcur_free(kt__mcur *c)
 {
 	if (c == NULL)
