@@ -768,6 +768,12 @@ static void test_list__stat_reads_a_snapshot(void **state)
 {
 	kt_store *s = store_of(state);
 
+	/* RADOS's snapshot is not one moment of the whole store (rows.h):
+	 * there the attributes are what the node rows say when they are
+	 * read, after the names (iter.c, list_next_stat). */
+	KT_TEST_LEVELDB_ONLY("a listing's attributes are read after its "
+			     "names, each as its node row is then");
+
 	stat_snapshot_of(s, "/p", 4);
 	stat_snapshot_of(s, "/q", 40);
 }
