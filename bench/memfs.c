@@ -4,7 +4,7 @@
  * the way keytreefs answers (the low-level API, READDIRPLUS always, the
  * same timeouts, a multi-threaded loop), with no store behind it.
  *
- *   kt_bench_memfs [-f] [-d] SOURCE MOUNTPOINT
+ *   kt_bench_memfs [-f] [-d] [-s] SOURCE MOUNTPOINT
  *
  * SOURCE is read once, before mounting (names, types, modes, sizes and
  * times; no file data).  What a find or an `ls -l` of the mount costs
@@ -297,11 +297,13 @@ static const struct fuse_lowlevel_ops mem_ops = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kt_bench_memfs [-f] [-d] SOURCE MOUNTPOINT\n"
+	fprintf(f, "usage: kt_bench_memfs [-f] [-d] [-s] SOURCE MOUNTPOINT\n"
 		   "Mounts a read-only copy, in memory, of the tree under "
 		   "SOURCE (no file data).\n"
 		   "  -f  stay in the foreground\n"
-		   "  -d  log every request on stderr (implies -f)\n");
+		   "  -d  log every request on stderr (implies -f)\n"
+		   "  -s  one thread (as bindfs by default), not libfuse's "
+		   "pool\n");
 }
 
 int main(int argc, char **argv)
@@ -311,7 +313,7 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *lc;
 	struct stat st;
 	const char *src, *mnt;
-	int fg = 0, i = 1, rc;
+	int fg = 0, single = 0, i = 1, rc;
 
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
 			 strcmp(argv[1], "--help") == 0)) {
@@ -323,6 +325,8 @@ int main(int argc, char **argv)
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "-f") == 0) {
 			fg = 1;
+		} else if (strcmp(argv[i], "-s") == 0) {
+			single = 1;
 		} else if (strcmp(argv[i], "-d") == 0) {
 			/* libfuse's request log, on stderr, in the foreground */
 			fg = 1;
@@ -355,9 +359,13 @@ int main(int argc, char **argv)
 		die("fuse_daemonize");
 	fuse_set_signal_handlers(se);
 	/* libfuse's defaults, as keytreefs runs by default. */
-	lc = fuse_loop_cfg_create();
-	rc = lc ? fuse_session_loop_mt(se, lc) : 1;
-	fuse_loop_cfg_destroy(lc);
+	lc = single ? NULL : fuse_loop_cfg_create();
+	if (single)
+		rc = fuse_session_loop(se);
+	else
+		rc = lc ? fuse_session_loop_mt(se, lc) : 1;
+	if (lc)
+		fuse_loop_cfg_destroy(lc);
 	fuse_remove_signal_handlers(se);
 	fuse_session_unmount(se);
 	fuse_session_destroy(se);
