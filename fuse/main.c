@@ -593,12 +593,15 @@ static void unescape(char *f)
 static void readahead_plan(struct ktfs *fs, const struct options *o)
 {
 	size_t bytes = o->readahead ? o->ra_bytes : (size_t)1 << 20;
-	char line[8192], dev[32] = "";
+	char *line = NULL, dev[32] = "";
+	size_t cap = 0;
 	FILE *f;
 
 	if (bytes == 0 || (f = fopen("/proc/self/mountinfo", "r")) == NULL)
 		return;
-	while (fgets(line, sizeof(line), f) != NULL) {
+	/* Whole lines, however long: a mount point may take up to
+	 * PATH_MAX bytes, four times that escaped, and its options more. */
+	while (getline(&line, &cap, f) != -1) {
 		char *save = NULL, *fld[5];
 		int i;
 
@@ -613,6 +616,7 @@ static void readahead_plan(struct ktfs *fs, const struct options *o)
 		    strlen(fld[2]) < sizeof(dev))
 			strcpy(dev, fld[2]);
 	}
+	free(line);
 	fclose(f);
 	if (dev[0] == '\0')
 		return;

@@ -345,10 +345,25 @@ if [ "$(id -u)" = 0 ]; then
 	ktfs_mount -o readahead=256K
 	expect_eq "read-ahead with -o readahead=256K (KiB)" "$(ra_kb)" 256
 	ktfs_umount
+	# A mount point whose line in /proc/self/mountinfo is longer than
+	# 8 KiB (each space is written there as \040): the daemon finds
+	# its device all the same.
+	sp=$(printf '%*s' 250 '')
+	long="$KTFS_TMP/ra/$sp/$sp/$sp/$sp/$sp/$sp/$sp/$sp/$sp"
+	mkdir -p "$long"
+	short_mnt=$MNT
+	MNT=$long
+	ktfs_mount
+	line=$(grep -F " $(printf '%s' "$long" | sed 's/ /\\040/g') " /proc/self/mountinfo | wc -c)
+	[ "$line" -gt 8192 ] || fail "the long mount point's mountinfo line is $line bytes, not over 8 KiB"
+	expect_eq "read-ahead at a mount point of $line bytes in mountinfo (KiB)" "$(ra_kb)" 1024
+	ktfs_umount
+	MNT=$short_mnt
+	rm -rf "$KTFS_TMP/ra"
 	# Linux gives every backing device 128 KiB (VM_READAHEAD_PAGES).
 	[ "$kernel_ra" != 1024 ] ||
 		fail "read-ahead with -o readahead=0: $kernel_ra, not the kernel's"
-	ok "keytreefs -o readahead: 1024 KiB by default, 256 with 256K, the kernel's ($kernel_ra) with 0; abc, 1, 2K, 65M, 1G and -4K are refused"
+	ok "keytreefs -o readahead: 1024 KiB by default (also at a mount point whose mountinfo line is over 8 KiB), 256 with 256K, the kernel's ($kernel_ra) with 0; abc, 1, 2K, 65M, 1G and -4K are refused"
 else
 	ok "keytreefs -o readahead: abc, 1, 2K, 65M, 1G and -4K are refused (not root: the read-ahead itself is not checked)"
 fi
