@@ -19,7 +19,7 @@ enum { IT_LIST, IT_FIND, IT_ATTR };
 #define STAT_AHEAD 32
 
 typedef struct ahead {
-	kt__buf name;
+	size_t at, len; /* its name in the iterator's ahnames */
 	unsigned int kind, type;
 	uint64_t id;
 } ahead;
@@ -42,6 +42,7 @@ struct kt_iter {
 	int over;
 	unsigned int lflags; /* KT_LIST_* */
 	ahead *ah;           /* KT_LIST_STAT: STAT_AHEAD of them */
+	kt__buf ahnames;     /* ...and their names, one after another */
 	size_t nah, ahat;    /* filled, and handed out */
 	int far;             /* KT_LIST_STAT: the last child read was a
 				directory, or has many rows of its own */
@@ -84,12 +85,8 @@ void kt_iter_free(kt_iter *it)
 	kt__buf_free(&it->npart);
 	kt__buf_free(&it->nrow);
 	kt__node_free(&it->node);
-	if (it->ah != NULL) {
-		size_t i;
-		for (i = 0; i < STAT_AHEAD; i++)
-			kt__buf_free(&it->ah[i].name);
-		free(it->ah);
-	}
+	kt__buf_free(&it->ahnames);
+	free(it->ah);
 	free(it);
 }
 
@@ -450,6 +447,7 @@ static int ahead_fill(kt_iter *it)
 	if (it->limit && it->limit - it->count < want)
 		want = it->limit - it->count;
 	it->nah = it->ahat = 0;
+	it->ahnames.len = 0;
 	while (it->nah < want && !it->over) {
 		ahead *a = &it->ah[it->nah];
 		rc = kt__mcur_next(it->cur, &row);
@@ -465,8 +463,12 @@ static int ahead_fill(kt_iter *it)
 		if (rc == 0)
 			rc = kt__index_decode(&a->kind, &a->id, &a->type,
 					      row.value.p, row.value.len);
-		if (rc == 0)
-			rc = kt__buf_set(&a->name, row.sort.p, row.sort.len);
+		if (rc == 0) {
+			a->at = it->ahnames.len;
+			a->len = row.sort.len;
+			rc = kt__buf_add(&it->ahnames, row.sort.p,
+					 row.sort.len);
+		}
 		if (rc == 0 && (rc = kt__buf_set(&it->npart, it->pre.p,
 						 it->pre.len)) == 0 &&
 		    (rc = kt__buf_add(&it->npart, row.sort.p,
@@ -489,13 +491,15 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 	int rc;
 
 	for (;;) {
+		const char *name;
 		ahead *a;
 		if (it->ahat == it->nah && (rc = ahead_fill(it)) != 0)
 			break;
 		a = &it->ah[it->ahat++];
+		name = it->ahnames.p + a->at;
 		if ((rc = kt__buf_set(&it->npart, it->pre.p,
 				      it->pre.len)) != 0 ||
-		    (rc = kt__buf_add(&it->npart, a->name.p, a->name.len)) != 0)
+		    (rc = kt__buf_add(&it->npart, name, a->len)) != 0)
 			break;
 		v->len = 0;
 		/* In key order a child's node row follows the one before
@@ -527,8 +531,8 @@ static int list_next_stat(const kt_entry **entry, kt_iter *it)
 		if (rc != 0)
 			break;
 		it->name.len = 0;
-		if ((rc = kt__name_dec(&it->name, &it->st->delim, a->name.p,
-				       a->name.len)) != 0)
+		if ((rc = kt__name_dec(&it->name, &it->st->delim, name,
+				       a->len)) != 0)
 			break;
 		/* The node row is the later read: where the two disagree
 		 * (replaced in between, on an engine without one snapshot),

@@ -153,7 +153,6 @@ struct kt__snap {
 struct kt__cursor {
 	leveldb_iterator_t *it;
 	const kt__snap *snap;         /* the snapshot it reads, or NULL */
-	leveldb_readoptions_t *ropts; /* owned: iterators without snapshot */
 	kt__buf lo;                   /* first key of the range */
 	kt__buf hi;                   /* first key past the range */
 	int reverse;
@@ -1163,7 +1162,7 @@ static void ldb_cursor_done(kt__rows *r, kt__cursor *c, const kt__snap *snap)
 	(void)r;
 	if (s != NULL && c->snap == snap && s->near == NULL && !s->near_off &&
 	    c->it != NULL && c->started && c->done && !c->reverse &&
-	    !c->unchecked && c->ropts == NULL) {
+	    !c->unchecked) {
 		s->near = c->it;
 		c->it = NULL;
 		s->near_at = c->whole && leveldb_iter_valid(s->near) != 0;
