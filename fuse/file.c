@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "keytreefs.h"
 
@@ -185,17 +186,38 @@ static void seen_forget(struct ktfs *fs, uint64_t ino)
 	ktfs_open_unlock(fs);
 }
 
+/* For tests (orphans.sh): KEYTREEFS_TEST_OPEN_PAUSE_MS makes an OPEN
+ * wait that long between seeing whether its inode is an orphan and
+ * counting its handle, so that an unlink can come in between. */
+static int open_pause_ms;
+static pthread_once_t open_pause_once = PTHREAD_ONCE_INIT;
+
+static void open_pause_read(void)
+{
+	const char *v = getenv("KEYTREEFS_TEST_OPEN_PAUSE_MS");
+
+	open_pause_ms = v != NULL ? atoi(v) : 0;
+}
+
+static void open_pause(void)
+{
+	pthread_once(&open_pause_once, open_pause_read);
+	if (open_pause_ms > 0)
+		usleep((useconds_t)open_pause_ms * 1000);
+}
+
 void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ktfs *fs = ktfs_of(req);
 	struct ktfs_node n;
 	uint64_t oid;
-	int rc;
+	int rc, orphan;
 
 	/* The node is read once, after the open is counted (file_open). */
 	memset(&n, 0, sizeof(n));
-	rc = file_open(fs, fi, ino, ktfs_open_orphan(fs, NULL, ino, &oid),
-		       &n);
+	orphan = ktfs_open_orphan(fs, NULL, ino, &oid);
+	open_pause();
+	rc = file_open(fs, fi, ino, orphan, &n);
 	if (rc == 0 && !n.orphan && !seen_note(fs, ino, n.st.version, 1)) {
 		struct fuse_session *se =
 			__atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);

@@ -237,9 +237,11 @@ int ktfs_link_shows_mountpoint(const struct ktfs *fs, const char *target);
  * @p err when out of memory, or when the orphan an open of /proc/PID/fd/N
  * asked for was released meanwhile (ENOENT).  With
  * @p orphan the handle is of the orphan of @p ino (an open of
- * /proc/PID/fd/N); without, an orphaned entry of @p ino is set aside first
- * (a value file's inode number comes back when its directory gets a value
- * again): the new handle is of the file that has the name now. */
+ * /proc/PID/fd/N).  Without, the open began on a named file: an orphaned
+ * entry of a value file's inode number is set aside first (the number
+ * comes back when its directory gets a value again), and the new handle
+ * is of the file that has the name now; an orphaned entry of any other
+ * number is joined (the name went while the open was under way). */
 struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
 				int *err);
 

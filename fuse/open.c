@@ -84,8 +84,18 @@ struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
 		*err = -ENOENT;
 		return NULL;
 	}
-	if (*op && (*op)->orphaned && !orphan)
-		unhook(fs, *op); /* a value file's number, in use again */
+	/* An orphaned entry, and the open began on a named file: an unlink
+	 * (or a rename over it) came in between, while other handles kept
+	 * the file, or the number is in use again.  Only a value file's
+	 * number comes back (when its directory gets a value again), and
+	 * the handle is then of the file that has the name now: the entry
+	 * is set aside.  A plain item's id is never used again, so the open
+	 * joins the orphan, as if it had come just before the unlink;
+	 * setting the entry aside would leave the handles already open
+	 * unreachable by inode number (a GETATTR or SETATTR without a
+	 * handle: ENOENT). */
+	if (*op && (*op)->orphaned && !orphan && (ino & KTFS_VALUE_BIT))
+		unhook(fs, *op);
 	op = slot(fs, ino);
 	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
 		(*op)->ino = ino;

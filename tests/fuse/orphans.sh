@@ -109,3 +109,29 @@ expect_eq "value bytes left in the store" "$vbytes" 0
 [ "$rbytes" -lt 100000 ] ||
 	fail "the store still holds $rbytes row bytes: an orphan was kept"
 ok "the space of files unlinked while open is gone after the last close"
+
+# An open of a named file that an unlink overtakes, while another
+# descriptor keeps the file: the open joins the orphan (it reads the
+# data, as if it had come just before the unlink), and the descriptor
+# already open still reaches the file by inode number (chmod through
+# /proc: a SETATTR without a handle).  KEYTREEFS_TEST_OPEN_PAUSE_MS holds
+# every OPEN between its look at the open table and the count of its
+# handle, where the unlink comes.
+KEYTREEFS_TEST_OPEN_PAUSE_MS=600 ktfs_mount
+printf racing >"$MNT/raced"
+exec 7<"$MNT/raced"
+cat "$MNT/raced" >"$KTFS_TMP/raced.out" 2>"$KTFS_TMP/raced.err" &
+catpid=$!
+sleep 0.2
+rm "$MNT/raced"
+wait "$catpid" ||
+	fail "an open overtaken by an unlink failed: $(cat "$KTFS_TMP/raced.err")"
+expect_eq "what that open read" "$(cat "$KTFS_TMP/raced.out")" racing
+chmod 600 "/proc/$$/fd/7" ||
+	fail "chmod of the open, unlinked file through /proc/$$/fd/7"
+expect_eq "its mode after the chmod" "$(stat -L -c %a "/proc/$$/fd/7")" 600
+exec 7<&-
+ktfs_umount
+read -r vbytes rbytes < <("$KTFS_PROBE" stats "$STORE")
+expect_eq "value bytes left after the last close" "$vbytes" 0
+ok "an open overtaken by an unlink joins the orphan; the other descriptor keeps it by inode number"
