@@ -41,10 +41,42 @@ typedef struct kt__buf {
 	size_t cap;
 } kt__buf;
 
-int kt__buf_reserve(kt__buf *b, size_t extra);
-int kt__buf_add(kt__buf *b, const void *data, size_t len);
-int kt__buf_set(kt__buf *b, const void *data, size_t len);
-int kt__buf_addc(kt__buf *b, char c);
+/* Make the buffer room for @p extra more bytes and the NUL (error.c). */
+int kt__buf_grow(kt__buf *b, size_t extra);
+
+/* The buffer functions run on every row a listing or a get reads; where
+ * the room is there already they take no call. */
+static inline int kt__buf_reserve(kt__buf *b, size_t extra)
+{
+	if (b->len < b->cap && extra < b->cap - b->len)
+		return 0;
+	return kt__buf_grow(b, extra);
+}
+
+static inline int kt__buf_add(kt__buf *b, const void *data, size_t len)
+{
+	int rc = kt__buf_reserve(b, len);
+
+	if (rc != 0)
+		return rc;
+	if (len > 0)
+		memcpy(b->p + b->len, data, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+static inline int kt__buf_set(kt__buf *b, const void *data, size_t len)
+{
+	b->len = 0;
+	return kt__buf_add(b, data, len);
+}
+
+static inline int kt__buf_addc(kt__buf *b, char c)
+{
+	return kt__buf_add(b, &c, 1);
+}
+
 void kt__buf_free(kt__buf *b);
 /* Hand the buffer's memory to the caller (never NULL on success). */
 char *kt__buf_detach(kt__buf *b, size_t *len);

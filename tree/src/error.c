@@ -128,7 +128,7 @@ const char *kt__show(char *out, size_t outsz, const void *s, size_t len)
 	return out;
 }
 
-int kt__buf_reserve(kt__buf *b, size_t extra)
+int kt__buf_grow(kt__buf *b, size_t extra)
 {
 	size_t need, cap;
 	char *p;
@@ -148,30 +148,6 @@ int kt__buf_reserve(kt__buf *b, size_t extra)
 	b->p = p;
 	b->cap = cap;
 	return 0;
-}
-
-int kt__buf_add(kt__buf *b, const void *data, size_t len)
-{
-	int rc = kt__buf_reserve(b, len);
-
-	if (rc != 0)
-		return rc;
-	if (len > 0)
-		memcpy(b->p + b->len, data, len);
-	b->len += len;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-int kt__buf_set(kt__buf *b, const void *data, size_t len)
-{
-	b->len = 0;
-	return kt__buf_add(b, data, len);
-}
-
-int kt__buf_addc(kt__buf *b, char c)
-{
-	return kt__buf_add(b, &c, 1);
 }
 
 void kt__buf_free(kt__buf *b)
