@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,8 +84,10 @@ void ktfs_files_free(struct ktfs *fs)
 
 /* Register an open of inode @ino in @fi.  The handle is counted first and
  * the node checked afterwards: an unlink in this mount decides under the
- * open table's lock, so it either sees this handle (and keeps an orphan)
- * or has removed the node before it was counted (and the open fails).
+ * open table's lock, so it either sees this handle (and keeps an orphan),
+ * or has made an orphan for other handles before this one was counted
+ * (and the open joins it, ktfs_open_get), or has removed the node (and
+ * the open fails).
  * @orphan: the inode was an orphan when the open began.  The node read
  * goes to @out (NULL: dropped); a directory that is not a value file is
  * refused (EISDIR). */
@@ -186,24 +190,32 @@ static void seen_forget(struct ktfs *fs, uint64_t ino)
 	ktfs_open_unlock(fs);
 }
 
-/* For tests (orphans.sh): KEYTREEFS_TEST_OPEN_PAUSE_MS makes an OPEN
- * wait that long between seeing whether its inode is an orphan and
- * counting its handle, so that an unlink can come in between. */
-static int open_pause_ms;
+/* For tests (orphans.sh): with KEYTREEFS_TEST_OPEN_PAUSE=PATH, an OPEN
+ * that finds the file PATH, between its look at the open table and the
+ * count of its handle, makes PATH.held and waits (up to 30 s) until PATH
+ * is removed, so that a test can unlink the file right there. */
+static const char *open_pause_path;
 static pthread_once_t open_pause_once = PTHREAD_ONCE_INIT;
 
 static void open_pause_read(void)
 {
-	const char *v = getenv("KEYTREEFS_TEST_OPEN_PAUSE_MS");
-
-	open_pause_ms = v != NULL ? atoi(v) : 0;
+	open_pause_path = getenv("KEYTREEFS_TEST_OPEN_PAUSE");
 }
 
 static void open_pause(void)
 {
+	char held[PATH_MAX + 8];
+	int fd, i;
+
 	pthread_once(&open_pause_once, open_pause_read);
-	if (open_pause_ms > 0)
-		usleep((useconds_t)open_pause_ms * 1000);
+	if (open_pause_path == NULL || access(open_pause_path, F_OK) != 0)
+		return;
+	snprintf(held, sizeof(held), "%s.held", open_pause_path);
+	if ((fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
+		close(fd);
+	for (i = 0; i < 3000 && access(open_pause_path, F_OK) == 0; i++)
+		usleep(10000);
+	unlink(held);
 }
 
 void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

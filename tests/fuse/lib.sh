@@ -177,8 +177,11 @@ ktfs_cleanup() {
 			umount -l "$MNT" || true
 	fi
 	local m
+	# /proc/mounts writes a space as \040 (a tab \011, a newline
+	# \012): printf %b reads those back.
 	for m in $(awk -v d="$KTFS_TMP/" 'index($2, d) == 1 { print $2 }' \
 		/proc/mounts); do
+		m=$(printf '%b' "$m")
 		fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" || true
 	done
 	if [ -n "$KTFS_PID" ]; then

@@ -114,19 +114,28 @@ ok "the space of files unlinked while open is gone after the last close"
 # descriptor keeps the file: the open joins the orphan (it reads the
 # data, as if it had come just before the unlink), and the descriptor
 # already open still reaches the file by inode number (chmod through
-# /proc: a SETATTR without a handle).  KEYTREEFS_TEST_OPEN_PAUSE_MS holds
-# every OPEN between its look at the open table and the count of its
-# handle, where the unlink comes.
-KEYTREEFS_TEST_OPEN_PAUSE_MS=600 ktfs_mount
-printf racing >"$MNT/raced"
+# /proc: a SETATTR without a handle).  With KEYTREEFS_TEST_OPEN_PAUSE,
+# an OPEN that finds the file $KTFS_TMP/pause between its look at the
+# open table and the count of its handle waits there until the file is
+# removed; the unlink comes while it waits.
+head -c 300000 /dev/urandom >"$KTFS_TMP/racedsrc"
+KEYTREEFS_TEST_OPEN_PAUSE="$KTFS_TMP/pause" ktfs_mount
+cp "$KTFS_TMP/racedsrc" "$MNT/raced"
 exec 7<"$MNT/raced"
+: >"$KTFS_TMP/pause"
 cat "$MNT/raced" >"$KTFS_TMP/raced.out" 2>"$KTFS_TMP/raced.err" &
 catpid=$!
-sleep 0.2
+for i in $(seq 600); do
+	[ ! -e "$KTFS_TMP/pause.held" ] || break
+	sleep 0.05
+done
+[ -e "$KTFS_TMP/pause.held" ] || fail "the open of raced did not reach the pause"
 rm "$MNT/raced"
+rm "$KTFS_TMP/pause"
 wait "$catpid" ||
 	fail "an open overtaken by an unlink failed: $(cat "$KTFS_TMP/raced.err")"
-expect_eq "what that open read" "$(cat "$KTFS_TMP/raced.out")" racing
+cmp "$KTFS_TMP/raced.out" "$KTFS_TMP/racedsrc" ||
+	fail "what the overtaken open read differs from what was written"
 chmod 600 "/proc/$$/fd/7" ||
 	fail "chmod of the open, unlinked file through /proc/$$/fd/7"
 expect_eq "its mode after the chmod" "$(stat -L -c %a "/proc/$$/fd/7")" 600
@@ -134,4 +143,6 @@ exec 7<&-
 ktfs_umount
 read -r vbytes rbytes < <("$KTFS_PROBE" stats "$STORE")
 expect_eq "value bytes left after the last close" "$vbytes" 0
+[ "$rbytes" -lt 100000 ] ||
+	fail "the store holds $rbytes row bytes after the last close: the orphan was kept"
 ok "an open overtaken by an unlink joins the orphan; the other descriptor keeps it by inode number"
