@@ -11,8 +11,9 @@
 # RADOS tree of the case is destroyed (`keytree destroy --yes`) on exit,
 # and one that cannot be is a failure.  What only makes sense on one
 # engine says so: a whole case starts with `engine_only ENGINE REASON`,
-# which on the other engine prints "skip: REASON" and exits 77 (CTest's
-# SKIP_RETURN_CODE, so the case shows as skipped, not passed); a part of a
+# and CMake (tools/CMakeLists.txt) registers it on that engine only; run
+# on the other by hand it prints "skip: REASON" and exits 77 (CTest's
+# SKIP_RETURN_CODE, so it would show as skipped, not passed); a part of a
 # case runs under `if engine_is ENGINE REASON; then ... fi`, which prints
 # "skip - REASON" on the other engine.
 #
