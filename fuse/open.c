@@ -69,12 +69,28 @@ static void unhook(struct ktfs *fs, struct ktfs_open *o)
 	o->hooked = 0;
 }
 
+/* Whether value file @ino exists now, its node an item and a directory:
+ * 1 when it does (the number is in use again) or when that cannot be
+ * told, 0 when the node has no value or is gone. */
+static int value_back(struct ktfs *fs, uint64_t ino)
+{
+	kt_statbuf st;
+	int rc = kt_id_lstat(&st, NULL, NULL, fs->store, ino & ~KTFS_VALUE_BIT);
+
+	if (rc == KT_ENOTFOUND)
+		return 0;
+	return rc < 0 || (st.kind & (KT_KIND_ITEM | KT_KIND_DIR)) ==
+				 (KT_KIND_ITEM | KT_KIND_DIR);
+}
+
 struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
 				int *err)
 {
-	struct ktfs_open **op, *o;
+	struct ktfs_open **op, *o, *seen = NULL;
+	int back = -1, tries = 0;
 
 	*err = -ENOMEM;
+again:
 	pthread_mutex_lock(&fs->lock);
 	op = slot(fs, ino);
 	/* An open of an orphan (through /proc/PID/fd) that lost the race
@@ -86,16 +102,25 @@ struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
 	}
 	/* An orphaned entry, and the open began on a named file: an unlink
 	 * (or a rename over it) came in between, while other handles kept
-	 * the file, or the number is in use again.  Only a value file's
-	 * number comes back (when its directory gets a value again), and
-	 * the handle is then of the file that has the name now: the entry
-	 * is set aside.  A plain item's id is never used again, so the open
-	 * joins the orphan, as if it had come just before the unlink;
-	 * setting the entry aside would leave the handles already open
-	 * unreachable by inode number (a GETATTR or SETATTR without a
-	 * handle: ENOENT). */
-	if (*op && (*op)->orphaned && !orphan && (ino & KTFS_VALUE_BIT))
-		unhook(fs, *op);
+	 * the file, or the number is in use again.  The open joins the
+	 * orphan, as if it had come just before the unlink: setting the
+	 * entry aside would leave the handles already open unreachable by
+	 * inode number (a GETATTR or SETATTR without a handle: ENOENT).  A
+	 * plain item's id is never used again.  A value file's number is,
+	 * when its directory gets a value anew: the open is then of the
+	 * file that has the name now, and the entry is set aside.  Which of
+	 * the two it is takes a read of the directory's node, made without
+	 * the lock; if the entry changed meanwhile, it is read again. */
+	if (*op && (*op)->orphaned && !orphan && (ino & KTFS_VALUE_BIT)) {
+		if ((back < 0 || *op != seen) && tries++ < 3) {
+			seen = *op;
+			pthread_mutex_unlock(&fs->lock);
+			back = value_back(fs, ino);
+			goto again;
+		}
+		if (back != 0 || *op != seen)
+			unhook(fs, *op);
+	}
 	op = slot(fs, ino);
 	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
 		(*op)->ino = ino;

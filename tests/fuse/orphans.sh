@@ -149,3 +149,35 @@ exec 7<&-
 ktfs_umount
 no_orphan_kept
 ok "an open overtaken by an unlink joins the orphan; the other descriptor keeps it by inode number"
+
+# The same for an item+dir's value file, whose inode number would be in
+# use again had the directory got a value anew: it has not, so the open
+# joins the orphan too.
+KEYTREEFS_TEST_OPEN_PAUSE="$KTFS_TMP/pause" ktfs_mount
+mkdir "$MNT/vraced"
+cp "$KTFS_TMP/racedsrc" "$MNT/vraced/$VALUE"
+exec 7<"$MNT/vraced/$VALUE"
+: >"$KTFS_TMP/pause"
+cat "$MNT/vraced/$VALUE" >"$KTFS_TMP/raced.out" 2>"$KTFS_TMP/raced.err" &
+catpid=$!
+for i in $(seq 600); do
+	[ ! -e "$KTFS_TMP/pause.held" ] || break
+	sleep 0.05
+done
+[ -e "$KTFS_TMP/pause.held" ] ||
+	fail "the open of the value file did not reach the pause"
+rm "$MNT/vraced/$VALUE"
+rm "$KTFS_TMP/pause"
+wait "$catpid" ||
+	fail "an open of a value file overtaken by an unlink failed: $(cat "$KTFS_TMP/raced.err")"
+cmp "$KTFS_TMP/raced.out" "$KTFS_TMP/racedsrc" ||
+	fail "what the overtaken open of the value file read differs"
+chmod 600 "/proc/$$/fd/7" ||
+	fail "chmod of the open, unlinked value file through /proc/$$/fd/7"
+expect_eq "the value file's mode after the chmod" \
+	"$(stat -L -c %a "/proc/$$/fd/7")" 600
+exec 7<&-
+rmdir "$MNT/vraced"
+ktfs_umount
+no_orphan_kept
+ok "an open of a value file overtaken by an unlink joins the orphan"
