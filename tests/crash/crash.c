@@ -24,7 +24,8 @@
  *
  * The next round continues on the same store from the next operation.
  *
- * Environment: KT_CRASH_KILLS (rounds, default 200), KT_CRASH_SEED (default
+ * Environment: KT_CRASH_KILLS (rounds; default KT_CRASH_KILLS_DEFAULT, which
+ * CTest sets per test, else 200), KT_CRASH_SEED (default
  * from the clock; printed), KT_CRASH_DIR (where to keep the stores; kept on
  * failure), KT_CRASH_VERBOSE=1 (one line per round), KT_CRASH_BREAK=1
  * (the child runs batches as separate calls: the test must then fail),
@@ -1151,7 +1152,10 @@ int main(int argc, char **argv)
 	if (wd_secs > 0)
 		signal(SIGALRM, wd_fire);
 	sx.op_us = 1000;
-	kills = env_u64("KT_CRASH_KILLS", 200);
+	/* CTest sets a test's own count as KT_CRASH_KILLS_DEFAULT, so that
+	 * KT_CRASH_KILLS in ctest's environment still makes a longer run. */
+	kills = env_u64("KT_CRASH_KILLS",
+			env_u64("KT_CRASH_KILLS_DEFAULT", 200));
 	seed = env_u64("KT_CRASH_SEED",
 		       (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
 	r.s = seed ^ 0x5eed;
