@@ -88,11 +88,11 @@ void ktfs_files_free(struct ktfs *fs)
  * or has made an orphan for other handles before this one was counted
  * (and the open joins it, ktfs_open_get), or has removed the node (and
  * the open fails).
- * @orphan: the inode was an orphan when the open began.  The node read
- * goes to @out (NULL: dropped); a directory that is not a value file is
- * refused (EISDIR). */
+ * @how: how the open began, KTFS_OPEN_*.  The node read goes to @out
+ * (NULL: dropped); a directory that is not a value file is refused
+ * (EISDIR). */
 static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
-		     int orphan, struct ktfs_node *out)
+		     int how, struct ktfs_node *out)
 {
 	struct ktfs_file *f = calloc(1, sizeof(*f));
 	struct ktfs_node n;
@@ -101,7 +101,7 @@ static int file_open(struct ktfs *fs, struct fuse_file_info *fi, uint64_t ino,
 	if (!f)
 		return -ENOMEM;
 	f->append = (fi->flags & O_APPEND) != 0;
-	if (!(f->open = ktfs_open_get(fs, ino, orphan, &err))) {
+	if (!(f->open = ktfs_open_get(fs, ino, how, &err))) {
 		free(f);
 		return err;
 	}
@@ -229,7 +229,8 @@ void ktfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	memset(&n, 0, sizeof(n));
 	orphan = ktfs_open_orphan(fs, NULL, ino, &oid);
 	open_pause();
-	rc = file_open(fs, fi, ino, orphan, &n);
+	rc = file_open(fs, fi, ino, orphan ? KTFS_OPEN_ORPHAN : KTFS_OPEN_NAMED,
+		       &n);
 	if (rc == 0 && !n.orphan && !seen_note(fs, ino, n.st.version, 1)) {
 		struct fuse_session *se =
 			__atomic_load_n(&fs->se, __ATOMIC_ACQUIRE);
@@ -381,7 +382,7 @@ void ktfs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ktfs_node_free(&dir);
 	}
 	if (rc == 0 && !tmpfile)
-		rc = file_open(fs, fi, st.st_ino, 0, NULL);
+		rc = file_open(fs, fi, st.st_ino, KTFS_OPEN_CREATED, NULL);
 	if (rc < 0) {
 		ktfs_reply_err(req, rc);
 		return;

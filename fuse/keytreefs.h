@@ -233,16 +233,23 @@ int ktfs_link_shows_mountpoint(const struct ktfs *fs, const char *target);
  * until its last handle is released. */
 /**@{*/
 
+/** How an open began (ktfs_open_get). */
+#define KTFS_OPEN_NAMED 0   /**< on a name: the kernel looked it up */
+#define KTFS_OPEN_ORPHAN 1  /**< on an orphan (/proc/PID/fd/N) */
+#define KTFS_OPEN_CREATED 2 /**< on a file this request has just made */
+
 /** Count one more handle of inode @p ino; NULL with the negative errno in
  * @p err when out of memory, or when the orphan an open of /proc/PID/fd/N
- * asked for was released meanwhile (ENOENT).  With
- * @p orphan the handle is of the orphan of @p ino (an open of
- * /proc/PID/fd/N).  Without, the open began on a named file: an orphaned
- * entry of a value file's inode number is set aside first (the number
- * comes back when its directory gets a value again), and the new handle
- * is of the file that has the name now; an orphaned entry of any other
- * number is joined (the name went while the open was under way). */
-struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
+ * asked for was released meanwhile (ENOENT).  @p how is one of
+ * KTFS_OPEN_*.  With KTFS_OPEN_ORPHAN the handle is of the orphan of
+ * @p ino.  Otherwise an orphaned entry of @p ino is there because the
+ * name went while the open was under way, or, for a value file, because
+ * its number is in use again (its directory got a value anew): the open
+ * joins the orphan in the first case, and sets the entry aside in the
+ * second, to be of the file that has the name now.  A value file's
+ * directory is read to tell the two apart; a created file is always of
+ * the second kind. */
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int how,
 				int *err);
 
 /** The first handle of a new unnamed file (O_TMPFILE), the orphan @p id,

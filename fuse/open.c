@@ -41,6 +41,7 @@ struct ktfs_open {
 	uint64_t orphan;    /* the orphan's id */
 	struct lkuse *lk;   /* who took range locks through which handle */
 	size_t nlk, caplk;
+	uint64_t gen;       /* told apart from the entries before it */
 	struct ktfs_open *next;
 };
 
@@ -74,19 +75,26 @@ static void unhook(struct ktfs *fs, struct ktfs_open *o)
  * told, 0 when the node has no value or is gone. */
 static int value_back(struct ktfs *fs, uint64_t ino)
 {
+	uint64_t id = ino & ~KTFS_VALUE_BIT;
 	kt_statbuf st;
-	int rc = kt_id_lstat(&st, NULL, NULL, fs->store, ino & ~KTFS_VALUE_BIT);
+	int rc = kt_id_lstat(&st, NULL, NULL, fs->store, id);
 
-	if (rc == KT_ENOTFOUND)
+	if (rc == KT_ENOTFOUND || (rc == 0 && st.id != id))
 		return 0;
 	return rc < 0 || (st.kind & (KT_KIND_ITEM | KT_KIND_DIR)) ==
 				 (KT_KIND_ITEM | KT_KIND_DIR);
 }
 
-struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int orphan,
+/* Entries are told apart by a number of their own, not by address: an
+ * entry freed while the lock was let go may leave its address to the
+ * next. */
+static uint64_t open_gen;
+
+struct ktfs_open *ktfs_open_get(struct ktfs *fs, uint64_t ino, int how,
 				int *err)
 {
-	struct ktfs_open **op, *o, *seen = NULL;
+	struct ktfs_open **op, *o;
+	uint64_t seen = 0;
 	int back = -1, tries = 0;
 
 	*err = -ENOMEM;
@@ -95,7 +103,7 @@ again:
 	op = slot(fs, ino);
 	/* An open of an orphan (through /proc/PID/fd) that lost the race
 	 * with its last release: the orphan is gone. */
-	if (orphan && !(*op && (*op)->orphaned)) {
+	if (how == KTFS_OPEN_ORPHAN && !(*op && (*op)->orphaned)) {
 		pthread_mutex_unlock(&fs->lock);
 		*err = -ENOENT;
 		return NULL;
@@ -108,23 +116,27 @@ again:
 	 * inode number (a GETATTR or SETATTR without a handle: ENOENT).  A
 	 * plain item's id is never used again.  A value file's number is,
 	 * when its directory gets a value anew: the open is then of the
-	 * file that has the name now, and the entry is set aside.  Which of
-	 * the two it is takes a read of the directory's node, made without
-	 * the lock; if the entry changed meanwhile, it is read again. */
-	if (*op && (*op)->orphaned && !orphan && (ino & KTFS_VALUE_BIT)) {
-		if ((back < 0 || *op != seen) && tries++ < 3) {
-			seen = *op;
+	 * file that has the name now, and the entry is set aside.  A file
+	 * this request made is always that; for an open of a name, the
+	 * directory's node tells, read without the lock (and again if the
+	 * entry changed meanwhile). */
+	if (*op && (*op)->orphaned && how != KTFS_OPEN_ORPHAN &&
+	    (ino & KTFS_VALUE_BIT)) {
+		if (how == KTFS_OPEN_NAMED && (back < 0 || (*op)->gen != seen) &&
+		    tries++ < 3) {
+			seen = (*op)->gen;
 			pthread_mutex_unlock(&fs->lock);
 			back = value_back(fs, ino);
 			goto again;
 		}
-		if (back != 0 || *op != seen)
+		if (how != KTFS_OPEN_NAMED || back != 0 || (*op)->gen != seen)
 			unhook(fs, *op);
 	}
 	op = slot(fs, ino);
 	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
 		(*op)->ino = ino;
 		(*op)->hooked = 1;
+		(*op)->gen = __atomic_add_fetch(&open_gen, 1, __ATOMIC_RELAXED);
 		fs->nhooked++;
 	}
 	if ((o = *op) != NULL)
@@ -143,6 +155,7 @@ struct ktfs_open *ktfs_open_tmpfile(struct ktfs *fs, uint64_t id)
 	if (!*op && (*op = calloc(1, sizeof(**op))) != NULL) {
 		(*op)->ino = id;
 		(*op)->hooked = 1;
+		(*op)->gen = __atomic_add_fetch(&open_gen, 1, __ATOMIC_RELAXED);
 		fs->nhooked++;
 		(*op)->orphaned = 1;
 		(*op)->orphan = id;
